@@ -1,0 +1,2 @@
+//! DirBackend (being written).
+pub struct DirBackend;

@@ -1,0 +1,2 @@
+//! MemBackend (being written).
+pub struct MemBackend;

@@ -1,0 +1,80 @@
+//! The storage the engine checkpoints into. The engine reaches it only through
+//! `Backend`, addressing objects by paths relative to the backing root, so a
+//! real directory (`DirBackend`), an in-memory tree (`MemBackend`, used by the
+//! simulator) and the crash-test recorder are interchangeable.
+//!
+//! Contract every implementation keeps: operations take effect in the order
+//! they are called; `sync` is a durability barrier — after it returns, every
+//! earlier operation survives a power loss. Nothing after the last `sync` is
+//! promised to survive.
+
+mod dir;
+mod mem;
+
+pub use dir::DirBackend;
+pub use mem::MemBackend;
+
+use crate::types::{FileKind, FsStats};
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::Path;
+use std::time::SystemTime;
+
+/// Attributes of an object in the backing store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendAttr {
+    pub kind: FileKind,
+    pub perm: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    pub rdev: u32,
+    pub atime: SystemTime,
+    pub mtime: SystemTime,
+    pub ctime: SystemTime,
+}
+
+pub trait Backend: Send + Sync {
+    /// `lstat`: never follows a final symlink.
+    fn stat(&self, path: &Path) -> io::Result<BackendAttr>;
+    /// Names and kinds in a directory, without `.` and `..`.
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>>;
+    /// Reads up to `buf.len()` bytes; fewer only at end of file.
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+    /// Writes into an existing file; `ENOENT` if there is none (never creates).
+    fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Sets the size of an existing file.
+    fn set_len(&self, path: &Path, size: u64) -> io::Result<()>;
+    /// Makes a new object. A regular file that already exists is truncated to
+    /// empty (so replaying a create is harmless); anything else that exists
+    /// fails with `EEXIST`.
+    fn create(&self, path: &Path, kind: FileKind, perm: u32, rdev: u32) -> io::Result<()>;
+    fn symlink(&self, target: &OsStr, path: &Path) -> io::Result<()>;
+    fn read_link(&self, path: &Path) -> io::Result<OsString>;
+    fn link(&self, existing: &Path, new: &Path) -> io::Result<()>;
+    /// Removes a non-directory name.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
+    /// `rename(2)`: replaces an existing target.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// `lchown`.
+    fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()>;
+    /// `chmod` (permission bits only; not applied to symlinks).
+    fn set_perm(&self, path: &Path, perm: u32) -> io::Result<()>;
+    /// `utimensat` without following symlinks.
+    fn set_times(&self, path: &Path, atime: SystemTime, mtime: SystemTime) -> io::Result<()>;
+    fn get_xattr(&self, path: &Path, name: &OsStr) -> io::Result<Option<Vec<u8>>>;
+    fn list_xattr(&self, path: &Path) -> io::Result<Vec<OsString>>;
+    fn set_xattr(&self, path: &Path, name: &OsStr, value: &[u8]) -> io::Result<()>;
+    /// Removing an absent attribute is not an error.
+    fn remove_xattr(&self, path: &Path, name: &OsStr) -> io::Result<()>;
+    /// Durability barrier (see the module comment).
+    fn sync(&self) -> io::Result<()>;
+    fn statfs(&self) -> io::Result<FsStats>;
+}
+
+/// True for "no such file" errors, which replay treats as "already done".
+pub fn is_not_found(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOENT) || e.kind() == io::ErrorKind::NotFound
+}

@@ -1,0 +1,125 @@
+//! Engine configuration: the TOML a user writes (documented key by key in
+//! docs/CONFIG.md). Every field has a default, so an empty file is valid.
+
+use serde::{Deserialize, Serialize};
+
+/// How an app's fsync behaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    /// fsync marks a log boundary and returns; data reaches the backing
+    /// store at the next checkpoint.
+    Memory,
+    /// POSIX: fsync returns once the app's data is durable in the backing store.
+    Sync,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Bytes of file data the engine may keep in memory.
+    pub cache_size: u64,
+    /// Dirty bytes (fraction of `cache_size`) above which a checkpoint is forced.
+    pub dirty_high_ratio: f64,
+    /// Dirty bytes (fraction of `cache_size`) above which a background
+    /// checkpoint starts (seed 000: dirty_background_ratio = 50 %).
+    pub dirty_background_ratio: f64,
+    /// Default for apps without their own setting.
+    pub mode: SyncMode,
+    /// Close an app's open VCT once this many bytes are stale.
+    pub max_stale_bytes: u64,
+    /// Close an app's open VCT once its oldest write is this old (seed 000: 120 s).
+    pub max_stale_seconds: f64,
+    /// How often the background checkpointer wakes (seed 000: 60 s).
+    pub writeback_interval_seconds: f64,
+    /// Below this battery percentage every app is in sync mode (seed 000: 15 %).
+    pub low_battery_percent: u8,
+    /// Writeback interval while the battery is low (seed 000: 30 s).
+    pub low_battery_writeback_seconds: f64,
+    /// Bytes a checkpoint writes before it checks for waiting foreground work.
+    pub checkpoint_segment_bytes: u64,
+    /// Name of the transactioning policy.
+    pub transaction_policy: String,
+    /// Per-app settings.
+    pub apps: Vec<AppConfig>,
+}
+
+/// Settings of one app, matched by uid or by name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppConfig {
+    pub name: String,
+    /// uids that belong to this app.
+    #[serde(default)]
+    pub uids: Vec<u32>,
+    #[serde(default)]
+    pub mode: Option<SyncMode>,
+    #[serde(default)]
+    pub max_stale_bytes: Option<u64>,
+    #[serde(default)]
+    pub max_stale_seconds: Option<f64>,
+}
+
+pub const MIB: u64 = 1024 * 1024;
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            cache_size: 256 * MIB,
+            dirty_high_ratio: 0.75,
+            dirty_background_ratio: 0.5,
+            mode: SyncMode::Memory,
+            max_stale_bytes: 64 * MIB,
+            max_stale_seconds: 120.0,
+            writeback_interval_seconds: 60.0,
+            low_battery_percent: 15,
+            low_battery_writeback_seconds: 30.0,
+            checkpoint_segment_bytes: 4 * MIB,
+            transaction_policy: "staleness-limit".to_string(),
+            apps: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Parses TOML; the error names the offending key.
+    pub fn from_toml(text: &str) -> Result<Config, String> {
+        let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.cache_size < 16 * 4096 {
+            return Err(format!("cache_size {} is below the minimum of 64 KiB", self.cache_size));
+        }
+        for (key, v) in [
+            ("dirty_high_ratio", self.dirty_high_ratio),
+            ("dirty_background_ratio", self.dirty_background_ratio),
+        ] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(format!("{key} must be in (0, 1], got {v}"));
+            }
+        }
+        for (key, v) in [
+            ("max_stale_seconds", self.max_stale_seconds),
+            ("writeback_interval_seconds", self.writeback_interval_seconds),
+            ("low_battery_writeback_seconds", self.low_battery_writeback_seconds),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(format!("{key} must be a positive number of seconds, got {v}"));
+            }
+        }
+        if self.low_battery_percent > 100 {
+            return Err(format!("low_battery_percent must be 0..=100, got {}", self.low_battery_percent));
+        }
+        if !crate::policy::POLICY_NAMES.contains(&self.transaction_policy.as_str()) {
+            return Err(format!(
+                "transaction_policy \"{}\" is unknown; known: {}",
+                self.transaction_policy,
+                crate::policy::POLICY_NAMES.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,24 @@
+//! mcfs-core: the engine of mcfs, a memory-centric, app-aware file system.
+//!
+//! The engine knows nothing of FUSE or of traces: front ends call `Engine`
+//! methods with an inode number and a `Caller`; the engine talks to storage
+//! only through `Backend` and to time only through `Clock`.
+
+pub mod backend;
+pub mod clock;
+pub mod config;
+mod engine;
+pub mod policy;
+pub mod stats;
+pub mod types;
+
+pub use backend::{Backend, DirBackend, MemBackend};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::{AppConfig, Config, SyncMode};
+pub use engine::Engine;
+pub use stats::{AppStats, Stats};
+pub use types::*;
+
+/// Name of the engine's own directory inside the backing store; hidden from
+/// the mount.
+pub const STATE_DIR: &str = ".mcfs";

@@ -1,0 +1,46 @@
+//! Counters the engine keeps for `mcfs stat`, overall and per app.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct AppStats {
+    pub app: String,
+    pub mode: String,
+    pub bytes_written: u64,
+    pub bytes_flushed: u64,
+    pub fsync_absorbed: u64,
+    pub fsync_honoured: u64,
+    pub vcts_closed: u64,
+    pub vcts_committed: u64,
+    pub stale_bytes: u64,
+    pub stale_seconds: f64,
+    pub dirty_bytes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Stats {
+    pub bytes_written: u64,
+    pub bytes_flushed: u64,
+    /// Bytes written to the journal (part of `bytes_flushed`).
+    pub journal_bytes: u64,
+    pub fsync_absorbed: u64,
+    pub fsync_honoured: u64,
+    pub vcts_closed: u64,
+    pub vcts_committed: u64,
+    pub stale_bytes: u64,
+    pub stale_seconds: f64,
+    pub cache_clean_bytes: u64,
+    pub cache_dirty_bytes: u64,
+    pub cache_total_bytes: u64,
+    pub cache_limit_bytes: u64,
+    pub checkpoints: u64,
+    pub last_checkpoint_seconds: f64,
+    pub battery_percent: Option<u8>,
+    pub low_battery: bool,
+    /// The last error the backing store gave a checkpoint, if it has not
+    /// succeeded since.
+    pub checkpoint_error: Option<String>,
+    pub checkpoint_failures: u64,
+    pub apps: BTreeMap<String, AppStats>,
+}
