@@ -1,148 +1,674 @@
-//! `Engine`: the one entry point front ends use. (API skeleton; bodies are
-//! being written.)
+//! `Engine`: the one entry point front ends use. Every call takes the state
+//! lock, does its work in memory (loading from the backing store on a miss),
+//! and returns; checkpoints run under their own lock and hold the state lock
+//! only to pick and to finish their batch (see `checkpoint`).
 
 use crate::backend::Backend;
+use crate::checkpoint::{CheckpointCounters, Trigger};
 use crate::clock::Clock;
+use crate::committed::CommittedTree;
 use crate::config::{Config, SyncMode};
+use crate::inode::Inode;
+use crate::journal::{self, Journal};
+use crate::state::{attr_from_backend, State, Store};
 use crate::stats::Stats;
 use crate::types::*;
+use crate::vct::{AppId, LogEntry};
+use crate::STATE_DIR;
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::ffi::{OsStr, OsString};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 pub struct Engine {
-    _backend: Arc<dyn Backend>,
-    _clock: Arc<dyn Clock>,
-    _config: Config,
+    pub(crate) state: Mutex<State>,
+    pub(crate) tree: RwLock<CommittedTree>,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The journal; holding it is holding the right to checkpoint.
+    pub(crate) journal: Mutex<Journal>,
+    pub(crate) preserve_owner: bool,
+    pub(crate) counters: Mutex<CheckpointCounters>,
+    /// Wakes the background thread when a VCT closes or on shutdown.
+    pub(crate) wake: (Mutex<bool>, Condvar),
 }
 
-#[allow(unused_variables)]
+const NAME_MAX: usize = 255;
+
+fn check_name(parent: Ino, name: &OsStr) -> FsResult<()> {
+    if name.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    if parent == ROOT_INO && name == STATE_DIR {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
 impl Engine {
     /// Opens the backing store: runs recovery, then loads the root.
     /// The error names the file and the cause.
     pub fn start(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>, config: Config) -> Result<Engine, String> {
-        todo!()
+        config.validate()?;
+        let report = journal::recover(&*backend).map_err(|e| format!("recovery of {STATE_DIR}/ failed: {e}"))?;
+        tracing::info!(?report, "recovery done");
+        let root = backend.stat(Path::new("")).map_err(|e| format!("backing root: {e}"))?;
+        if root.kind != FileKind::Dir {
+            return Err("backing root is not a directory".into());
+        }
+        let journal = Journal::open(Arc::clone(&backend)).map_err(|e| format!("{STATE_DIR}/journal: {e}"))?;
+        let mut root_inode = Inode::new(attr_from_backend(ROOT_INO, &root), 0, ROOT_INO);
+        root_inode.children = None;
+        root_inode.lookups = 1;
+        let mut state = State::new(config, root_inode);
+        let app = state.app_of_uid(root.uid);
+        state.inodes.get_mut(&ROOT_INO).expect("root").app = app;
+        Ok(Engine {
+            state: Mutex::new(state),
+            tree: RwLock::new(CommittedTree::default()),
+            backend,
+            clock,
+            journal: Mutex::new(journal),
+            // SAFETY: geteuid has no preconditions.
+            preserve_owner: unsafe { libc::geteuid() } == 0,
+            counters: Mutex::new(CheckpointCounters::default()),
+            wake: (Mutex::new(false), Condvar::new()),
+        })
     }
+
+    pub(crate) fn store(&self) -> Store<'_> {
+        Store { backend: &*self.backend, tree: &self.tree }
+    }
+
     /// Looks up `name` in `parent` and takes one kernel reference on the result.
-    pub fn lookup(&self, caller: Caller, parent: Ino, name: &OsStr) -> FsResult<Attr> {
-        todo!()
+    pub fn lookup(&self, _caller: Caller, parent: Ino, name: &OsStr) -> FsResult<Attr> {
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if parent == ROOT_INO && name == STATE_DIR {
+            return Err(Errno::ENOENT);
+        }
+        let mut st = self.state.lock();
+        let ino = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
+        let inode = st.inode_mut(ino)?;
+        inode.lookups += 1;
+        Ok(inode.attr.clone())
     }
+
     /// Drops `n` kernel references.
     pub fn forget(&self, ino: Ino, n: u64) {
-        todo!()
+        let mut st = self.state.lock();
+        if let Some(inode) = st.inodes.get_mut(&ino) {
+            inode.lookups = inode.lookups.saturating_sub(n);
+            st.drop_if_unreferenced(ino, &self.tree);
+        }
     }
+
     pub fn getattr(&self, ino: Ino) -> FsResult<Attr> {
-        todo!()
+        Ok(self.state.lock().inode(ino)?.attr.clone())
     }
+
     pub fn setattr(&self, caller: Caller, ino: Ino, set: &SetAttr) -> FsResult<Attr> {
-        todo!()
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        st.inode(ino)?;
+        if let Some(size) = set.size {
+            st.truncate(ino, size, now)?;
+        }
+        let app = st.app_of_uid(caller.uid);
+        let mut entries = Vec::new();
+        let inode = st.inode_mut(ino)?;
+        let old_perm = inode.attr.perm;
+        if let Some(perm) = set.perm {
+            inode.attr.perm = perm & 0o7777;
+        }
+        if set.uid.is_some() || set.gid.is_some() {
+            inode.attr.uid = set.uid.unwrap_or(inode.attr.uid);
+            inode.attr.gid = set.gid.unwrap_or(inode.attr.gid);
+            if inode.attr.kind != FileKind::Dir {
+                // chown drops set-user-id, and set-group-id on group-executables (Linux).
+                let mut kill = libc::S_ISUID;
+                if inode.attr.perm & libc::S_IXGRP != 0 {
+                    kill |= libc::S_ISGID;
+                }
+                inode.attr.perm &= !kill;
+            }
+            entries.push(LogEntry::SetOwner { ino, uid: inode.attr.uid, gid: inode.attr.gid });
+        }
+        if inode.attr.perm != old_perm || set.perm.is_some() {
+            entries.push(LogEntry::SetPerm { ino, perm: inode.attr.perm });
+        }
+        let time = |t: SetTime| match t {
+            SetTime::At(t) => t,
+            SetTime::Now => now,
+        };
+        if let Some(t) = set.atime {
+            inode.attr.atime = time(t);
+        }
+        if let Some(t) = set.mtime {
+            inode.attr.mtime = time(t);
+        }
+        if set.atime.is_some() || set.mtime.is_some() {
+            entries.push(LogEntry::SetTimes { ino, atime: inode.attr.atime, mtime: inode.attr.mtime });
+        }
+        inode.attr.ctime = now;
+        let attr = inode.attr.clone();
+        for e in entries {
+            st.log(app, e, &[ino], now);
+        }
+        Ok(attr)
     }
+
     pub fn readlink(&self, ino: Ino) -> FsResult<OsString> {
-        todo!()
+        self.state.lock().inode(ino)?.symlink_target.clone().ok_or(Errno::EINVAL)
     }
+
     /// Creates a special file or a regular file without opening it. Takes a kernel reference.
     pub fn mknod(&self, caller: Caller, parent: Ino, name: &OsStr, kind: FileKind, perm: u32, rdev: u32) -> FsResult<Attr> {
-        todo!()
+        self.make_node(caller, parent, name, kind, perm, rdev, None)
     }
+
     /// Takes a kernel reference.
     pub fn mkdir(&self, caller: Caller, parent: Ino, name: &OsStr, perm: u32) -> FsResult<Attr> {
-        todo!()
+        self.make_node(caller, parent, name, FileKind::Dir, perm, 0, None)
     }
+
     /// Takes a kernel reference.
     pub fn symlink(&self, caller: Caller, parent: Ino, name: &OsStr, target: &OsStr) -> FsResult<Attr> {
-        todo!()
+        self.make_node(caller, parent, name, FileKind::Symlink, 0o777, 0, Some(target))
     }
+
+    #[allow(clippy::too_many_arguments)]
+    fn make_node(
+        &self,
+        caller: Caller,
+        parent: Ino,
+        name: &OsStr,
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+        target: Option<&OsStr>,
+    ) -> FsResult<Attr> {
+        check_name(parent, name)?;
+        let mut st = self.state.lock();
+        let mut attr = self.new_node(&mut st, caller, parent, name, kind, perm, rdev, target)?;
+        let inode = st.inode_mut(attr.ino)?;
+        inode.lookups += 1;
+        attr.nlink = inode.attr.nlink;
+        Ok(attr)
+    }
+
+    /// Makes a new inode named `name` in `parent` and logs it.
+    #[allow(clippy::too_many_arguments)]
+    fn new_node(
+        &self,
+        st: &mut State,
+        caller: Caller,
+        parent: Ino,
+        name: &OsStr,
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+        target: Option<&OsStr>,
+    ) -> FsResult<Attr> {
+        let now = self.clock.now();
+        if st.find(&self.store(), parent, name)?.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        let dir = st.inode(parent)?;
+        if dir.attr.nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let inherit_gid = dir.attr.perm & libc::S_ISGID != 0;
+        let gid = if inherit_gid { dir.attr.gid } else { caller.gid };
+        let mut perm = perm & 0o7777;
+        if kind == FileKind::Dir && inherit_gid {
+            perm |= libc::S_ISGID;
+        }
+        let app = st.app_of_uid(caller.uid);
+        let ino = st.new_ino();
+        let attr = Attr {
+            ino,
+            kind,
+            perm,
+            nlink: if kind == FileKind::Dir { 2 } else { 1 },
+            uid: caller.uid,
+            gid,
+            size: target.map_or(0, |t| t.len() as u64),
+            rdev,
+            atime: now,
+            mtime: now,
+            ctime: now,
+        };
+        let mut inode = Inode::new(attr.clone(), app, parent);
+        inode.symlink_target = target.map(OsStr::to_owned);
+        st.inodes.insert(ino, inode);
+        let dir = st.inode_mut(parent)?;
+        dir.children.as_mut().expect("loaded").insert(name.to_owned(), ino);
+        dir.touch_mtime(now);
+        if kind == FileKind::Dir {
+            dir.attr.nlink += 1;
+        }
+        let entry = match target {
+            Some(target) => LogEntry::Symlink {
+                ino,
+                parent,
+                name: name.to_owned(),
+                target: target.to_owned(),
+                uid: attr.uid,
+                gid,
+            },
+            None => LogEntry::Create { ino, parent, name: name.to_owned(), kind, perm, rdev, uid: attr.uid, gid },
+        };
+        st.log(app, entry, &[parent, ino], now);
+        st.apps.list[app].open.touch(parent);
+        Ok(attr)
+    }
+
     /// Takes a kernel reference.
     pub fn link(&self, caller: Caller, ino: Ino, new_parent: Ino, new_name: &OsStr) -> FsResult<Attr> {
-        todo!()
+        check_name(new_parent, new_name)?;
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        if st.inode(ino)?.is_dir() {
+            return Err(Errno::EPERM);
+        }
+        if st.find(&self.store(), new_parent, new_name)?.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if st.inode(new_parent)?.attr.nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let app = st.app_of_uid(caller.uid);
+        let dir = st.inode_mut(new_parent)?;
+        dir.children.as_mut().expect("loaded").insert(new_name.to_owned(), ino);
+        dir.touch_mtime(now);
+        let inode = st.inode_mut(ino)?;
+        inode.attr.nlink += 1;
+        inode.attr.ctime = now;
+        inode.lookups += 1;
+        let attr = inode.attr.clone();
+        st.log(app, LogEntry::Link { ino, parent: new_parent, name: new_name.to_owned() }, &[ino, new_parent], now);
+        st.apps.list[app].open.touch(new_parent);
+        Ok(attr)
     }
+
     pub fn unlink(&self, caller: Caller, parent: Ino, name: &OsStr) -> FsResult<()> {
-        todo!()
+        self.remove(caller, parent, name, false)
     }
+
     pub fn rmdir(&self, caller: Caller, parent: Ino, name: &OsStr) -> FsResult<()> {
-        todo!()
+        self.remove(caller, parent, name, true)
     }
-    pub fn rename(&self, caller: Caller, parent: Ino, name: &OsStr, new_parent: Ino, new_name: &OsStr, mode: RenameMode) -> FsResult<()> {
-        todo!()
+
+    fn remove(&self, caller: Caller, parent: Ino, name: &OsStr, want_dir: bool) -> FsResult<()> {
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        let ino = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
+        let is_dir = st.inode(ino)?.is_dir();
+        match (want_dir, is_dir) {
+            (false, true) => return Err(Errno::EISDIR),
+            (true, false) => return Err(Errno::ENOTDIR),
+            (true, true) => {
+                st.load_dir(&self.store(), ino)?;
+                if st.inode(ino)?.children.as_ref().is_some_and(|c| !c.is_empty()) {
+                    return Err(Errno::ENOTEMPTY);
+                }
+            }
+            (false, false) => {}
+        }
+        let app = st.app_of_uid(caller.uid);
+        let dir = st.inode_mut(parent)?;
+        dir.children.as_mut().expect("loaded").remove(name);
+        dir.touch_mtime(now);
+        if is_dir {
+            dir.attr.nlink -= 1;
+        }
+        let inode = st.inode_mut(ino)?;
+        inode.attr.nlink = if is_dir { 0 } else { inode.attr.nlink - 1 };
+        inode.attr.ctime = now;
+        let entry = if is_dir {
+            LogEntry::Rmdir { ino, parent, name: name.to_owned() }
+        } else {
+            LogEntry::Unlink { ino, parent, name: name.to_owned() }
+        };
+        st.log(app, entry, &[parent, ino], now);
+        st.apps.list[app].open.touch(parent);
+        st.drop_if_unreferenced(ino, &self.tree);
+        Ok(())
     }
+
+    pub fn rename(
+        &self,
+        caller: Caller,
+        parent: Ino,
+        name: &OsStr,
+        new_parent: Ino,
+        new_name: &OsStr,
+        mode: RenameMode,
+    ) -> FsResult<()> {
+        check_name(new_parent, new_name)?;
+        check_name(parent, name)?;
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        let src = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
+        let dst = st.find(&self.store(), new_parent, new_name)?;
+        let app = st.app_of_uid(caller.uid);
+        let src_dir = st.inode(src)?.is_dir();
+        if src_dir && (new_parent == src || self.is_ancestor(&st, src, new_parent)) {
+            return Err(Errno::EINVAL);
+        }
+        match (mode, dst) {
+            (RenameMode::NoReplace, Some(_)) => return Err(Errno::EEXIST),
+            (RenameMode::Exchange, None) => return Err(Errno::ENOENT),
+            (RenameMode::Exchange, Some(dst)) => {
+                if st.inode(dst)?.is_dir() && (parent == dst || self.is_ancestor(&st, dst, parent)) {
+                    return Err(Errno::EINVAL);
+                }
+                return self.exchange(&mut st, app, (parent, name, src), (new_parent, new_name, dst));
+            }
+            (_, Some(dst)) if dst == src => return Ok(()),
+            (_, Some(dst)) => {
+                let dst_dir = st.inode(dst)?.is_dir();
+                if src_dir && !dst_dir {
+                    return Err(Errno::ENOTDIR);
+                }
+                if !src_dir && dst_dir {
+                    return Err(Errno::EISDIR);
+                }
+                if dst_dir {
+                    st.load_dir(&self.store(), dst)?;
+                    if st.inode(dst)?.children.as_ref().is_some_and(|c| !c.is_empty()) {
+                        return Err(Errno::ENOTEMPTY);
+                    }
+                }
+            }
+            (_, None) => {}
+        }
+        st.inode_mut(parent)?.children.as_mut().expect("loaded").remove(name);
+        st.inode_mut(new_parent)?.children.as_mut().expect("loaded").insert(new_name.to_owned(), src);
+        if let Some(dst) = dst {
+            let d = st.inode_mut(dst)?;
+            d.attr.nlink = if d.is_dir() { 0 } else { d.attr.nlink - 1 };
+            d.attr.ctime = now;
+            if d.is_dir() {
+                st.inode_mut(new_parent)?.attr.nlink -= 1;
+            }
+        }
+        if src_dir && parent != new_parent {
+            st.inode_mut(parent)?.attr.nlink -= 1;
+            st.inode_mut(new_parent)?.attr.nlink += 1;
+        }
+        for dir in [parent, new_parent] {
+            st.inode_mut(dir)?.touch_mtime(now);
+            st.apps.list[app].open.touch(dir);
+        }
+        let s = st.inode_mut(src)?;
+        s.parent = new_parent;
+        s.attr.ctime = now;
+        let mut touched = vec![parent, new_parent, src];
+        touched.extend(dst);
+        let entry = LogEntry::Rename {
+            ino: src,
+            parent,
+            name: name.to_owned(),
+            new_parent,
+            new_name: new_name.to_owned(),
+            replaced: dst,
+        };
+        st.log(app, entry, &touched, now);
+        if let Some(dst) = dst {
+            st.drop_if_unreferenced(dst, &self.tree);
+        }
+        Ok(())
+    }
+
+    /// Whether `ancestor` is a proper ancestor of directory `ino`.
+    fn is_ancestor(&self, st: &State, ancestor: Ino, mut ino: Ino) -> bool {
+        while ino != ROOT_INO {
+            let Some(i) = st.inodes.get(&ino) else { return false };
+            ino = i.parent;
+            if ino == ancestor {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn exchange(
+        &self,
+        st: &mut State,
+        app: AppId,
+        (p1, n1, a): (Ino, &OsStr, Ino),
+        (p2, n2, b): (Ino, &OsStr, Ino),
+    ) -> FsResult<()> {
+        let now = self.clock.now();
+        st.inode_mut(p1)?.children.as_mut().expect("loaded").insert(n1.to_owned(), b);
+        st.inode_mut(p2)?.children.as_mut().expect("loaded").insert(n2.to_owned(), a);
+        if p1 != p2 {
+            let (a_dir, b_dir) = (st.inode(a)?.is_dir(), st.inode(b)?.is_dir());
+            let delta = a_dir as i64 - b_dir as i64;
+            st.inode_mut(p1)?.attr.nlink = (st.inode(p1)?.attr.nlink as i64 - delta) as u32;
+            st.inode_mut(p2)?.attr.nlink = (st.inode(p2)?.attr.nlink as i64 + delta) as u32;
+        }
+        st.inode_mut(a)?.parent = p2;
+        st.inode_mut(b)?.parent = p1;
+        for ino in [a, b] {
+            st.inode_mut(ino)?.attr.ctime = now;
+        }
+        for dir in [p1, p2] {
+            st.inode_mut(dir)?.touch_mtime(now);
+            st.apps.list[app].open.touch(dir);
+        }
+        let entry = LogEntry::Exchange { parent: p1, name: n1.to_owned(), new_parent: p2, new_name: n2.to_owned() };
+        st.log(app, entry, &[p1, p2, a, b], now);
+        Ok(())
+    }
+
     /// Creates a regular file and opens it (one open and one kernel reference).
     /// With `exclusive` false an existing regular file is opened instead.
     pub fn create(&self, caller: Caller, parent: Ino, name: &OsStr, perm: u32, exclusive: bool) -> FsResult<Attr> {
-        todo!()
+        check_name(parent, name)?;
+        let mut st = self.state.lock();
+        let attr = match st.find(&self.store(), parent, name)? {
+            Some(_) if exclusive => return Err(Errno::EEXIST),
+            Some(ino) if st.inode(ino)?.is_dir() => return Err(Errno::EISDIR),
+            Some(ino) => st.inode(ino)?.attr.clone(),
+            None => self.new_node(&mut st, caller, parent, name, FileKind::File, perm, 0, None)?,
+        };
+        let inode = st.inode_mut(attr.ino)?;
+        inode.lookups += 1;
+        inode.opens += 1;
+        Ok(inode.attr.clone())
     }
+
     /// Counts an open of `ino`.
     pub fn open_file(&self, ino: Ino) -> FsResult<()> {
-        todo!()
+        self.state.lock().inode_mut(ino)?.opens += 1;
+        Ok(())
     }
+
     /// Counts a close of `ino`.
     pub fn release(&self, ino: Ino) {
-        todo!()
+        let mut st = self.state.lock();
+        if let Some(inode) = st.inodes.get_mut(&ino) {
+            inode.opens = inode.opens.saturating_sub(1);
+            st.drop_if_unreferenced(ino, &self.tree);
+        }
     }
+
     /// Reads up to `size` bytes; fewer only at end of file.
     pub fn read(&self, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
-        todo!()
+        self.state.lock().read(&self.store(), ino, offset, size)
     }
-    /// Writes into the cache and the file's app's write log.
-    pub fn write(&self, caller: Option<Caller>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<u32> {
-        todo!()
+
+    /// Writes into the cache and the file's app's write log. Throttles the
+    /// writer with a checkpoint when dirty data passes the high watermark.
+    pub fn write(&self, _caller: Option<Caller>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<u32> {
+        let pages = (data.len() as u64).div_ceil(PAGE_SIZE) + 1;
+        for _ in 0..3 {
+            let mut st = self.state.lock();
+            let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
+            if !full && st.make_room(pages) {
+                break;
+            }
+            drop(st);
+            self.run_checkpoint(Trigger::Memory)?;
+        }
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        st.write(&self.store(), ino, offset, data, now)?;
+        let app = st.inode(ino)?.app;
+        if self.policy_closes(&mut st, app) {
+            self.wake_background();
+        }
+        Ok(data.len() as u32)
     }
+
     /// `fallocate` mode 0 (allocate, extending the size) and KEEP_SIZE; other modes give EOPNOTSUPP.
     pub fn fallocate(&self, ino: Ino, offset: u64, len: u64, mode: i32) -> FsResult<()> {
-        todo!()
+        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
+        if len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let mut st = self.state.lock();
+        if st.inode(ino)?.attr.kind != FileKind::File {
+            return Err(Errno::ENODEV);
+        }
+        match mode {
+            0 if end > st.inode(ino)?.attr.size => st.truncate(ino, end, self.clock.now()),
+            0 => Ok(()),
+            libc::FALLOC_FL_KEEP_SIZE => Ok(()),
+            _ => Err(Errno::ENOTSUP),
+        }
     }
+
     /// fsync / fdatasync of one file: a VCT boundary in memory mode, a durable
     /// commit of the app's data in sync mode.
-    pub fn fsync(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
-        todo!()
+    pub fn fsync(&self, _caller: Option<Caller>, ino: Ino) -> FsResult<()> {
+        let app = self.state.lock().inode(ino)?.app;
+        self.sync_of(app)
     }
+
     /// fsyncdir and sync(2): the same for the caller's app.
     pub fn sync_app(&self, caller: Option<Caller>) -> FsResult<()> {
-        todo!()
+        let app = self.state.lock().app_of_uid(caller.map_or(0, |c| c.uid));
+        self.sync_of(app)
     }
+
+    fn sync_of(&self, app: AppId) -> FsResult<()> {
+        let mut st = self.state.lock();
+        let mode = st.mode_of(app);
+        let counters = &mut st.apps.list[app].counters;
+        if mode == SyncMode::Memory {
+            counters.fsync_absorbed += 1;
+            return Ok(());
+        }
+        counters.fsync_honoured += 1;
+        drop(st);
+        self.run_checkpoint(Trigger::Sync(app))
+    }
+
     /// Entries of a directory (without `.` and `..`).
     pub fn readdir(&self, ino: Ino) -> FsResult<Vec<DirEntry>> {
-        todo!()
+        let mut st = self.state.lock();
+        st.load_dir(&self.store(), ino)?;
+        let dir = st.inode(ino)?;
+        let children = dir.children.as_ref().expect("loaded");
+        Ok(children
+            .iter()
+            .filter_map(|(name, child)| {
+                let kind = st.inodes.get(child)?.attr.kind;
+                Some(DirEntry { name: name.clone(), ino: *child, kind })
+            })
+            .collect())
     }
+
     pub fn statfs(&self) -> FsResult<FsStats> {
-        todo!()
+        Ok(self.backend.statfs()?)
     }
+
+    fn load_xattrs(&self, st: &mut State, ino: Ino) -> FsResult<()> {
+        if st.inode(ino)?.xattrs.is_some() {
+            return Ok(());
+        }
+        let mut map = std::collections::BTreeMap::new();
+        let path = self.tree.read().path(ino);
+        if let Some(path) = path {
+            for name in self.backend.list_xattr(&path)? {
+                if let Some(v) = self.backend.get_xattr(&path, &name)? {
+                    map.insert(name, v);
+                }
+            }
+        }
+        st.inode_mut(ino)?.xattrs = Some(map);
+        Ok(())
+    }
+
     pub fn getxattr(&self, ino: Ino, name: &OsStr) -> FsResult<Vec<u8>> {
-        todo!()
+        let mut st = self.state.lock();
+        self.load_xattrs(&mut st, ino)?;
+        st.inode(ino)?.xattrs.as_ref().and_then(|x| x.get(name)).cloned().ok_or(Errno::ENODATA)
     }
+
     pub fn listxattr(&self, ino: Ino) -> FsResult<Vec<OsString>> {
-        todo!()
+        let mut st = self.state.lock();
+        self.load_xattrs(&mut st, ino)?;
+        Ok(st.inode(ino)?.xattrs.as_ref().map(|x| x.keys().cloned().collect()).unwrap_or_default())
     }
+
     pub fn setxattr(&self, caller: Caller, ino: Ino, name: &OsStr, value: &[u8], mode: XattrMode) -> FsResult<()> {
-        todo!()
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        self.load_xattrs(&mut st, ino)?;
+        let app = st.app_of_uid(caller.uid);
+        let inode = st.inode_mut(ino)?;
+        let xattrs = inode.xattrs.as_mut().expect("loaded");
+        match (mode, xattrs.contains_key(name)) {
+            (XattrMode::CreateOnly, true) => return Err(Errno::EEXIST),
+            (XattrMode::ReplaceOnly, false) => return Err(Errno::ENODATA),
+            _ => {}
+        }
+        xattrs.insert(name.to_owned(), value.to_vec());
+        inode.attr.ctime = now;
+        st.log(app, LogEntry::SetXattr { ino, name: name.to_owned(), value: value.to_vec() }, &[ino], now);
+        Ok(())
     }
+
     pub fn removexattr(&self, caller: Caller, ino: Ino, name: &OsStr) -> FsResult<()> {
-        todo!()
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        self.load_xattrs(&mut st, ino)?;
+        let app = st.app_of_uid(caller.uid);
+        let inode = st.inode_mut(ino)?;
+        if inode.xattrs.as_mut().expect("loaded").remove(name).is_none() {
+            return Err(Errno::ENODATA);
+        }
+        inode.attr.ctime = now;
+        st.log(app, LogEntry::RemoveXattr { ino, name: name.to_owned() }, &[ino], now);
+        Ok(())
     }
+
     /// Closes every open VCT and commits all closed ones (`mcfs ctl checkpoint`).
     pub fn checkpoint(&self) -> FsResult<()> {
-        todo!()
+        self.run_checkpoint(Trigger::Everything)
     }
-    /// Runs the policies: closes VCTs that are due and checkpoints. The
-    /// mount calls it from a background thread; the simulator at each step.
-    pub fn tick(&self) {
-        todo!()
-    }
-    /// How long the background thread may sleep before the next `tick`.
-    pub fn next_tick_in(&self) -> Duration {
-        todo!()
-    }
-    /// Orderly stop: checkpoints everything, open VCTs included.
-    pub fn shutdown(&self) -> FsResult<()> {
-        todo!()
-    }
+
     pub fn set_battery(&self, percent: u8) {
-        todo!()
+        self.state.lock().battery = Some(percent.min(100));
+        self.wake_background();
     }
+
     /// Sets an app's mode; the app is named as in the config or as `uid:N`.
     pub fn set_app_mode(&self, app: &str, mode: SyncMode) -> Result<(), String> {
-        todo!()
+        let mut st = self.state.lock();
+        let id = st.app_by_name(app).ok_or_else(|| format!("no app named \"{app}\" (use a configured name or uid:N)"))?;
+        st.apps.list[id].mode = Some(mode);
+        Ok(())
     }
+
     pub fn stats(&self) -> Stats {
-        todo!()
+        let st = self.state.lock();
+        crate::checkpoint::collect_stats(&st, &self.counters.lock(), self.clock.now())
     }
 }

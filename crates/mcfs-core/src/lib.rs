@@ -4,10 +4,20 @@
 //! methods with an inode number and a `Caller`; the engine talks to storage
 //! only through `Backend` and to time only through `Clock`.
 
+mod apps;
 pub mod backend;
+mod cache;
+mod checkpoint;
 pub mod clock;
+mod committed;
+mod compile;
 pub mod config;
 mod engine;
+mod file_io;
+mod inode;
+mod state;
+mod vct;
+pub mod journal;
 pub mod policy;
 pub mod stats;
 pub mod types;

@@ -15,7 +15,6 @@ pub struct AppStats {
     pub vcts_committed: u64,
     pub stale_bytes: u64,
     pub stale_seconds: f64,
-    pub dirty_bytes: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]

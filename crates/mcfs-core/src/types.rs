@@ -38,6 +38,7 @@ impl Errno {
     pub const ENODATA: Errno = Errno(libc::ENODATA);
     pub const ENOTSUP: Errno = Errno(libc::EOPNOTSUPP);
     pub const ELOOP: Errno = Errno(libc::ELOOP);
+    pub const ENODEV: Errno = Errno(libc::ENODEV);
 
     pub fn from_io(e: &std::io::Error) -> Errno {
         Errno(e.raw_os_error().unwrap_or(libc::EIO))

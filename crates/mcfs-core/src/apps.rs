@@ -1,0 +1,91 @@
+//! Apps: the owners of data and the unit of policy. A caller's uid picks its
+//! app — one named in the config, or `uid:N` made on first sight (Android
+//! gives every app its own uid). Each app has its write log's open VCT, its
+//! sync mode and its counters.
+
+use crate::config::{Config, SyncMode};
+use crate::vct::{AppId, OpenVct};
+use std::collections::HashMap;
+use std::time::Duration;
+
+#[derive(Default)]
+pub struct AppCounters {
+    pub bytes_written: u64,
+    pub bytes_flushed: u64,
+    pub fsync_absorbed: u64,
+    pub fsync_honoured: u64,
+    pub vcts_closed: u64,
+    pub vcts_committed: u64,
+}
+
+pub struct App {
+    pub name: String,
+    /// Mode set in the config or by `mcfs ctl mode`; `None` follows the default.
+    pub mode: Option<SyncMode>,
+    pub max_stale_bytes: u64,
+    pub max_stale: Duration,
+    pub open: OpenVct,
+    pub counters: AppCounters,
+}
+
+pub struct Apps {
+    pub list: Vec<App>,
+    by_uid: HashMap<u32, AppId>,
+    default_max_stale_bytes: u64,
+    default_max_stale: Duration,
+}
+
+impl Apps {
+    pub fn new(config: &Config) -> Apps {
+        let mut apps = Apps {
+            list: Vec::new(),
+            by_uid: HashMap::new(),
+            default_max_stale_bytes: config.max_stale_bytes,
+            default_max_stale: Duration::from_secs_f64(config.max_stale_seconds),
+        };
+        for a in &config.apps {
+            let id = apps.add(a.name.clone());
+            let app = &mut apps.list[id];
+            app.mode = a.mode;
+            app.max_stale_bytes = a.max_stale_bytes.unwrap_or(app.max_stale_bytes);
+            if let Some(s) = a.max_stale_seconds {
+                app.max_stale = Duration::from_secs_f64(s);
+            }
+            for uid in &a.uids {
+                apps.by_uid.insert(*uid, id);
+            }
+        }
+        apps
+    }
+
+    fn add(&mut self, name: String) -> AppId {
+        self.list.push(App {
+            name,
+            mode: None,
+            max_stale_bytes: self.default_max_stale_bytes,
+            max_stale: self.default_max_stale,
+            open: OpenVct::default(),
+            counters: AppCounters::default(),
+        });
+        self.list.len() - 1
+    }
+
+    /// The app of a uid, made on first sight.
+    pub fn of_uid(&mut self, uid: u32) -> AppId {
+        if let Some(id) = self.by_uid.get(&uid) {
+            return *id;
+        }
+        let id = self.add(format!("uid:{uid}"));
+        self.by_uid.insert(uid, id);
+        id
+    }
+
+    /// An app by its name (`uid:N` names the app of a uid).
+    pub fn by_name(&mut self, name: &str) -> Option<AppId> {
+        if let Some(id) = self.list.iter().position(|a| a.name == name) {
+            return Some(id);
+        }
+        let uid = name.strip_prefix("uid:")?.parse().ok()?;
+        Some(self.of_uid(uid))
+    }
+}

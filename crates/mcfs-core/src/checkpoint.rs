@@ -1,0 +1,301 @@
+//! The checkpointer: commits closed VCTs to the backing store, oldest first,
+//! through the journal (BEGIN / APPEND / END / WAIT_SYNC, then in-place apply),
+//! and the background policy loop (`tick`) that decides when.
+//!
+//! Locking: the journal lock serialises checkpoints. The state lock is held
+//! only to take the batch and to finish it, so apps keep working while the
+//! journal is written. The committed tree is write-locked while the batch is
+//! applied in place, so a cache miss never reads a path the backing store
+//! does not have yet.
+
+use crate::compile::Compiler;
+use crate::engine::Engine;
+use crate::journal::JournalOp;
+use crate::policy::{self, Limits};
+use crate::state::State;
+use crate::stats::{AppStats, Stats};
+use crate::types::*;
+use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
+/// Why a checkpoint runs; says which open VCTs it closes first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// `mcfs ctl checkpoint` and shutdown: every open VCT.
+    Everything,
+    /// An fsync in sync mode: that app's open VCT.
+    Sync(AppId),
+    /// Dirty data passed the high watermark: every open VCT.
+    Memory,
+    /// The policy closed VCTs already.
+    Policy,
+}
+
+#[derive(Default)]
+pub struct CheckpointCounters {
+    pub checkpoints: u64,
+    pub last_duration: Duration,
+    pub bytes_flushed: u64,
+    pub journal_bytes: u64,
+    pub failures: u64,
+    pub last_error: Option<String>,
+    pub last_writeback: Option<SystemTime>,
+}
+
+impl Engine {
+    pub(crate) fn run_checkpoint(&self, trigger: Trigger) -> FsResult<()> {
+        let mut journal = self.journal.lock();
+        let started = self.clock.now();
+        let (batch, live) = {
+            let mut st = self.state.lock();
+            match trigger {
+                Trigger::Everything | Trigger::Memory => st.close_all(),
+                Trigger::Sync(app) => st.close_vct(app),
+                Trigger::Policy => {}
+            }
+            if st.closed.is_empty() {
+                drop(st);
+                return self.delete_dead_orphans();
+            }
+            let batch: Vec<ClosedVct> = st.closed.drain(..).collect();
+            let live: HashSet<Ino> = batch_inodes(&batch).filter(|i| st.inodes.contains_key(i)).collect();
+            (batch, live)
+        };
+        let seq = self.counters.lock().checkpoints + 1;
+        let mut tree = self.tree.read().clone();
+        let written = (|| -> std::io::Result<u64> {
+            journal.begin(seq)?;
+            let still_live = |ino: Ino| live.contains(&ino);
+            let mut compiler =
+                Compiler { tree: &mut tree, still_live: &still_live, preserve_owner: self.preserve_owner, ops: Vec::new() };
+            let mut bytes = 0;
+            for vct in &batch {
+                for entry in &vct.entries {
+                    compiler.entry(entry);
+                    for op in compiler.ops.drain(..) {
+                        bytes += op_bytes(&op);
+                        journal.append(&op)?;
+                    }
+                }
+            }
+            journal.end()?;
+            journal.wait_sync()?;
+            Ok(bytes)
+        })();
+        let written = match written {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = journal.abort();
+                let mut st = self.state.lock();
+                for vct in batch.into_iter().rev() {
+                    st.closed.push_front(vct);
+                }
+                return Err(self.failed("writing the journal", &e));
+            }
+        };
+        let applied = {
+            let mut committed = self.tree.write();
+            let r = journal.apply(&mut || {});
+            // The transaction is durable: recovery finishes it if apply did not.
+            *committed = tree;
+            r
+        };
+        let mut c = self.counters.lock();
+        c.journal_bytes += written;
+        c.bytes_flushed += 2 * written;
+        c.checkpoints += 1;
+        c.last_duration = self.clock.now().duration_since(started).unwrap_or_default();
+        c.last_writeback = Some(self.clock.now());
+        drop(c);
+        self.state.lock().committed(batch, 2 * written, &self.tree);
+        if let Err(e) = applied {
+            return Err(self.failed("applying the journal", &e));
+        }
+        self.counters.lock().last_error = None;
+        self.delete_dead_orphans()
+    }
+
+    fn failed(&self, what: &str, e: &std::io::Error) -> Errno {
+        let msg = format!("checkpoint failed {what} in the backing store: {e}");
+        tracing::error!("{msg}");
+        let mut c = self.counters.lock();
+        c.failures += 1;
+        c.last_error = Some(msg);
+        Errno::from_io(e)
+    }
+
+    /// Deletes orphans (unlinked files kept while open) nobody uses any more.
+    fn delete_dead_orphans(&self) -> FsResult<()> {
+        let dead: Vec<Ino> = std::mem::take(&mut self.state.lock().dead_orphans);
+        let mut tree = self.tree.write();
+        for ino in dead {
+            if let Some(path) = tree.path(ino).filter(|_| tree.is_orphan(ino)) {
+                match self.backend.remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if crate::backend::is_not_found(&e) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                tree.forget(ino);
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the app's open VCT if the policy says so; true if it did.
+    pub(crate) fn policy_closes(&self, st: &mut State, app: AppId) -> bool {
+        let limits = limits_of(st, app);
+        let policy = policy::by_name(&st.config.transaction_policy).expect("validated");
+        if policy.should_close(&st.apps.list[app].open, &limits, self.clock.now()) {
+            st.close_vct(app);
+            return true;
+        }
+        let dirty = st.cache.dirty_bytes() as f64;
+        dirty > st.config.dirty_background_ratio * st.config.cache_size as f64
+    }
+
+    /// Runs the policies: closes VCTs that are due and checkpoints. The
+    /// mount calls it from a background thread; the simulator at each step.
+    pub fn tick(&self) {
+        let due = {
+            let mut st = self.state.lock();
+            let mut pressure = false;
+            for app in 0..st.apps.list.len() {
+                pressure |= self.policy_closes(&mut st, app);
+            }
+            if pressure {
+                st.close_all();
+            }
+            !st.closed.is_empty()
+        };
+        if due {
+            if let Err(e) = self.run_checkpoint(Trigger::Policy) {
+                tracing::warn!("background checkpoint failed: {e}; data stays in memory and is retried");
+            }
+        }
+    }
+
+    /// How long the background thread may sleep before the next `tick`.
+    pub fn next_tick_in(&self) -> Duration {
+        let st = self.state.lock();
+        if !st.closed.is_empty() {
+            return Duration::ZERO;
+        }
+        let now = self.clock.now();
+        let mut wait = Duration::from_secs_f64(if st.low_battery() {
+            st.config.low_battery_writeback_seconds
+        } else {
+            st.config.writeback_interval_seconds
+        });
+        for app in 0..st.apps.list.len() {
+            let open = &st.apps.list[app].open;
+            if let Some(first) = open.first_entry_at {
+                let deadline = first + limits_of(&st, app).max_stale;
+                wait = wait.min(deadline.duration_since(now).unwrap_or_default());
+            }
+        }
+        wait
+    }
+
+    /// Sleeps up to `max`, or until a VCT closes or `wake_background` is called.
+    pub fn wait_for_work(&self, max: Duration) {
+        let (flag, cv) = &self.wake;
+        let mut woken = flag.lock();
+        if !*woken {
+            cv.wait_for(&mut woken, max);
+        }
+        *woken = false;
+    }
+
+    pub fn wake_background(&self) {
+        let (flag, cv) = &self.wake;
+        *flag.lock() = true;
+        cv.notify_all();
+    }
+
+    /// Orderly stop: checkpoints everything, open VCTs included, and removes
+    /// the orphans (nothing is open any more).
+    pub fn shutdown(&self) -> FsResult<()> {
+        self.run_checkpoint(Trigger::Everything)?;
+        let mut st = self.state.lock();
+        let orphans: Vec<Ino> = st.inodes.keys().copied().filter(|i| self.tree.read().is_orphan(*i)).collect();
+        st.dead_orphans.extend(orphans);
+        drop(st);
+        self.delete_dead_orphans()?;
+        self.wake_background();
+        Ok(())
+    }
+}
+
+/// The limits in force for an app: low battery shortens the staleness window.
+fn limits_of(st: &State, app: AppId) -> Limits {
+    let a = &st.apps.list[app];
+    let mut max_stale = a.max_stale;
+    if st.low_battery() {
+        max_stale = max_stale.min(Duration::from_secs_f64(st.config.low_battery_writeback_seconds));
+    }
+    Limits { max_stale_bytes: a.max_stale_bytes, max_stale }
+}
+
+fn batch_inodes(batch: &[ClosedVct]) -> impl Iterator<Item = Ino> + '_ {
+    batch.iter().flat_map(|v| v.entries.iter()).filter_map(|e| match e {
+        ClosedEntry::Write { ino, .. } => Some(*ino),
+        ClosedEntry::Other(LogEntry::Unlink { ino, .. }) => Some(*ino),
+        ClosedEntry::Other(LogEntry::Rename { replaced, .. }) => *replaced,
+        ClosedEntry::Other(_) => None,
+    })
+}
+
+/// Bytes an operation puts in the journal's payload, roughly: its data.
+fn op_bytes(op: &JournalOp) -> u64 {
+    match op {
+        JournalOp::Write { data, .. } => data.len() as u64,
+        _ => 64,
+    }
+}
+
+pub fn collect_stats(st: &State, c: &CheckpointCounters, now: SystemTime) -> Stats {
+    let mut s = Stats {
+        journal_bytes: c.journal_bytes,
+        bytes_flushed: c.bytes_flushed,
+        checkpoints: c.checkpoints,
+        last_checkpoint_seconds: c.last_duration.as_secs_f64(),
+        checkpoint_error: c.last_error.clone(),
+        checkpoint_failures: c.failures,
+        cache_dirty_bytes: st.cache.dirty_bytes(),
+        cache_total_bytes: st.cache.bytes(),
+        cache_clean_bytes: st.cache.bytes() - st.cache.dirty_bytes(),
+        cache_limit_bytes: st.config.cache_size,
+        battery_percent: st.battery,
+        low_battery: st.low_battery(),
+        ..Stats::default()
+    };
+    for (id, app) in st.apps.list.iter().enumerate() {
+        let closed = st.closed.iter().filter(|v| v.app == id);
+        let stale_bytes = app.open.bytes + closed.clone().map(|v| v.bytes).sum::<u64>();
+        let oldest = closed.filter_map(|v| v.first_entry_at).chain(app.open.first_entry_at).min();
+        let stale_seconds = oldest.map_or(0.0, |t| now.duration_since(t).unwrap_or_default().as_secs_f64());
+        let k = &app.counters;
+        let a = AppStats {
+            app: app.name.clone(),
+            mode: format!("{:?}", st.mode_of(id)).to_lowercase(),
+            bytes_written: k.bytes_written,
+            bytes_flushed: k.bytes_flushed,
+            fsync_absorbed: k.fsync_absorbed,
+            fsync_honoured: k.fsync_honoured,
+            vcts_closed: k.vcts_closed,
+            vcts_committed: k.vcts_committed,
+            stale_bytes,
+            stale_seconds,
+        };
+        s.bytes_written += a.bytes_written;
+        s.fsync_absorbed += a.fsync_absorbed;
+        s.fsync_honoured += a.fsync_honoured;
+        s.vcts_closed += a.vcts_closed;
+        s.vcts_committed += a.vcts_committed;
+        s.stale_bytes += a.stale_bytes;
+        s.stale_seconds = s.stale_seconds.max(a.stale_seconds);
+        s.apps.insert(a.app.clone(), a);
+    }
+    s
+}

@@ -1,0 +1,134 @@
+//! Where each inode is in the backing store as of the last commit: the
+//! checkpointer turns inode numbers in write logs into backing paths with it,
+//! and cache misses read file data through it. It is changed only while the
+//! backing store is locked for a checkpoint, so a reader never sees a path
+//! the backing store does not have.
+
+use crate::types::{Ino, ROOT_INO};
+use crate::STATE_DIR;
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+/// Directory (inside `STATE_DIR`) holding files unlinked while still open.
+pub const ORPHAN_DIR: &str = "orphans";
+
+#[derive(Clone, Default)]
+pub struct CommittedTree {
+    /// The names of each inode: (parent, name). Directories have one.
+    links: HashMap<Ino, Vec<(Ino, OsString)>>,
+    /// The inode behind each name.
+    entries: HashMap<(Ino, OsString), Ino>,
+    /// Inodes kept at `.mcfs/orphans/<ino>` after losing their last name.
+    orphans: HashMap<Ino, ()>,
+}
+
+impl CommittedTree {
+    /// The backing path of an inode (through any of its names), if it has one.
+    pub fn path(&self, ino: Ino) -> Option<PathBuf> {
+        if self.orphans.contains_key(&ino) {
+            return Some(orphan_path(ino));
+        }
+        let mut names: Vec<&OsStr> = Vec::new();
+        let mut at = ino;
+        while at != ROOT_INO {
+            let (parent, name) = self.links.get(&at)?.first()?;
+            names.push(name);
+            at = *parent;
+            if names.len() > 4096 {
+                return None; // a cycle would be a bug; never loop forever
+            }
+        }
+        Some(names.iter().rev().collect())
+    }
+
+    /// The backing path of `name` inside directory `parent`.
+    pub fn child_path(&self, parent: Ino, name: &OsStr) -> Option<PathBuf> {
+        self.path(parent).map(|p| p.join(name))
+    }
+
+    pub fn add_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) {
+        self.orphans.remove(&ino);
+        self.entries.insert((parent, name.to_owned()), ino);
+        self.links.entry(ino).or_default().push((parent, name.to_owned()));
+    }
+
+    /// Removes one name; returns true if the inode has no name left.
+    pub fn remove_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) -> bool {
+        self.entries.remove(&(parent, name.to_owned()));
+        let Some(names) = self.links.get_mut(&ino) else { return true };
+        names.retain(|(p, n)| !(*p == parent && n == name));
+        if names.is_empty() {
+            self.links.remove(&ino);
+            return true;
+        }
+        false
+    }
+
+    pub fn make_orphan(&mut self, ino: Ino) {
+        self.drop_names(ino);
+        self.orphans.insert(ino, ());
+    }
+
+    fn drop_names(&mut self, ino: Ino) {
+        for (parent, name) in self.links.remove(&ino).unwrap_or_default() {
+            self.entries.remove(&(parent, name));
+        }
+    }
+
+    /// RENAME_EXCHANGE: the two names trade inodes.
+    pub fn swap_entries(&mut self, p1: Ino, n1: &OsStr, p2: Ino, n2: &OsStr) {
+        let a = self.entries.get(&(p1, n1.to_owned())).copied();
+        let b = self.entries.get(&(p2, n2.to_owned())).copied();
+        if let (Some(a), Some(b)) = (a, b) {
+            self.remove_link(a, p1, n1);
+            self.remove_link(b, p2, n2);
+            self.add_link(a, p2, n2);
+            self.add_link(b, p1, n1);
+        }
+    }
+
+    pub fn is_orphan(&self, ino: Ino) -> bool {
+        self.orphans.contains_key(&ino)
+    }
+
+    pub fn forget(&mut self, ino: Ino) {
+        self.drop_names(ino);
+        self.orphans.remove(&ino);
+    }
+}
+
+pub fn orphan_path(ino: Ino) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(ORPHAN_DIR).join(ino.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_parents_and_orphans() {
+        let mut t = CommittedTree::default();
+        t.add_link(2, ROOT_INO, OsStr::new("d"));
+        t.add_link(3, 2, OsStr::new("f"));
+        t.add_link(3, ROOT_INO, OsStr::new("g"));
+        assert_eq!(t.path(ROOT_INO), Some(PathBuf::new()));
+        assert_eq!(t.path(3), Some(PathBuf::from("d/f")));
+        assert!(!t.remove_link(3, 2, OsStr::new("f")));
+        assert_eq!(t.path(3), Some(PathBuf::from("g")));
+        assert!(t.remove_link(3, ROOT_INO, OsStr::new("g")));
+        assert_eq!(t.path(3), None);
+        t.make_orphan(3);
+        assert_eq!(t.path(3), Some(PathBuf::from(".mcfs/orphans/3")));
+    }
+
+    #[test]
+    fn exchange_swaps_the_inodes_behind_two_names() {
+        let mut t = CommittedTree::default();
+        t.add_link(2, ROOT_INO, OsStr::new("a"));
+        t.add_link(3, ROOT_INO, OsStr::new("b"));
+        t.swap_entries(ROOT_INO, OsStr::new("a"), ROOT_INO, OsStr::new("b"));
+        assert_eq!(t.path(2), Some(PathBuf::from("b")));
+        assert_eq!(t.path(3), Some(PathBuf::from("a")));
+    }
+}

@@ -1,0 +1,163 @@
+//! Turns a closed VCT into journal operations on backing paths.
+//!
+//! Entries name inodes; the journal names paths, because recovery must work
+//! with nothing but the backing store. Paths come from the committed tree,
+//! which this step advances entry by entry, so each operation's paths are the
+//! ones the backing store will have when that operation is applied.
+
+use crate::committed::{orphan_path, CommittedTree};
+use crate::journal::JournalOp;
+use crate::types::*;
+use crate::vct::{ClosedEntry, LogEntry};
+use crate::STATE_DIR;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+pub struct Compiler<'a> {
+    pub tree: &'a mut CommittedTree,
+    /// Whether an inode is still known to the live file system (open, or
+    /// named, or referenced by later log entries): such an inode that loses
+    /// its last backing name is kept as an orphan instead of being deleted.
+    pub still_live: &'a dyn Fn(Ino) -> bool,
+    /// Set owners in the backing store (needs root).
+    pub preserve_owner: bool,
+    pub ops: Vec<JournalOp>,
+}
+
+impl Compiler<'_> {
+    pub fn entry(&mut self, entry: &ClosedEntry) {
+        match entry {
+            ClosedEntry::Write { ino, page, data, len, .. } => {
+                if let Some(path) = self.tree.path(*ino) {
+                    let data = data[..*len].to_vec();
+                    self.ops.push(JournalOp::Write { path, offset: page * PAGE_SIZE, data });
+                }
+            }
+            ClosedEntry::Other(e) => self.metadata(e),
+        }
+    }
+
+    fn metadata(&mut self, e: &LogEntry) {
+        match e {
+            LogEntry::Write { .. } => unreachable!("writes are closed with their data"),
+            LogEntry::SetLen { ino, size } => self.on_path(*ino, |path| JournalOp::SetLen { path, size: *size }),
+            LogEntry::Create { ino, parent, name, kind, perm, rdev, uid, gid } => {
+                let Some(path) = self.tree.child_path(*parent, name) else { return };
+                self.ops.push(JournalOp::Create { path: path.clone(), kind: *kind, perm: *perm, rdev: *rdev });
+                self.owner(path, *uid, *gid, Some(*perm));
+                self.tree.add_link(*ino, *parent, name);
+            }
+            LogEntry::Symlink { ino, parent, name, target, uid, gid } => {
+                let Some(path) = self.tree.child_path(*parent, name) else { return };
+                self.ops.push(JournalOp::Symlink { path: path.clone(), target: target.clone() });
+                self.owner(path, *uid, *gid, None);
+                self.tree.add_link(*ino, *parent, name);
+            }
+            LogEntry::Link { ino, parent, name } => {
+                let (Some(existing), Some(new)) = (self.tree.path(*ino), self.tree.child_path(*parent, name)) else {
+                    return;
+                };
+                self.ops.push(JournalOp::Link { existing, new });
+                self.tree.add_link(*ino, *parent, name);
+            }
+            LogEntry::Unlink { ino, parent, name } => self.remove_name(*ino, *parent, name),
+            LogEntry::Rmdir { ino, parent, name } => {
+                let Some(path) = self.tree.child_path(*parent, name) else { return };
+                self.ops.push(JournalOp::RemoveDir { path });
+                self.tree.forget(*ino);
+            }
+            LogEntry::Rename { ino, parent, name, new_parent, new_name, replaced } => {
+                let (Some(from), Some(to)) =
+                    (self.tree.child_path(*parent, name), self.tree.child_path(*new_parent, new_name))
+                else {
+                    return;
+                };
+                if let Some(r) = replaced {
+                    self.detach_replaced(*r, *new_parent, new_name, &to);
+                }
+                self.ops.push(JournalOp::Rename { from, to });
+                self.tree.remove_link(*ino, *parent, name);
+                self.tree.add_link(*ino, *new_parent, new_name);
+            }
+            LogEntry::Exchange { parent, name, new_parent, new_name } => {
+                self.exchange(*parent, name, *new_parent, new_name);
+            }
+            LogEntry::SetPerm { ino, perm } => self.on_path(*ino, |path| JournalOp::SetPerm { path, perm: *perm }),
+            LogEntry::SetOwner { ino, uid, gid } => {
+                if self.preserve_owner {
+                    self.on_path(*ino, |path| JournalOp::SetOwner { path, uid: *uid, gid: *gid })
+                }
+            }
+            LogEntry::SetTimes { ino, atime, mtime } => {
+                self.on_path(*ino, |path| JournalOp::SetTimes { path, atime: *atime, mtime: *mtime })
+            }
+            LogEntry::SetXattr { ino, name, value } => self.on_path(*ino, |path| JournalOp::SetXattr {
+                path,
+                name: name.clone(),
+                value: value.clone(),
+            }),
+            LogEntry::RemoveXattr { ino, name } => {
+                self.on_path(*ino, |path| JournalOp::RemoveXattr { path, name: name.clone() })
+            }
+        }
+    }
+
+    /// Emits an operation on the inode's current backing path; an inode with
+    /// none (already deleted from the backing store) needs nothing.
+    fn on_path(&mut self, ino: Ino, op: impl FnOnce(PathBuf) -> JournalOp) {
+        if let Some(path) = self.tree.path(ino) {
+            self.ops.push(op(path));
+        }
+    }
+
+    /// chown clears set-id bits, so the mode is set again after it.
+    fn owner(&mut self, path: PathBuf, uid: u32, gid: u32, perm: Option<u32>) {
+        if !self.preserve_owner {
+            return;
+        }
+        self.ops.push(JournalOp::SetOwner { path: path.clone(), uid, gid });
+        if let Some(perm) = perm.filter(|p| p & 0o6000 != 0) {
+            self.ops.push(JournalOp::SetPerm { path, perm });
+        }
+    }
+
+    fn remove_name(&mut self, ino: Ino, parent: Ino, name: &OsStr) {
+        let Some(path) = self.tree.child_path(parent, name) else { return };
+        if self.tree.remove_link(ino, parent, name) && (self.still_live)(ino) {
+            self.ops.push(JournalOp::Rename { from: path, to: orphan_path(ino) });
+            self.tree.make_orphan(ino);
+        } else {
+            self.ops.push(JournalOp::RemoveFile { path });
+            if self.tree.path(ino).is_none() {
+                self.tree.forget(ino);
+            }
+        }
+    }
+
+    /// The inode a rename replaces loses a name; if that was its last one and
+    /// it is still open, it moves to the orphans before the rename.
+    fn detach_replaced(&mut self, replaced: Ino, parent: Ino, name: &OsStr, path: &std::path::Path) {
+        if self.tree.remove_link(replaced, parent, name) {
+            if (self.still_live)(replaced) {
+                self.ops.push(JournalOp::Rename { from: path.to_owned(), to: orphan_path(replaced) });
+                self.tree.make_orphan(replaced);
+            } else {
+                self.tree.forget(replaced);
+            }
+        }
+    }
+
+    /// RENAME_EXCHANGE as three renames through a scratch name, each of which
+    /// replay can tell done from not done.
+    fn exchange(&mut self, parent: Ino, name: &OsStr, new_parent: Ino, new_name: &OsStr) {
+        let (Some(a), Some(b)) = (self.tree.child_path(parent, name), self.tree.child_path(new_parent, new_name))
+        else {
+            return;
+        };
+        let scratch = PathBuf::from(STATE_DIR).join("exchange");
+        self.ops.push(JournalOp::Rename { from: a.clone(), to: scratch.clone() });
+        self.ops.push(JournalOp::Rename { from: b.clone(), to: a });
+        self.ops.push(JournalOp::Rename { from: scratch, to: b });
+        self.tree.swap_entries(parent, name, new_parent, new_name);
+    }
+}

@@ -1,0 +1,155 @@
+//! File data through the cache: reads fill pages from the backing store,
+//! writes go into pages and the file's app's write log, truncates cut pages
+//! and hide backing data beyond the new end until they commit.
+
+use crate::cache::PageBuf;
+use crate::inode::Inode;
+use crate::state::{State, Store};
+use crate::types::*;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+impl State {
+    /// Room for `pages` more pages, reclaiming clean ones (LRU). Returns false
+    /// when only dirty data is left: the caller must checkpoint first.
+    pub fn make_room(&mut self, pages: u64) -> bool {
+        let limit = self.config.cache_size;
+        while self.cache.bytes() + pages * PAGE_SIZE > limit {
+            let Some((ino, idx)) = self.cache.oldest_clean() else { return false };
+            let inode = self.inodes.get_mut(&ino).expect("LRU names a live inode");
+            self.cache.drop_clean(&mut inode.pages, idx);
+        }
+        true
+    }
+
+    /// Brings page `idx` of a file into the cache (clean) if it is not there.
+    fn load_page(&mut self, store: &Store, ino: Ino, idx: u64) -> FsResult<()> {
+        if self.inode(ino)?.pages.contains_key(&idx) {
+            return Ok(());
+        }
+        self.make_room(1);
+        let inode = self.inode(ino)?;
+        let data = read_backing_page(store, inode, ino, idx)?;
+        let inode = self.inodes.get_mut(&ino).expect("checked");
+        self.cache.insert(ino, &mut inode.pages, idx, data);
+        Ok(())
+    }
+
+    pub fn read(&mut self, store: &Store, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
+        let inode = self.inode(ino)?;
+        match inode.attr.kind {
+            FileKind::File => {}
+            FileKind::Dir => return Err(Errno::EISDIR),
+            _ => return Err(Errno::EINVAL),
+        }
+        let end = (offset.saturating_add(size as u64)).min(inode.attr.size);
+        let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
+        let mut at = offset;
+        while at < end {
+            let idx = at / PAGE_SIZE;
+            let within = (at % PAGE_SIZE) as usize;
+            let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
+            self.load_page(store, ino, idx)?;
+            let inode = self.inodes.get_mut(&ino).expect("checked");
+            self.cache.touch(ino, &mut inode.pages, idx);
+            out.extend_from_slice(&inode.pages[&idx].data[within..within + take]);
+            at += take as u64;
+        }
+        Ok(out)
+    }
+
+    /// Writes into the cache and logs the pages in the file's app's open VCT.
+    pub fn write(&mut self, store: &Store, ino: Ino, offset: u64, data: &[u8], now: SystemTime) -> FsResult<()> {
+        let inode = self.inode(ino)?;
+        match inode.attr.kind {
+            FileKind::File => {}
+            FileKind::Dir => return Err(Errno::EISDIR),
+            _ => return Err(Errno::EINVAL),
+        }
+        let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        let app = inode.app;
+        self.close_conflicting(app, &[ino]);
+        let vct = self.apps.list[app].open.id;
+        let mut at = offset;
+        while at < end {
+            let idx = at / PAGE_SIZE;
+            let within = (at % PAGE_SIZE) as usize;
+            let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
+            let whole_page = within == 0 && take == PAGE_SIZE as usize;
+            if whole_page && !self.inode(ino)?.pages.contains_key(&idx) {
+                self.make_room(1);
+                let inode = self.inodes.get_mut(&ino).expect("checked");
+                self.cache.insert(ino, &mut inode.pages, idx, Arc::new([0; PAGE_SIZE as usize]));
+            } else {
+                self.load_page(store, ino, idx)?;
+            }
+            let new_in_vct = self.apps.list[app].open.record_write(ino, idx, take as u64, now);
+            let inode = self.inodes.get_mut(&ino).expect("checked");
+            let page = inode.pages.get_mut(&idx).expect("loaded");
+            if new_in_vct {
+                self.cache.pin(page);
+            }
+            let src = (at - offset) as usize;
+            self.cache.data_mut(page)[within..within + take].copy_from_slice(&data[src..src + take]);
+            at += take as u64;
+        }
+        let inode = self.inodes.get_mut(&ino).expect("checked");
+        inode.attr.size = inode.attr.size.max(end);
+        inode.touch_mtime(now);
+        inode.last_change = Some((app, vct));
+        self.apps.list[app].counters.bytes_written += data.len() as u64;
+        Ok(())
+    }
+
+    /// Sets a file's size; logged in the file's app's write log.
+    pub fn truncate(&mut self, ino: Ino, size: u64, now: SystemTime) -> FsResult<()> {
+        let inode = self.inode(ino)?;
+        match inode.attr.kind {
+            FileKind::File => {}
+            FileKind::Dir => return Err(Errno::EISDIR),
+            _ => return Err(Errno::EINVAL),
+        }
+        let app = inode.app;
+        self.close_conflicting(app, &[ino]);
+        let vct = self.apps.list[app].open.id;
+        self.apps.list[app].open.record_truncate(ino, size, now);
+        let inode = self.inodes.get_mut(&ino).expect("checked");
+        if size < inode.attr.size {
+            self.cache.remove_from(&mut inode.pages, size.div_ceil(PAGE_SIZE));
+            let within = (size % PAGE_SIZE) as usize;
+            if let Some(page) = inode.pages.get_mut(&(size / PAGE_SIZE)).filter(|_| within != 0) {
+                self.cache.data_mut(page)[within..].fill(0);
+            }
+            inode.pending_truncates.push((vct, size));
+            inode.backing_valid_len = inode.backing_valid_len.min(size);
+        }
+        inode.attr.size = size;
+        inode.touch_mtime(now);
+        inode.last_change = Some((app, vct));
+        Ok(())
+    }
+}
+
+/// Reads one page from the backing store; zeros where the backing store has
+/// nothing the file may show (beyond its end, or cut off by a pending truncate,
+/// or a file not yet in the backing store).
+fn read_backing_page(store: &Store, inode: &Inode, ino: Ino, idx: u64) -> FsResult<Arc<PageBuf>> {
+    let mut buf = [0u8; PAGE_SIZE as usize];
+    let start = idx * PAGE_SIZE;
+    let valid = inode.backing_valid_len.min(inode.attr.size);
+    if start < valid {
+        let want = (valid - start).min(PAGE_SIZE) as usize;
+        let tree = store.tree.read();
+        if let Some(path) = tree.path(ino) {
+            let mut got = 0;
+            while got < want {
+                let n = store.backend.read_at(&path, start + got as u64, &mut buf[got..want])?;
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+        }
+    }
+    Ok(Arc::new(buf))
+}

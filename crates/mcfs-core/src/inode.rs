@@ -1,0 +1,73 @@
+//! The live inode: what the mount shows now (committed state plus every
+//! pending operation). Directory children are loaded from the backing store
+//! on first use; once loaded, the in-memory listing is authoritative.
+
+use crate::cache::PageMap;
+use crate::types::*;
+use crate::vct::AppId;
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::time::SystemTime;
+
+pub struct Inode {
+    pub attr: Attr,
+    /// The app whose write log receives this file's data operations.
+    pub app: AppId,
+    /// Children by name, once loaded (directories only).
+    pub children: Option<BTreeMap<OsString, Ino>>,
+    /// Parent directory (for `..` and for directory renames).
+    pub parent: Ino,
+    pub symlink_target: Option<OsString>,
+    /// Extended attributes, once loaded.
+    pub xattrs: Option<BTreeMap<OsString, Vec<u8>>>,
+    pub pages: PageMap,
+    /// Backing data at or beyond this offset must not be read: a pending
+    /// truncate cut it off (zeros until a newer write says otherwise).
+    pub backing_valid_len: u64,
+    /// Sizes of truncates still pending in the write log, oldest first, with
+    /// the sequence number of the log entry that made them.
+    pub pending_truncates: Vec<(u64, u64)>,
+    /// Kernel references (lookup count) and open handles.
+    pub lookups: u64,
+    pub opens: u64,
+    /// The last pending change to this inode or its entries: (app, vct id).
+    pub last_change: Option<(AppId, u64)>,
+}
+
+impl Inode {
+    pub fn new(attr: Attr, app: AppId, parent: Ino) -> Inode {
+        let children = (attr.kind == FileKind::Dir).then(BTreeMap::new);
+        Inode {
+            backing_valid_len: u64::MAX,
+            attr,
+            app,
+            children,
+            parent,
+            symlink_target: None,
+            xattrs: None,
+            pages: PageMap::default(),
+            pending_truncates: Vec::new(),
+            lookups: 0,
+            opens: 0,
+            last_change: None,
+        }
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.attr.kind == FileKind::Dir
+    }
+
+    pub fn child(&self, name: &OsStr) -> Option<Ino> {
+        self.children.as_ref().and_then(|c| c.get(name).copied())
+    }
+
+    pub fn touch_mtime(&mut self, now: SystemTime) {
+        self.attr.mtime = now;
+        self.attr.ctime = now;
+    }
+
+    /// Whether the engine may forget this inode: nothing refers to it.
+    pub fn unreferenced(&self) -> bool {
+        self.attr.nlink == 0 && self.lookups == 0 && self.opens == 0
+    }
+}

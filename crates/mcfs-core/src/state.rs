@@ -1,0 +1,286 @@
+//! The engine's in-memory state behind its one lock: live inodes, the page
+//! cache, the apps with their open VCTs, and the queue of closed VCTs waiting
+//! for the checkpointer (oldest first, across apps).
+//!
+//! Invariant: closed VCTs are committed in the order they were closed. When
+//! an app's operation touches an inode another app changed in its still-open
+//! VCT, that VCT is closed first, so every cross-app dependency points from a
+//! later VCT to an earlier one and FIFO commit order respects it.
+
+use crate::apps::Apps;
+use crate::backend::{Backend, BackendAttr};
+use crate::cache::Cache;
+use crate::committed::CommittedTree;
+use crate::config::{Config, SyncMode};
+use crate::inode::Inode;
+use crate::types::*;
+use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
+use crate::STATE_DIR;
+use parking_lot::RwLock;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsStr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+pub struct State {
+    pub config: Config,
+    pub inodes: HashMap<Ino, Inode>,
+    next_ino: Ino,
+    next_vct: u64,
+    pub cache: Cache,
+    pub apps: Apps,
+    pub closed: VecDeque<ClosedVct>,
+    pub battery: Option<u8>,
+    /// Inodes dropped while kept as orphans in the backing store.
+    pub dead_orphans: Vec<Ino>,
+}
+
+/// What loading from the backing store needs.
+pub struct Store<'a> {
+    pub backend: &'a dyn Backend,
+    pub tree: &'a RwLock<CommittedTree>,
+}
+
+impl State {
+    pub fn new(config: Config, root: Inode) -> State {
+        let apps = Apps::new(&config);
+        let mut state = State {
+            config,
+            inodes: HashMap::new(),
+            next_ino: ROOT_INO + 1,
+            next_vct: 1,
+            cache: Cache::default(),
+            apps,
+            closed: VecDeque::new(),
+            battery: None,
+            dead_orphans: Vec::new(),
+        };
+        state.inodes.insert(ROOT_INO, root);
+        for app in 0..state.apps.list.len() {
+            state.apps.list[app].open.id = state.take_vct_id();
+        }
+        state
+    }
+
+    fn take_vct_id(&mut self) -> u64 {
+        self.next_vct += 1;
+        self.next_vct
+    }
+
+    pub fn app_of_uid(&mut self, uid: u32) -> AppId {
+        let known = self.apps.list.len();
+        let app = self.apps.of_uid(uid);
+        if app >= known {
+            self.apps.list[app].open.id = self.take_vct_id();
+        }
+        app
+    }
+
+    pub fn app_by_name(&mut self, name: &str) -> Option<AppId> {
+        let known = self.apps.list.len();
+        let app = self.apps.by_name(name)?;
+        if app >= known {
+            self.apps.list[app].open.id = self.take_vct_id();
+        }
+        Some(app)
+    }
+
+    pub fn low_battery(&self) -> bool {
+        self.battery.is_some_and(|b| b < self.config.low_battery_percent)
+    }
+
+    pub fn mode_of(&self, app: AppId) -> SyncMode {
+        if self.low_battery() {
+            return SyncMode::Sync;
+        }
+        self.apps.list[app].mode.unwrap_or(self.config.mode)
+    }
+
+    pub fn inode(&self, ino: Ino) -> FsResult<&Inode> {
+        self.inodes.get(&ino).ok_or(Errno::ENOENT)
+    }
+
+    pub fn inode_mut(&mut self, ino: Ino) -> FsResult<&mut Inode> {
+        self.inodes.get_mut(&ino).ok_or(Errno::ENOENT)
+    }
+
+    pub fn new_ino(&mut self) -> Ino {
+        self.next_ino += 1;
+        self.next_ino - 1
+    }
+
+    /// Makes sure a directory's children are in memory, loading them from
+    /// the backing store the first time.
+    pub fn load_dir(&mut self, store: &Store, dir: Ino) -> FsResult<()> {
+        let inode = self.inode(dir)?;
+        if inode.attr.kind != FileKind::Dir {
+            return Err(Errno::ENOTDIR);
+        }
+        if inode.children.is_some() {
+            return Ok(());
+        }
+        let mut tree = store.tree.write();
+        let path = tree.path(dir).ok_or(Errno::EIO)?;
+        let listing = store.backend.list_dir(&path)?;
+        let mut children = std::collections::BTreeMap::new();
+        for (name, _) in listing {
+            if dir == ROOT_INO && name == STATE_DIR {
+                continue;
+            }
+            let attr = match store.backend.stat(&path.join(&name)) {
+                Ok(a) => a,
+                Err(e) if crate::backend::is_not_found(&e) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let ino = self.new_ino();
+            let app = self.app_of_uid(attr.uid);
+            let mut child = Inode::new(attr_from_backend(ino, &attr), app, dir);
+            if child.attr.kind == FileKind::Dir {
+                child.children = None;
+            }
+            if child.attr.kind == FileKind::Symlink {
+                child.symlink_target = Some(store.backend.read_link(&path.join(&name))?);
+            }
+            tree.add_link(ino, dir, &name);
+            self.inodes.insert(ino, child);
+            children.insert(name, ino);
+        }
+        self.inode_mut(dir)?.children = Some(children);
+        Ok(())
+    }
+
+    /// Looks up a name, loading the directory if needed.
+    pub fn find(&mut self, store: &Store, parent: Ino, name: &OsStr) -> FsResult<Option<Ino>> {
+        self.load_dir(store, parent)?;
+        Ok(self.inode(parent)?.child(name))
+    }
+
+    /// Appends a metadata entry to `app`'s open VCT. `touched` are the inodes
+    /// whose state the entry depends on or changes.
+    pub fn log(&mut self, app: AppId, entry: LogEntry, touched: &[Ino], now: SystemTime) {
+        self.close_conflicting(app, touched);
+        let vct = self.apps.list[app].open.id;
+        for ino in touched {
+            if let Some(i) = self.inodes.get_mut(ino) {
+                i.last_change = Some((app, vct));
+            }
+        }
+        self.apps.list[app].open.record(entry, now);
+    }
+
+    /// Closes the open VCT of any other app that changed one of `touched`.
+    pub fn close_conflicting(&mut self, app: AppId, touched: &[Ino]) {
+        for ino in touched {
+            let Some((other, vct)) = self.inodes.get(ino).and_then(|i| i.last_change) else { continue };
+            if other != app && self.apps.list[other].open.id == vct {
+                self.close_vct(other);
+            }
+        }
+    }
+
+    /// Closes `app`'s open VCT: snapshots each page it wrote (later writes
+    /// copy the page), logs the final times of what it changed, and queues it
+    /// for the checkpointer.
+    pub fn close_vct(&mut self, app: AppId) {
+        if self.apps.list[app].open.is_empty() {
+            return;
+        }
+        let next_id = self.take_vct_id();
+        let open = &mut self.apps.list[app].open;
+        let (id, bytes, first_entry_at) = (open.id, open.bytes, open.first_entry_at);
+        let (entries, changed) = open.take();
+        open.id = next_id;
+        let mut closed = Vec::with_capacity(entries.len() + changed.len());
+        for e in entries {
+            match e {
+                LogEntry::Write { ino, page } => {
+                    let Some(inode) = self.inodes.get(&ino) else { continue };
+                    let Some(p) = inode.pages.get(&page) else { continue };
+                    let len = inode.attr.size.saturating_sub(page * PAGE_SIZE).min(PAGE_SIZE) as usize;
+                    closed.push(ClosedEntry::Write { ino, page, slot: p.id, data: Arc::clone(&p.data), len });
+                }
+                other => closed.push(ClosedEntry::Other(other)),
+            }
+        }
+        for ino in changed {
+            if let Some(i) = self.inodes.get(&ino) {
+                let (atime, mtime) = (i.attr.atime, i.attr.mtime);
+                closed.push(ClosedEntry::Other(LogEntry::SetTimes { ino, atime, mtime }));
+            }
+        }
+        self.apps.list[app].counters.vcts_closed += 1;
+        self.closed.push_back(ClosedVct { app, id, entries: closed, bytes, first_entry_at });
+    }
+
+    pub fn close_all(&mut self) {
+        for app in 0..self.apps.list.len() {
+            self.close_vct(app);
+        }
+    }
+
+    /// Bookkeeping once a batch of VCTs is durable and applied: their pages
+    /// become clean, their truncates stop hiding backing data.
+    pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<CommittedTree>) {
+        let mut touched = Vec::new();
+        let total: u64 = batch.iter().map(|v| v.bytes).sum::<u64>().max(1);
+        for vct in batch {
+            let app = &mut self.apps.list[vct.app].counters;
+            app.vcts_committed += 1;
+            app.bytes_flushed += flushed * vct.bytes / total;
+            for e in vct.entries {
+                match e {
+                    ClosedEntry::Write { ino, page, slot, data, .. } => {
+                        if Arc::strong_count(&data) == 1 {
+                            self.cache.release_cow(1);
+                        }
+                        if let Some(inode) = self.inodes.get_mut(&ino) {
+                            self.cache.unpin(ino, &mut inode.pages, page, slot);
+                            touched.push(ino);
+                        }
+                    }
+                    ClosedEntry::Other(LogEntry::SetLen { ino, .. }) => {
+                        if let Some(inode) = self.inodes.get_mut(&ino) {
+                            inode.pending_truncates.retain(|(v, _)| *v != vct.id);
+                            inode.backing_valid_len =
+                                inode.pending_truncates.iter().map(|(_, s)| *s).min().unwrap_or(u64::MAX);
+                        }
+                    }
+                    ClosedEntry::Other(_) => {}
+                }
+            }
+        }
+        touched.dedup();
+        for ino in touched {
+            self.drop_if_unreferenced(ino, tree);
+        }
+    }
+
+    /// Forgets an inode nothing refers to any more.
+    pub fn drop_if_unreferenced(&mut self, ino: Ino, tree: &RwLock<CommittedTree>) {
+        let Some(inode) = self.inodes.get(&ino) else { return };
+        if ino == ROOT_INO || !inode.unreferenced() || inode.pages.values().any(|p| p.pins > 0) {
+            return;
+        }
+        let mut inode = self.inodes.remove(&ino).expect("present");
+        self.cache.remove_from(&mut inode.pages, 0);
+        if tree.read().is_orphan(ino) {
+            self.dead_orphans.push(ino);
+        }
+    }
+}
+
+pub fn attr_from_backend(ino: Ino, a: &BackendAttr) -> Attr {
+    Attr {
+        ino,
+        kind: a.kind,
+        perm: a.perm,
+        nlink: a.nlink,
+        uid: a.uid,
+        gid: a.gid,
+        size: a.size,
+        rdev: a.rdev,
+        atime: a.atime,
+        mtime: a.mtime,
+        ctime: a.ctime,
+    }
+}

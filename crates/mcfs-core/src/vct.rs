@@ -1,0 +1,211 @@
+//! Write logs and Versioned Cache Transactions (MobiFS §4.1–4.2).
+//!
+//! Each app has one write log: a chronological list of its data and metadata
+//! operations, cut into VCTs. The open VCT accepts entries; a page written
+//! again inside the open VCT is overwritten in place (one entry per page).
+//! Closing a VCT snapshots the current version of each of its pages, so a
+//! later write to such a page copies it (see `cache`), and makes the VCT
+//! immutable. A closed VCT is committed atomically by the checkpointer and
+//! then dropped. Metadata entries keep their order with the data entries.
+
+use crate::cache::PageBuf;
+use crate::types::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Index of an app in the engine's app table.
+pub type AppId = usize;
+
+/// One operation in a write log. Inodes are named by engine inode number;
+/// the checkpointer turns them into backing paths when it commits.
+#[derive(Clone, Debug)]
+pub enum LogEntry {
+    /// Page `page` of `ino` (its content is taken when the VCT closes).
+    Write { ino: Ino, page: u64 },
+    SetLen { ino: Ino, size: u64 },
+    Create { ino: Ino, parent: Ino, name: OsString, kind: FileKind, perm: u32, rdev: u32, uid: u32, gid: u32 },
+    Symlink { ino: Ino, parent: Ino, name: OsString, target: OsString, uid: u32, gid: u32 },
+    Link { ino: Ino, parent: Ino, name: OsString },
+    Unlink { ino: Ino, parent: Ino, name: OsString },
+    Rmdir { ino: Ino, parent: Ino, name: OsString },
+    Rename { ino: Ino, parent: Ino, name: OsString, new_parent: Ino, new_name: OsString, replaced: Option<Ino> },
+    Exchange { parent: Ino, name: OsString, new_parent: Ino, new_name: OsString },
+    SetPerm { ino: Ino, perm: u32 },
+    SetOwner { ino: Ino, uid: u32, gid: u32 },
+    SetTimes { ino: Ino, atime: SystemTime, mtime: SystemTime },
+    SetXattr { ino: Ino, name: OsString, value: Vec<u8> },
+    RemoveXattr { ino: Ino, name: OsString },
+}
+
+/// The open VCT of an app.
+#[derive(Default)]
+pub struct OpenVct {
+    pub id: u64,
+    /// `None` marks an entry a later truncate made void.
+    entries: Vec<Option<LogEntry>>,
+    /// Position of the write entry of each (inode, page).
+    page_entries: BTreeMap<(Ino, u64), usize>,
+    /// Inodes whose data or size changed (their times are logged at close).
+    data_inodes: BTreeSet<Ino>,
+    /// Staleness s: bytes written into this VCT.
+    pub bytes: u64,
+    /// Overwrite o: bytes of those that landed on a page already in this VCT.
+    pub overwrite_bytes: u64,
+    /// Time of the first entry.
+    pub first_entry_at: Option<SystemTime>,
+}
+
+impl OpenVct {
+    pub fn new(id: u64) -> OpenVct {
+        OpenVct { id, ..OpenVct::default() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.iter().all(Option::is_none)
+    }
+
+    fn note_time(&mut self, now: SystemTime) {
+        self.first_entry_at.get_or_insert(now);
+    }
+
+    /// Records `len` bytes written into page `page` of `ino`. Returns true if
+    /// the page is new to this VCT (the caller pins it).
+    pub fn record_write(&mut self, ino: Ino, page: u64, len: u64, now: SystemTime) -> bool {
+        self.note_time(now);
+        self.bytes += len;
+        self.data_inodes.insert(ino);
+        if self.page_entries.contains_key(&(ino, page)) {
+            self.overwrite_bytes += len;
+            return false;
+        }
+        self.page_entries.insert((ino, page), self.entries.len());
+        self.entries.push(Some(LogEntry::Write { ino, page }));
+        true
+    }
+
+    /// Records a truncate of `ino` to `size`. Write entries for pages the
+    /// truncate cuts off are voided (their data is gone); the page holding the
+    /// new end of file, if it was written, moves after the truncate so that
+    /// replay keeps its surviving bytes. Returns the pages dropped from this
+    /// VCT (the caller unpins them).
+    pub fn record_truncate(&mut self, ino: Ino, size: u64, now: SystemTime) -> Vec<u64> {
+        self.note_time(now);
+        self.data_inodes.insert(ino);
+        let boundary = size / PAGE_SIZE;
+        let cut: Vec<(u64, usize)> = self
+            .page_entries
+            .range((ino, boundary)..=(ino, u64::MAX))
+            .map(|(&(_, page), &at)| (page, at))
+            .collect();
+        let mut dropped = Vec::new();
+        let mut keep_boundary = false;
+        for (page, at) in cut {
+            self.entries[at] = None;
+            self.page_entries.remove(&(ino, page));
+            if page == boundary && size % PAGE_SIZE != 0 {
+                keep_boundary = true;
+            } else {
+                dropped.push(page);
+            }
+        }
+        self.entries.push(Some(LogEntry::SetLen { ino, size }));
+        if keep_boundary {
+            self.page_entries.insert((ino, boundary), self.entries.len());
+            self.entries.push(Some(LogEntry::Write { ino, page: boundary }));
+        }
+        dropped
+    }
+
+    /// Notes that an inode's times changed (they are logged at close).
+    pub fn touch(&mut self, ino: Ino) {
+        self.data_inodes.insert(ino);
+    }
+
+    pub fn record(&mut self, entry: LogEntry, now: SystemTime) {
+        self.note_time(now);
+        self.entries.push(Some(entry));
+    }
+
+    /// Takes the live entries out, leaving an empty VCT with the next id.
+    pub fn take(&mut self) -> (Vec<LogEntry>, BTreeSet<Ino>) {
+        let entries = std::mem::take(&mut self.entries).into_iter().flatten().collect();
+        let inodes = std::mem::take(&mut self.data_inodes);
+        self.page_entries.clear();
+        self.bytes = 0;
+        self.overwrite_bytes = 0;
+        self.first_entry_at = None;
+        self.id += 1;
+        (entries, inodes)
+    }
+}
+
+/// An entry of a closed VCT: writes carry the page version taken at close.
+#[derive(Clone, Debug)]
+pub enum ClosedEntry {
+    Write { ino: Ino, page: u64, slot: u64, data: Arc<PageBuf>, len: usize },
+    Other(LogEntry),
+}
+
+/// A closed, immutable VCT waiting for the checkpointer.
+pub struct ClosedVct {
+    pub app: AppId,
+    pub id: u64,
+    pub entries: Vec<ClosedEntry>,
+    /// Staleness this VCT carries (bytes written into it).
+    pub bytes: u64,
+    pub first_entry_at: Option<SystemTime>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    fn writes(vct: &mut OpenVct) -> Vec<String> {
+        let (entries, _) = vct.take();
+        entries
+            .iter()
+            .map(|e| match e {
+                LogEntry::Write { page, .. } => format!("W{page}"),
+                LogEntry::SetLen { size, .. } => format!("T{size}"),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_page_written_twice_in_the_open_vct_has_one_entry() {
+        let mut v = OpenVct::new(0);
+        assert!(v.record_write(9, 0, 4096, UNIX_EPOCH));
+        assert!(!v.record_write(9, 0, 100, UNIX_EPOCH));
+        assert!(v.record_write(9, 1, 4096, UNIX_EPOCH));
+        assert_eq!((v.bytes, v.overwrite_bytes), (8292, 100));
+        assert_eq!(writes(&mut v), ["W0", "W1"]);
+        assert_eq!(v.id, 1);
+        assert!(v.is_empty());
+    }
+
+    #[test]
+    fn truncate_voids_cut_pages_and_moves_the_boundary_page_after_it() {
+        let mut v = OpenVct::new(0);
+        for p in 0..4 {
+            v.record_write(3, p, 4096, UNIX_EPOCH);
+        }
+        let dropped = v.record_truncate(3, 4096 + 10, UNIX_EPOCH);
+        assert_eq!(dropped, [2, 3]);
+        // A later write to the boundary page lands after the truncate.
+        assert!(!v.record_write(3, 1, 10, UNIX_EPOCH));
+        assert_eq!(writes(&mut v), ["W0", "T4106", "W1"]);
+    }
+
+    #[test]
+    fn truncate_to_a_page_boundary_drops_that_page() {
+        let mut v = OpenVct::new(0);
+        v.record_write(3, 1, 4096, UNIX_EPOCH);
+        assert_eq!(v.record_truncate(3, 4096, UNIX_EPOCH), [1]);
+        assert!(v.record_write(3, 1, 1, UNIX_EPOCH), "a rewrite is a new entry");
+        assert_eq!(writes(&mut v), ["T4096", "W1"]);
+    }
+}

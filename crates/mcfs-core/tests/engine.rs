@@ -1,0 +1,216 @@
+//! Engine behaviour through its public API, over an in-memory backing store
+//! and a manual clock.
+
+use mcfs_core::*;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const ME: Caller = Caller { uid: 10001, gid: 10001, pid: 42 };
+
+struct Fixture {
+    backend: Arc<MemBackend>,
+    clock: Arc<ManualClock>,
+    engine: Engine,
+}
+
+fn fixture(config: Config) -> Fixture {
+    let backend = Arc::new(MemBackend::new());
+    let clock = Arc::new(ManualClock::new());
+    let engine = Engine::start(backend.clone(), clock.clone(), config).expect("engine starts");
+    Fixture { backend, clock, engine }
+}
+
+impl Fixture {
+    fn create(&self, parent: Ino, name: &str) -> Ino {
+        let a = self.engine.create(ME, parent, OsStr::new(name), 0o644, true).expect("create");
+        a.ino
+    }
+
+    fn backing(&self, path: &str) -> Option<Vec<u8>> {
+        let p = Path::new(path);
+        let size = self.backend.stat(p).ok()?.size as usize;
+        let mut buf = vec![0; size];
+        let n = self.backend.read_at(p, 0, &mut buf).expect("read backing");
+        buf.truncate(n);
+        Some(buf)
+    }
+
+    fn restart(self, config: Config) -> Fixture {
+        self.engine.shutdown().expect("clean shutdown");
+        let engine = Engine::start(self.backend.clone(), self.clock.clone(), config).expect("restart");
+        Fixture { backend: self.backend, clock: self.clock, engine }
+    }
+}
+
+#[test]
+fn memory_mode_fsync_does_not_touch_the_backing_store_and_checkpoint_does() {
+    let f = fixture(Config::default());
+    let ino = f.create(ROOT_INO, "db");
+    f.engine.write(Some(ME), ino, 0, b"hello").unwrap();
+    f.engine.fsync(Some(ME), ino).unwrap();
+    assert_eq!(f.backing("db"), None, "fsync in memory mode is absorbed");
+    assert_eq!(f.engine.read(ino, 0, 100).unwrap(), b"hello");
+    f.engine.checkpoint().unwrap();
+    assert_eq!(f.backing("db").as_deref(), Some(&b"hello"[..]));
+    let s = f.engine.stats();
+    assert_eq!((s.fsync_absorbed, s.vcts_committed, s.checkpoints), (1, 1, 1));
+}
+
+#[test]
+fn sync_mode_fsync_is_durable_before_it_returns() {
+    let config = Config { mode: SyncMode::Sync, ..Config::default() };
+    let f = fixture(config);
+    let ino = f.create(ROOT_INO, "photo");
+    f.engine.write(Some(ME), ino, 0, b"pixels").unwrap();
+    f.engine.fsync(Some(ME), ino).unwrap();
+    assert_eq!(f.backing("photo").as_deref(), Some(&b"pixels"[..]));
+    assert_eq!(f.engine.stats().fsync_honoured, 1);
+}
+
+#[test]
+fn low_battery_switches_every_app_to_sync_mode() {
+    let f = fixture(Config::default());
+    f.engine.set_battery(10);
+    let ino = f.create(ROOT_INO, "notes");
+    f.engine.write(Some(ME), ino, 0, b"x").unwrap();
+    f.engine.fsync(Some(ME), ino).unwrap();
+    assert_eq!(f.backing("notes").as_deref(), Some(&b"x"[..]));
+    assert!(f.engine.stats().low_battery);
+}
+
+#[test]
+fn namespace_changes_reach_the_backing_store_in_order() {
+    let f = fixture(Config::default());
+    let d = f.engine.mkdir(ME, ROOT_INO, OsStr::new("d"), 0o755).unwrap().ino;
+    let a = f.create(d, "a");
+    f.engine.write(Some(ME), a, 0, b"old").unwrap();
+    f.engine.checkpoint().unwrap();
+    // write-temp-then-rename over an existing file
+    let t = f.create(d, "a.tmp");
+    f.engine.write(Some(ME), t, 0, b"new contents").unwrap();
+    f.engine.rename(ME, d, OsStr::new("a.tmp"), d, OsStr::new("a"), RenameMode::Replace).unwrap();
+    // unlink and re-create the same name
+    let j = f.create(ROOT_INO, "journal");
+    f.engine.write(Some(ME), j, 0, b"first").unwrap();
+    f.engine.unlink(ME, ROOT_INO, OsStr::new("journal")).unwrap();
+    let j2 = f.create(ROOT_INO, "journal");
+    f.engine.write(Some(ME), j2, 0, b"2nd").unwrap();
+    // truncate and re-extend
+    let g = f.create(ROOT_INO, "g");
+    f.engine.write(Some(ME), g, 0, &[7u8; 10000]).unwrap();
+    f.engine.setattr(ME, g, &SetAttr { size: Some(5), ..SetAttr::default() }).unwrap();
+    f.engine.setattr(ME, g, &SetAttr { size: Some(9000), ..SetAttr::default() }).unwrap();
+    f.engine.checkpoint().unwrap();
+    assert_eq!(f.backing("d/a").as_deref(), Some(&b"new contents"[..]));
+    assert_eq!(f.backing("d/a.tmp"), None);
+    assert_eq!(f.backing("journal").as_deref(), Some(&b"2nd"[..]));
+    let mut want = vec![7u8; 5];
+    want.resize(9000, 0);
+    assert!(f.backing("g") == Some(want.clone()), "g in the backing store");
+    assert!(f.engine.read(g, 0, 20000).unwrap() == want);
+}
+
+#[test]
+fn state_survives_a_restart_and_the_state_dir_stays_hidden() {
+    let f = fixture(Config::default());
+    let d = f.engine.mkdir(ME, ROOT_INO, OsStr::new("dir"), 0o750).unwrap().ino;
+    let x = f.create(d, "x");
+    f.engine.write(Some(ME), x, 4096 * 3, b"tail").unwrap();
+    f.engine.symlink(ME, ROOT_INO, OsStr::new("link"), OsStr::new("dir/x")).unwrap();
+    let f = f.restart(Config::default());
+    let names: Vec<_> = f.engine.readdir(ROOT_INO).unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["dir", "link"], ".mcfs must not show");
+    assert_eq!(f.engine.lookup(ME, ROOT_INO, OsStr::new(STATE_DIR)), Err(Errno::ENOENT));
+    let d = f.engine.lookup(ME, ROOT_INO, OsStr::new("dir")).unwrap();
+    assert_eq!(d.perm, 0o750);
+    let x = f.engine.lookup(ME, d.ino, OsStr::new("x")).unwrap();
+    assert_eq!(x.size, 4096 * 3 + 4);
+    let data = f.engine.read(x.ino, 0, 1 << 20).unwrap();
+    assert!(data[..4096 * 3].iter().all(|b| *b == 0));
+    assert_eq!(&data[4096 * 3..], b"tail");
+    let l = f.engine.lookup(ME, ROOT_INO, OsStr::new("link")).unwrap();
+    assert_eq!(f.engine.readlink(l.ino).unwrap(), "dir/x");
+}
+
+#[test]
+fn files_larger_than_the_cache_work_and_the_cache_stays_bounded() {
+    let config = Config { cache_size: 256 * 1024, max_stale_bytes: 64 * 1024, ..Config::default() };
+    let f = fixture(config);
+    let ino = f.create(ROOT_INO, "big");
+    let chunk: Vec<u8> = (0..65536u32).map(|i| (i % 251) as u8).collect();
+    for i in 0..16u64 {
+        f.engine.write(Some(ME), ino, i * 65536, &chunk).unwrap();
+        let s = f.engine.stats();
+        assert!(s.cache_total_bytes <= 256 * 1024 + 2 * 65536, "cache at {} bytes", s.cache_total_bytes);
+    }
+    for i in 0..16u64 {
+        assert!(f.engine.read(ino, i * 65536, 65536).unwrap() == chunk, "chunk {i} differs");
+    }
+}
+
+#[test]
+fn staleness_limits_close_and_commit_vcts() {
+    let config = Config { max_stale_bytes: 8192, max_stale_seconds: 120.0, ..Config::default() };
+    let f = fixture(config);
+    let ino = f.create(ROOT_INO, "log");
+    f.engine.write(Some(ME), ino, 0, &[1u8; 100]).unwrap();
+    f.engine.tick();
+    assert_eq!(f.backing("log"), None, "neither limit reached yet");
+    assert_eq!(f.engine.next_tick_in(), Duration::from_secs(60), "the writeback interval bounds a sleep");
+    f.clock.advance(Duration::from_secs(90));
+    assert_eq!(f.engine.next_tick_in(), Duration::from_secs(30), "wake exactly at the age limit");
+    f.engine.tick();
+    assert_eq!(f.backing("log"), None);
+    f.clock.advance(Duration::from_secs(30));
+    f.engine.tick();
+    assert_eq!(f.backing("log").map(|d| d.len()), Some(100), "age limit");
+    f.engine.write(Some(ME), ino, 0, &[2u8; 9000]).unwrap();
+    assert_eq!(f.engine.next_tick_in(), Duration::ZERO, "byte limit closed the VCT");
+    f.engine.tick();
+    assert_eq!(f.backing("log").map(|d| d.len()), Some(9000));
+}
+
+#[test]
+fn a_page_of_a_closed_vct_is_copied_on_write() {
+    let f = fixture(Config { max_stale_bytes: 4096, ..Config::default() });
+    let ino = f.create(ROOT_INO, "f");
+    f.engine.write(Some(ME), ino, 0, &[1u8; 4096]).unwrap(); // closes the VCT (byte limit)
+    f.engine.write(Some(ME), ino, 0, &[2u8; 10]).unwrap(); // copies the page
+    f.engine.tick(); // commits the closed VCT only
+    let on_disk = f.backing("f").unwrap();
+    assert!(on_disk == vec![1u8; 4096], "the committed VCT holds its own version");
+    assert_eq!(&f.engine.read(ino, 0, 10).unwrap(), &[2u8; 10]);
+}
+
+#[test]
+fn open_unlinked_files_keep_their_data() {
+    let f = fixture(Config::default());
+    let ino = f.create(ROOT_INO, "tmp");
+    f.engine.write(Some(ME), ino, 0, b"still here").unwrap();
+    f.engine.checkpoint().unwrap();
+    f.engine.unlink(ME, ROOT_INO, OsStr::new("tmp")).unwrap();
+    f.engine.checkpoint().unwrap();
+    assert_eq!(f.backing("tmp"), None);
+    assert_eq!(f.engine.read(ino, 0, 100).unwrap(), b"still here");
+    assert_eq!(f.engine.getattr(ino).unwrap().nlink, 0);
+}
+
+#[test]
+fn rename_errors_follow_posix() {
+    let f = fixture(Config::default());
+    let d = f.engine.mkdir(ME, ROOT_INO, OsStr::new("d"), 0o755).unwrap().ino;
+    f.create(d, "f");
+    f.engine.mkdir(ME, d, OsStr::new("sub"), 0o755).unwrap();
+    let r = |a: &str, b: &str, m| f.engine.rename(ME, d, OsStr::new(a), d, OsStr::new(b), m);
+    assert_eq!(r("f", "sub", RenameMode::Replace), Err(Errno::EISDIR));
+    assert_eq!(r("sub", "f", RenameMode::Replace), Err(Errno::ENOTDIR));
+    assert_eq!(r("f", "sub", RenameMode::NoReplace), Err(Errno::EEXIST));
+    assert_eq!(r("nope", "x", RenameMode::Replace), Err(Errno::ENOENT));
+    assert_eq!(f.engine.rename(ME, ROOT_INO, OsStr::new("d"), d, OsStr::new("inner"), RenameMode::Replace), Err(Errno::EINVAL));
+    r("f", "sub", RenameMode::Exchange).unwrap();
+    f.engine.checkpoint().unwrap();
+    assert!(f.backend.stat(Path::new("d/f")).unwrap().kind == FileKind::Dir);
+    assert!(f.backend.stat(Path::new("d/sub")).unwrap().kind == FileKind::File);
+}
