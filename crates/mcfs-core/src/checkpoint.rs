@@ -8,9 +8,9 @@
 //! applied in place, so a cache miss never reads a path the backing store
 //! does not have yet.
 
-use crate::compile::Compiler;
+use crate::compile::{born_and_gone, Compiler};
 use crate::engine::Engine;
-use crate::journal::JournalOp;
+use crate::journal::Journal;
 use crate::policy::{self, Limits};
 use crate::state::State;
 use crate::stats::{AppStats, Stats};
@@ -40,14 +40,16 @@ pub struct CheckpointCounters {
     pub journal_bytes: u64,
     pub failures: u64,
     pub last_error: Option<String>,
-    pub last_writeback: Option<SystemTime>,
+    /// After a failure, background retries wait until then (backing off).
+    pub retry_at: Option<SystemTime>,
 }
 
 impl Engine {
     pub(crate) fn run_checkpoint(&self, trigger: Trigger) -> FsResult<()> {
         let mut journal = self.journal.lock();
+        self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
-        let (batch, live) = {
+        let (batch, live, skip) = {
             let mut st = self.state.lock();
             match trigger {
                 Trigger::Everything | Trigger::Memory => st.close_all(),
@@ -59,69 +61,89 @@ impl Engine {
                 return self.delete_dead_orphans();
             }
             let batch: Vec<ClosedVct> = st.closed.drain(..).collect();
-            let live: HashSet<Ino> = batch_inodes(&batch).filter(|i| st.inodes.contains_key(i)).collect();
-            (batch, live)
+            let referenced = |i: Ino| st.inodes.get(&i).is_some_and(|n| !n.unreferenced());
+            let live: HashSet<Ino> = batch_inodes(&batch).filter(|i| referenced(*i)).collect();
+            let skip = born_and_gone(batch.iter().flat_map(|v| v.entries.iter()), &referenced);
+            (batch, live, skip)
         };
-        let seq = self.counters.lock().checkpoints + 1;
+        let journal_before = journal.bytes_written();
         let mut tree = self.tree.read().clone();
-        let written = (|| -> std::io::Result<u64> {
-            journal.begin(seq)?;
-            let still_live = |ino: Ino| live.contains(&ino);
-            let mut compiler =
-                Compiler { tree: &mut tree, still_live: &still_live, preserve_owner: self.preserve_owner, ops: Vec::new() };
-            let mut bytes = 0;
-            for vct in &batch {
-                for entry in &vct.entries {
-                    compiler.entry(entry);
-                    for op in compiler.ops.drain(..) {
-                        bytes += op_bytes(&op);
-                        journal.append(&op)?;
-                    }
-                }
-            }
-            journal.end()?;
-            journal.wait_sync()?;
-            Ok(bytes)
-        })();
-        let written = match written {
-            Ok(n) => n,
-            Err(e) => {
-                let _ = journal.abort();
-                let mut st = self.state.lock();
-                for vct in batch.into_iter().rev() {
-                    st.closed.push_front(vct);
-                }
-                return Err(self.failed("writing the journal", &e));
-            }
+        let seq = self.counters.lock().checkpoints + 1;
+        let still_live = |ino: Ino| live.contains(&ino);
+        let mut compiler = Compiler {
+            tree: &mut tree,
+            still_live: &still_live,
+            preserve_owner: self.preserve_owner,
+            skip: &skip,
+            ops: Vec::new(),
         };
+        if let Err(e) = write_transaction(&mut journal, seq, &batch, &mut compiler) {
+            let _ = journal.abort();
+            let mut st = self.state.lock();
+            for vct in batch.into_iter().rev() {
+                st.closed.push_front(vct);
+            }
+            return Err(self.failed("writing the journal", &e));
+        }
         let applied = {
             let mut committed = self.tree.write();
             let r = journal.apply(&mut || {});
-            // The transaction is durable: recovery finishes it if apply did not.
+            // The transaction is durable: if apply failed, recovery or the
+            // next checkpoint finishes it, so the tree moves on either way.
             *committed = tree;
             r
         };
+        let flushed = journal.bytes_written() - journal_before + applied.as_ref().map_or(0, |r| r.data_bytes);
         let mut c = self.counters.lock();
-        c.journal_bytes += written;
-        c.bytes_flushed += 2 * written;
+        c.journal_bytes += journal.bytes_written() - journal_before;
+        c.bytes_flushed += flushed;
         c.checkpoints += 1;
         c.last_duration = self.clock.now().duration_since(started).unwrap_or_default();
-        c.last_writeback = Some(self.clock.now());
         drop(c);
-        self.state.lock().committed(batch, 2 * written, &self.tree);
-        if let Err(e) = applied {
-            return Err(self.failed("applying the journal", &e));
+        match applied {
+            Ok(_) => {
+                self.state.lock().committed(batch, flushed, &self.tree);
+                let mut c = self.counters.lock();
+                (c.last_error, c.retry_at) = (None, None);
+                drop(c);
+                self.delete_dead_orphans()
+            }
+            Err(e) => {
+                // Pages stay dirty until the backing store really has them.
+                *self.unapplied.lock() = batch;
+                Err(self.failed("applying the journal", &e))
+            }
         }
-        self.counters.lock().last_error = None;
-        self.delete_dead_orphans()
+    }
+
+    /// Retries applying a committed transaction whose apply failed before.
+    fn finish_unapplied(&self, journal: &mut Journal) -> FsResult<()> {
+        if !journal.has_committed() {
+            return Ok(());
+        }
+        let report = {
+            let _committed = self.tree.write();
+            journal.apply(&mut || {})
+        };
+        match report {
+            Ok(r) => {
+                let batch = std::mem::take(&mut *self.unapplied.lock());
+                self.counters.lock().bytes_flushed += r.data_bytes;
+                self.state.lock().committed(batch, r.data_bytes, &self.tree);
+                Ok(())
+            }
+            Err(e) => Err(self.failed("applying the journal", &e)),
+        }
     }
 
     fn failed(&self, what: &str, e: &std::io::Error) -> Errno {
         let msg = format!("checkpoint failed {what} in the backing store: {e}");
-        tracing::error!("{msg}");
+        tracing::error!("{msg}; the data stays in memory and is retried");
         let mut c = self.counters.lock();
         c.failures += 1;
         c.last_error = Some(msg);
+        let backoff = Duration::from_secs(1 << c.failures.min(5));
+        c.retry_at = Some(self.clock.now() + backoff);
         Errno::from_io(e)
     }
 
@@ -166,9 +188,10 @@ impl Engine {
             if pressure {
                 st.close_all();
             }
-            !st.closed.is_empty()
+            !st.closed.is_empty() || !self.unapplied.lock().is_empty()
         };
-        if due {
+        let backing_off = self.counters.lock().retry_at.is_some_and(|t| t > self.clock.now());
+        if due && !backing_off {
             if let Err(e) = self.run_checkpoint(Trigger::Policy) {
                 tracing::warn!("background checkpoint failed: {e}; data stays in memory and is retried");
             }
@@ -178,10 +201,11 @@ impl Engine {
     /// How long the background thread may sleep before the next `tick`.
     pub fn next_tick_in(&self) -> Duration {
         let st = self.state.lock();
-        if !st.closed.is_empty() {
-            return Duration::ZERO;
-        }
         let now = self.clock.now();
+        if !st.closed.is_empty() || !self.unapplied.lock().is_empty() {
+            let retry_at = self.counters.lock().retry_at;
+            return retry_at.map_or(Duration::ZERO, |t| t.duration_since(now).unwrap_or_default());
+        }
         let mut wait = Duration::from_secs_f64(if st.low_battery() {
             st.config.low_battery_writeback_seconds
         } else {
@@ -246,12 +270,22 @@ fn batch_inodes(batch: &[ClosedVct]) -> impl Iterator<Item = Ino> + '_ {
     })
 }
 
-/// Bytes an operation puts in the journal's payload, roughly: its data.
-fn op_bytes(op: &JournalOp) -> u64 {
-    match op {
-        JournalOp::Write { data, .. } => data.len() as u64,
-        _ => 64,
+/// BEGIN, one APPEND per operation compiled from the batch, END, WAIT_SYNC.
+fn write_transaction(
+    journal: &mut Journal,
+    seq: u64,
+    batch: &[ClosedVct],
+    compiler: &mut Compiler,
+) -> std::io::Result<()> {
+    journal.begin(seq)?;
+    for entry in batch.iter().flat_map(|v| v.entries.iter()) {
+        compiler.entry(entry);
+        for op in compiler.ops.drain(..) {
+            journal.append(&op)?;
+        }
     }
+    journal.end()?;
+    journal.wait_sync()
 }
 
 pub fn collect_stats(st: &State, c: &CheckpointCounters, now: SystemTime) -> Stats {

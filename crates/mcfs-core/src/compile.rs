@@ -10,8 +10,58 @@ use crate::journal::JournalOp;
 use crate::types::*;
 use crate::vct::{ClosedEntry, LogEntry};
 use crate::STATE_DIR;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::PathBuf;
+
+/// The inode an entry is about, for entries that concern one inode only.
+fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
+    match entry {
+        ClosedEntry::Write { ino, .. } => Some(*ino),
+        ClosedEntry::Other(e) => match e {
+            LogEntry::SetLen { ino, .. }
+            | LogEntry::Create { ino, .. }
+            | LogEntry::Symlink { ino, .. }
+            | LogEntry::Unlink { ino, .. }
+            | LogEntry::Rmdir { ino, .. }
+            | LogEntry::SetPerm { ino, .. }
+            | LogEntry::SetOwner { ino, .. }
+            | LogEntry::SetTimes { ino, .. }
+            | LogEntry::SetXattr { ino, .. }
+            | LogEntry::RemoveXattr { ino, .. } => Some(*ino),
+            LogEntry::Write { .. } | LogEntry::Link { .. } | LogEntry::Rename { .. } | LogEntry::Exchange { .. } => {
+                None
+            }
+        },
+    }
+}
+
+/// Inodes created and removed within one batch, never linked or renamed, and
+/// no longer open: a batch commits atomically, so they need no operation at
+/// all (SQLite's rollback journal and temporary files are the common case).
+pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &dyn Fn(Ino) -> bool) -> HashSet<Ino> {
+    #[derive(Default)]
+    struct Life {
+        created: bool,
+        removed: bool,
+        moved: bool,
+    }
+    let mut lives: HashMap<Ino, Life> = HashMap::new();
+    for entry in entries {
+        let ClosedEntry::Other(e) = entry else { continue };
+        match e {
+            LogEntry::Create { ino, .. } | LogEntry::Symlink { ino, .. } => lives.entry(*ino).or_default().created = true,
+            LogEntry::Unlink { ino, .. } | LogEntry::Rmdir { ino, .. } => lives.entry(*ino).or_default().removed = true,
+            LogEntry::Link { ino, .. } | LogEntry::Rename { ino, .. } => lives.entry(*ino).or_default().moved = true,
+            LogEntry::Exchange { .. } => return HashSet::new(), // rare: keep everything
+            _ => {}
+        }
+        if let LogEntry::Rename { replaced: Some(r), .. } = e {
+            lives.entry(*r).or_default().moved = true;
+        }
+    }
+    lives.into_iter().filter(|(ino, l)| l.created && l.removed && !l.moved && !live(*ino)).map(|(ino, _)| ino).collect()
+}
 
 pub struct Compiler<'a> {
     pub tree: &'a mut CommittedTree,
@@ -21,11 +71,16 @@ pub struct Compiler<'a> {
     pub still_live: &'a dyn Fn(Ino) -> bool,
     /// Set owners in the backing store (needs root).
     pub preserve_owner: bool,
+    /// Inodes born and gone within the batch: none of their entries matter.
+    pub skip: &'a HashSet<Ino>,
     pub ops: Vec<JournalOp>,
 }
 
 impl Compiler<'_> {
     pub fn entry(&mut self, entry: &ClosedEntry) {
+        if entry_inode(entry).is_some_and(|ino| self.skip.contains(&ino)) {
+            return;
+        }
         match entry {
             ClosedEntry::Write { ino, page, data, len, .. } => {
                 if let Some(path) = self.tree.path(*ino) {

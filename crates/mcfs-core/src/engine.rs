@@ -29,6 +29,8 @@ pub struct Engine {
     pub(crate) journal: Mutex<Journal>,
     pub(crate) preserve_owner: bool,
     pub(crate) counters: Mutex<CheckpointCounters>,
+    /// A committed batch whose in-place apply failed (retried first).
+    pub(crate) unapplied: Mutex<Vec<crate::vct::ClosedVct>>,
     /// Wakes the background thread when a VCT closes or on shutdown.
     pub(crate) wake: (Mutex<bool>, Condvar),
 }
@@ -56,7 +58,8 @@ impl Engine {
         if root.kind != FileKind::Dir {
             return Err("backing root is not a directory".into());
         }
-        let journal = Journal::open(Arc::clone(&backend)).map_err(|e| format!("{STATE_DIR}/journal: {e}"))?;
+        let mut journal = Journal::open(Arc::clone(&backend)).map_err(|e| format!("{STATE_DIR}/journal: {e}"))?;
+        journal.set_segment_bytes(config.checkpoint_segment_bytes);
         let mut root_inode = Inode::new(attr_from_backend(ROOT_INO, &root), 0, ROOT_INO);
         root_inode.children = None;
         root_inode.lookups = 1;
@@ -72,6 +75,7 @@ impl Engine {
             // SAFETY: geteuid has no preconditions.
             preserve_owner: unsafe { libc::geteuid() } == 0,
             counters: Mutex::new(CheckpointCounters::default()),
+            unapplied: Mutex::new(Vec::new()),
             wake: (Mutex::new(false), Condvar::new()),
         })
     }

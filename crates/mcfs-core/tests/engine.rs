@@ -214,3 +214,22 @@ fn rename_errors_follow_posix() {
     assert!(f.backend.stat(Path::new("d/f")).unwrap().kind == FileKind::Dir);
     assert!(f.backend.stat(Path::new("d/sub")).unwrap().kind == FileKind::File);
 }
+
+#[test]
+fn files_born_and_gone_within_a_batch_cost_no_backing_operations() {
+    let f = fixture(Config::default());
+    let db = f.create(ROOT_INO, "db");
+    for i in 0..50u64 {
+        let j = f.create(ROOT_INO, "db-journal");
+        f.engine.write(Some(ME), j, 0, &[9u8; 512]).unwrap();
+        f.engine.release(j);
+        f.engine.forget(j, 1);
+        f.engine.write(Some(ME), db, i * 100, &[i as u8; 100]).unwrap();
+        f.engine.unlink(ME, ROOT_INO, OsStr::new("db-journal")).unwrap();
+    }
+    f.engine.checkpoint().unwrap();
+    let s = f.engine.stats();
+    assert!(s.journal_bytes < 5000 + 4096 * 3, "journal got {} bytes for 5000 bytes of db data", s.journal_bytes);
+    assert_eq!(f.backing("db-journal"), None);
+    assert_eq!(f.backing("db").map(|d| d.len()), Some(5000));
+}

@@ -1,1 +1,51 @@
-fn main() {}
+//! `mcfs`: the command-line program. Parses arguments and runs one command;
+//! a failed command prints `mcfs: <what failed and why>` on stderr and exits
+//! 1 (usage errors exit 2, from clap).
+
+mod backing_lock;
+mod battery;
+mod bench;
+mod cli;
+mod commands;
+mod config_file;
+mod control;
+mod control_client;
+mod daemon;
+mod daemonize;
+mod fuse_mount;
+mod logging;
+mod mountinfo;
+mod panic_guard;
+mod preflight;
+mod protocol;
+mod signals;
+mod socket_path;
+mod stats_table;
+mod stop_signal;
+mod ticker;
+mod unmount;
+
+use clap::Parser;
+use cli::{Cli, Command};
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Mount(args) => commands::mount::run(args),
+        Command::Umount(args) => with_logging(|| commands::umount::run(args)),
+        Command::Stat(args) => with_logging(|| commands::stat::run(args)),
+        Command::Ctl(args) => with_logging(|| commands::ctl::run(args)),
+        Command::Recover(args) => with_logging(|| commands::recover::run(args)),
+        Command::Bench(args) => bench::run(&args),
+    };
+    if let Err(message) = result {
+        eprintln!("mcfs: {message}");
+        std::process::exit(1);
+    }
+}
+
+/// Short commands log only warnings unless MCFS_LOG / RUST_LOG say otherwise.
+fn with_logging(command: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    logging::init("warn");
+    command()
+}

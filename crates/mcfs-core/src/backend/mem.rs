@@ -1,2 +1,858 @@
-//! MemBackend (being written).
-pub struct MemBackend;
+//! `MemBackend`: a backing store held in memory, for the simulator and for
+//! tests. It is a POSIX-like tree of real inodes — hard links share one inode,
+//! `nlink` counts names (and subdirectories for directories, as on ext4) —
+//! and it answers each call with the errno Linux gives for it, so code tested
+//! against it behaves the same on a `DirBackend`.
+//!
+//! Deviations, on purpose: paths never traverse symlinks (an intermediate
+//! symlink is `ENOTDIR`; the engine addresses objects by their real path);
+//! there are no permission checks (the daemon runs as root); new objects
+//! belong to uid 0, gid 0; `system.*` extended attributes are not supported.
+//!
+//! Nothing reads a clock: every time stamp is the backend's `now`, which
+//! starts at a fixed instant and moves only through `set_now`, so the same
+//! calls give the same tree. `sync` does nothing: memory has no cache to flush.
+//! File data is kept in shared 4 KiB pages that are copied on write, so a
+//! `clone()` of a whole tree (used for crash states) is cheap.
+
+use super::error::{path_error, two_path_error};
+use super::relpath;
+use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
+use super::{errno_of, Backend, BackendAttr};
+use crate::types::{FileKind, FsStats, PAGE_SIZE};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+type InodeId = u64;
+type Page = [u8; PAGE_SIZE as usize];
+
+const ROOT: InodeId = 1;
+/// Linux `MAX_LFS_FILESIZE` on 64-bit machines.
+const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+/// What `stat` reports as a directory's size (one ext4 block).
+const DIR_SIZE: u64 = 4096;
+/// Longest symlink target (`PATH_MAX` - 1).
+const SYMLINK_MAX: usize = 4095;
+const XATTR_NAME_MAX: usize = 255;
+const XATTR_SIZE_MAX: usize = 65536;
+/// Extended attribute namespaces that are stored; `system.*` is not.
+const XATTR_NAMESPACES: [&str; 3] = ["user.", "trusted.", "security."];
+/// Capacity `statfs` reports: 64 GiB in 4 KiB blocks, a million inodes.
+const TOTAL_BLOCKS: u64 = 1 << 24;
+const TOTAL_INODES: u64 = 1 << 20;
+
+/// The instant a new `MemBackend` starts at (the same as `ManualClock::new`).
+pub fn mem_epoch() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+}
+
+/// Bytes of a regular file: pages that were never written are holes.
+/// Invariant: stored bytes at or beyond `size` are zero.
+#[derive(Clone, Default)]
+struct FileData {
+    size: u64,
+    pages: BTreeMap<u64, Arc<Page>>,
+}
+
+impl FileData {
+    fn read(&self, offset: u64, buf: &mut [u8]) -> usize {
+        if offset >= self.size {
+            return 0;
+        }
+        let n = (buf.len() as u64).min(self.size - offset) as usize;
+        let mut done = 0;
+        while done < n {
+            let (index, within, len) = page_span(offset + done as u64, n - done);
+            let dst = &mut buf[done..done + len];
+            match self.pages.get(&index) {
+                Some(page) => dst.copy_from_slice(&page[within..within + len]),
+                None => dst.fill(0),
+            }
+            done += len;
+        }
+        n
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), i32> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let end = offset
+            .checked_add(data.len() as u64)
+            .filter(|end| *end <= MAX_FILE_SIZE)
+            .ok_or(libc::EFBIG)?;
+        let mut done = 0;
+        while done < data.len() {
+            let (index, within, len) = page_span(offset + done as u64, data.len() - done);
+            let page = self
+                .pages
+                .entry(index)
+                .or_insert_with(|| Arc::new([0; PAGE_SIZE as usize]));
+            Arc::make_mut(page)[within..within + len].copy_from_slice(&data[done..done + len]);
+            done += len;
+        }
+        self.size = self.size.max(end);
+        Ok(())
+    }
+
+    fn set_len(&mut self, size: u64) {
+        if size < self.size {
+            self.pages.split_off(&size.div_ceil(PAGE_SIZE));
+            let within = (size % PAGE_SIZE) as usize;
+            if let Some(page) = self
+                .pages
+                .get_mut(&(size / PAGE_SIZE))
+                .filter(|_| within != 0)
+            {
+                Arc::make_mut(page)[within..].fill(0);
+            }
+        }
+        self.size = size;
+    }
+
+    fn digest(&self) -> super::snapshot::ContentDigest {
+        let mut hasher = ContentHasher::new();
+        for (index, page) in &self.pages {
+            hasher.page(*index, &page[..]);
+        }
+        hasher.finish(self.size)
+    }
+}
+
+/// The page holding byte `pos`, the offset in it, and how many of `want`
+/// bytes fit in it.
+fn page_span(pos: u64, want: usize) -> (u64, usize, usize) {
+    let within = (pos % PAGE_SIZE) as usize;
+    (
+        pos / PAGE_SIZE,
+        within,
+        want.min(PAGE_SIZE as usize - within),
+    )
+}
+
+/// One inode. `kind` says which of `data`, `entries`, `target`, `rdev` mean
+/// anything; the others stay empty.
+#[derive(Clone)]
+struct Inode {
+    kind: FileKind,
+    perm: u32,
+    uid: u32,
+    gid: u32,
+    nlink: u32,
+    atime: SystemTime,
+    mtime: SystemTime,
+    ctime: SystemTime,
+    xattrs: BTreeMap<OsString, Vec<u8>>,
+    data: FileData,
+    entries: BTreeMap<OsString, InodeId>,
+    target: OsString,
+    rdev: u32,
+}
+
+impl Inode {
+    fn new(kind: FileKind, perm: u32, now: SystemTime) -> Inode {
+        Inode {
+            kind,
+            perm: perm & 0o7777,
+            uid: 0,
+            gid: 0,
+            nlink: if kind == FileKind::Dir { 2 } else { 1 },
+            atime: now,
+            mtime: now,
+            ctime: now,
+            xattrs: BTreeMap::new(),
+            data: FileData::default(),
+            entries: BTreeMap::new(),
+            target: OsString::new(),
+            rdev: 0,
+        }
+    }
+
+    fn is_dir(&self) -> bool {
+        self.kind == FileKind::Dir
+    }
+
+    /// `EISDIR` / `ELOOP` / `EINVAL` unless this is a regular file (the
+    /// errnos a `DirBackend` gives when it opens such an object).
+    fn must_be_regular(&self) -> Result<(), i32> {
+        match self.kind {
+            FileKind::File => Ok(()),
+            FileKind::Dir => Err(libc::EISDIR),
+            FileKind::Symlink => Err(libc::ELOOP),
+            _ => Err(libc::EINVAL),
+        }
+    }
+
+    fn attr(&self) -> BackendAttr {
+        let size = match self.kind {
+            FileKind::File => self.data.size,
+            FileKind::Dir => DIR_SIZE,
+            FileKind::Symlink => self.target.len() as u64,
+            _ => 0,
+        };
+        BackendAttr {
+            kind: self.kind,
+            perm: self.perm,
+            nlink: self.nlink,
+            uid: self.uid,
+            gid: self.gid,
+            size,
+            rdev: self.rdev,
+            atime: self.atime,
+            mtime: self.mtime,
+            ctime: self.ctime,
+        }
+    }
+}
+
+/// The whole tree. Invariant: every id in a directory's `entries` is in
+/// `inodes`, and every inode but the root is reachable by `nlink` names.
+#[derive(Clone)]
+struct Tree {
+    inodes: HashMap<InodeId, Inode>,
+    next_id: InodeId,
+    now: SystemTime,
+}
+
+impl Tree {
+    fn new() -> Tree {
+        let now = mem_epoch();
+        let root = Inode::new(FileKind::Dir, 0o755, now);
+        Tree {
+            inodes: HashMap::from([(ROOT, root)]),
+            next_id: ROOT + 1,
+            now,
+        }
+    }
+
+    fn get(&self, id: InodeId) -> &Inode {
+        &self.inodes[&id]
+    }
+
+    fn get_mut(&mut self, id: InodeId) -> &mut Inode {
+        self.inodes
+            .get_mut(&id)
+            .expect("directory entries name live inodes")
+    }
+
+    fn lookup(&self, names: &[&OsStr]) -> Result<InodeId, i32> {
+        let mut id = ROOT;
+        for name in names {
+            let dir = self.get(id);
+            if !dir.is_dir() {
+                return Err(libc::ENOTDIR);
+            }
+            id = *dir.entries.get(*name).ok_or(libc::ENOENT)?;
+        }
+        Ok(id)
+    }
+
+    /// The directory that holds the last name, and that name; `None` for
+    /// the root, which has no parent here.
+    fn parent_of<'n>(&self, names: &[&'n OsStr]) -> Result<Option<(InodeId, &'n OsStr)>, i32> {
+        let Some((last, dirs)) = names.split_last() else {
+            return Ok(None);
+        };
+        let parent = self.lookup(dirs)?;
+        if !self.get(parent).is_dir() {
+            return Err(libc::ENOTDIR);
+        }
+        Ok(Some((parent, *last)))
+    }
+
+    fn child(&self, dir: InodeId, name: &OsStr) -> Option<InodeId> {
+        self.get(dir).entries.get(name).copied()
+    }
+
+    fn changed(&mut self, id: InodeId) {
+        let now = self.now;
+        self.get_mut(id).ctime = now;
+    }
+
+    fn modified(&mut self, id: InodeId) {
+        let now = self.now;
+        let inode = self.get_mut(id);
+        inode.mtime = now;
+        inode.ctime = now;
+    }
+
+    /// Adds a new inode under `parent` as `name` (known to be free).
+    fn add(&mut self, parent: InodeId, name: &OsStr, inode: Inode) {
+        let id = self.next_id;
+        self.next_id += 1;
+        if inode.is_dir() {
+            self.get_mut(parent).nlink += 1;
+        }
+        self.inodes.insert(id, inode);
+        self.get_mut(parent).entries.insert(name.to_owned(), id);
+        self.modified(parent);
+    }
+
+    /// Takes the entry `name` out of `parent` and drops one link of its inode.
+    fn unlink(&mut self, parent: InodeId, name: &OsStr, id: InodeId) {
+        self.get_mut(parent).entries.remove(name);
+        self.modified(parent);
+        if self.get(id).is_dir() {
+            self.get_mut(parent).nlink -= 1;
+            self.inodes.remove(&id);
+            return;
+        }
+        let inode = self.get_mut(id);
+        inode.nlink -= 1;
+        if inode.nlink == 0 {
+            self.inodes.remove(&id);
+        } else {
+            self.changed(id);
+        }
+    }
+
+    fn create(
+        &mut self,
+        names: &[&OsStr],
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+    ) -> Result<(), i32> {
+        if kind == FileKind::Symlink {
+            return Err(libc::EINVAL);
+        }
+        let (parent, name) = self.parent_of(names)?.ok_or(libc::EEXIST)?;
+        match self.child(parent, name) {
+            Some(id) if kind == FileKind::File && self.get(id).kind == FileKind::File => {
+                let inode = self.get_mut(id);
+                inode.data.set_len(0);
+                inode.perm = perm & 0o7777;
+                self.modified(id);
+                Ok(())
+            }
+            Some(_) => Err(libc::EEXIST),
+            None => {
+                let mut inode = Inode::new(kind, perm, self.now);
+                if matches!(kind, FileKind::CharDev | FileKind::BlockDev) {
+                    inode.rdev = rdev;
+                }
+                self.add(parent, name, inode);
+                Ok(())
+            }
+        }
+    }
+
+    fn symlink(&mut self, target: &OsStr, names: &[&OsStr]) -> Result<(), i32> {
+        if target.is_empty() {
+            return Err(libc::ENOENT);
+        }
+        if target.len() > SYMLINK_MAX {
+            return Err(libc::ENAMETOOLONG);
+        }
+        let (parent, name) = self.parent_of(names)?.ok_or(libc::EEXIST)?;
+        if self.child(parent, name).is_some() {
+            return Err(libc::EEXIST);
+        }
+        let mut inode = Inode::new(FileKind::Symlink, 0o777, self.now);
+        inode.target = target.to_owned();
+        self.add(parent, name, inode);
+        Ok(())
+    }
+
+    fn link(&mut self, existing: &[&OsStr], new: &[&OsStr]) -> Result<(), i32> {
+        let id = self.lookup(existing)?;
+        let (parent, name) = self.parent_of(new)?.ok_or(libc::EEXIST)?;
+        if self.child(parent, name).is_some() {
+            return Err(libc::EEXIST);
+        }
+        if self.get(id).is_dir() {
+            return Err(libc::EPERM);
+        }
+        self.get_mut(id).nlink += 1;
+        self.changed(id);
+        self.get_mut(parent).entries.insert(name.to_owned(), id);
+        self.modified(parent);
+        Ok(())
+    }
+
+    fn remove(&mut self, names: &[&OsStr], dir: bool) -> Result<(), i32> {
+        let (parent, name) = self.parent_of(names)?.ok_or(libc::EBUSY)?;
+        let id = self.child(parent, name).ok_or(libc::ENOENT)?;
+        let inode = self.get(id);
+        match (dir, inode.is_dir()) {
+            (false, true) => return Err(libc::EISDIR),
+            (true, false) => return Err(libc::ENOTDIR),
+            (true, true) if !inode.entries.is_empty() => return Err(libc::ENOTEMPTY),
+            _ => {}
+        }
+        self.unlink(parent, name, id);
+        Ok(())
+    }
+
+    /// `rename(2)`, checks in the order Linux makes them.
+    fn rename(&mut self, from: &[&OsStr], to: &[&OsStr]) -> Result<(), i32> {
+        let (from_parent, from_name) = self.parent_of(from)?.ok_or(libc::EBUSY)?;
+        let (to_parent, to_name) = self.parent_of(to)?.ok_or(libc::EBUSY)?;
+        let id = self.child(from_parent, from_name).ok_or(libc::ENOENT)?;
+        if to.len() > from.len() && to.starts_with(from) {
+            return Err(libc::EINVAL); // into its own subtree
+        }
+        let target = self.child(to_parent, to_name);
+        if target.is_some() && from.len() > to.len() && from.starts_with(to) {
+            return Err(libc::ENOTEMPTY); // over one of its own ancestors
+        }
+        if let Some(target) = target {
+            if target == id {
+                return Ok(()); // two names of one inode: nothing to do
+            }
+            let (moving, replaced) = (self.get(id), self.get(target));
+            match (moving.is_dir(), replaced.is_dir()) {
+                (true, false) => return Err(libc::ENOTDIR),
+                (false, true) => return Err(libc::EISDIR),
+                (true, true) if !replaced.entries.is_empty() => return Err(libc::ENOTEMPTY),
+                _ => {}
+            }
+            self.unlink(to_parent, to_name, target);
+        }
+        self.get_mut(from_parent).entries.remove(from_name);
+        self.get_mut(to_parent)
+            .entries
+            .insert(to_name.to_owned(), id);
+        if self.get(id).is_dir() && from_parent != to_parent {
+            self.get_mut(from_parent).nlink -= 1;
+            self.get_mut(to_parent).nlink += 1;
+        }
+        self.changed(id);
+        self.modified(from_parent);
+        self.modified(to_parent);
+        Ok(())
+    }
+
+    fn set_owner(&mut self, id: InodeId, uid: u32, gid: u32) {
+        let inode = self.get_mut(id);
+        // As lchown: -1 keeps a value; a non-directory loses set-uid, and
+        // set-gid when group-executable (Linux does this even for root).
+        if uid != u32::MAX {
+            inode.uid = uid;
+        }
+        if gid != u32::MAX {
+            inode.gid = gid;
+        }
+        if !inode.is_dir() {
+            inode.perm &= !libc::S_ISUID;
+            if inode.perm & libc::S_IXGRP != 0 {
+                inode.perm &= !libc::S_ISGID;
+            }
+        }
+        self.changed(id);
+    }
+
+    fn statfs(&self) -> FsStats {
+        let used: u64 = self
+            .inodes
+            .values()
+            .map(|i| i.data.pages.len() as u64)
+            .sum();
+        let free = TOTAL_BLOCKS.saturating_sub(used);
+        let free_inodes = TOTAL_INODES.saturating_sub(self.inodes.len() as u64);
+        FsStats {
+            blocks: TOTAL_BLOCKS,
+            bfree: free,
+            bavail: free,
+            files: TOTAL_INODES,
+            ffree: free_inodes,
+            bsize: PAGE_SIZE as u32,
+            namelen: relpath::NAME_MAX as u32,
+        }
+    }
+
+    fn snapshot(&self) -> TreeSnapshot {
+        let mut snap = TreeSnapshot::default();
+        let mut stack = vec![(PathBuf::new(), ROOT)];
+        while let Some((path, id)) = stack.pop() {
+            let inode = self.get(id);
+            for (name, child) in &inode.entries {
+                stack.push((path.join(name), *child));
+            }
+            let entry = SnapshotEntry {
+                kind: inode.kind,
+                perm: inode.perm,
+                uid: inode.uid,
+                gid: inode.gid,
+                rdev: inode.rdev,
+                content: (inode.kind == FileKind::File).then(|| inode.data.digest()),
+                target: (inode.kind == FileKind::Symlink).then(|| inode.target.clone()),
+                xattrs: inode.xattrs.clone(),
+                mtime: Some(inode.mtime),
+                first_link: PathBuf::new(),
+            };
+            snap.insert(path, (0, id), entry);
+        }
+        snap.finish()
+    }
+}
+
+/// How an extended attribute call may touch an inode (Linux rules).
+enum XattrAccess {
+    Read,
+    Write,
+}
+
+/// Whether the attribute `name` may be touched on `inode`, checked in the
+/// order Linux checks after finding the inode: `user.*` attributes exist only
+/// on regular files and directories (reading one elsewhere finds nothing,
+/// `ENODATA`; writing one is `EPERM`); then the namespace must be a stored
+/// one (`EOPNOTSUPP`) with a name after it (`EINVAL`).
+fn check_xattr(inode: &Inode, name: &OsStr, access: XattrAccess) -> Result<(), i32> {
+    let bytes = name.as_bytes();
+    if bytes.starts_with(b"user.") && !matches!(inode.kind, FileKind::File | FileKind::Dir) {
+        return Err(match access {
+            XattrAccess::Read => libc::ENODATA,
+            XattrAccess::Write => libc::EPERM,
+        });
+    }
+    let prefix = XATTR_NAMESPACES
+        .iter()
+        .find(|p| bytes.starts_with(p.as_bytes()))
+        .ok_or(libc::EOPNOTSUPP)?;
+    if bytes.len() == prefix.len() {
+        return Err(libc::EINVAL);
+    }
+    Ok(())
+}
+
+/// An in-memory backing store (see the module comment).
+pub struct MemBackend {
+    tree: Mutex<Tree>,
+}
+
+impl Default for MemBackend {
+    fn default() -> Self {
+        MemBackend::new()
+    }
+}
+
+impl Clone for MemBackend {
+    /// An independent copy of the whole tree (file pages are shared until
+    /// either side writes them). On an `Arc<MemBackend>` call it as
+    /// `MemBackend::clone(&arc)`.
+    fn clone(&self) -> Self {
+        MemBackend {
+            tree: Mutex::new(self.tree.lock().clone()),
+        }
+    }
+}
+
+impl MemBackend {
+    /// An empty tree: a root directory, mode 0755, owned by 0:0, at `mem_epoch()`.
+    pub fn new() -> MemBackend {
+        MemBackend {
+            tree: Mutex::new(Tree::new()),
+        }
+    }
+
+    /// The time stamp later calls give to what they change.
+    pub fn set_now(&self, now: SystemTime) {
+        self.tree.lock().now = now;
+    }
+
+    pub fn now(&self) -> SystemTime {
+        self.tree.lock().now
+    }
+
+    /// The whole tree, for comparisons.
+    pub fn snapshot(&self) -> TreeSnapshot {
+        self.tree.lock().snapshot()
+    }
+
+    /// Runs `f` on the tree with `path` checked and split into names; its
+    /// errno comes back as an error naming `op` and `path`.
+    fn on_path<T>(
+        &self,
+        op: &str,
+        path: &Path,
+        f: impl FnOnce(&mut Tree, &[&OsStr]) -> Result<T, i32>,
+    ) -> io::Result<T> {
+        let names = relpath::names(path).map_err(|errno| path_error(op, path, errno))?;
+        f(&mut self.tree.lock(), &names).map_err(|errno| path_error(op, path, errno))
+    }
+
+    /// `on_path` for calls that name two paths.
+    fn on_two_paths(
+        &self,
+        op: &str,
+        from: &Path,
+        to: &Path,
+        f: impl FnOnce(&mut Tree, &[&OsStr], &[&OsStr]) -> Result<(), i32>,
+    ) -> io::Result<()> {
+        let fail = |errno| two_path_error(op, from, to, errno);
+        let from_names = relpath::names(from).map_err(fail)?;
+        let to_names = relpath::names(to).map_err(fail)?;
+        f(&mut self.tree.lock(), &from_names, &to_names).map_err(fail)
+    }
+
+    /// `on_path` for calls on an existing inode.
+    fn on_inode<T>(
+        &self,
+        op: &str,
+        path: &Path,
+        f: impl FnOnce(&mut Tree, InodeId) -> Result<T, i32>,
+    ) -> io::Result<T> {
+        self.on_path(op, path, |tree, names| {
+            let id = tree.lookup(names)?;
+            f(tree, id)
+        })
+    }
+
+    /// `on_inode` for extended attribute calls, with Linux's checks: the
+    /// name's length (`ERANGE`) before the lookup, `check_xattr` after it.
+    fn on_xattr<T>(
+        &self,
+        op: &str,
+        path: &Path,
+        name: &OsStr,
+        access: XattrAccess,
+        f: impl FnOnce(&mut Tree, InodeId) -> Result<T, i32>,
+    ) -> io::Result<T> {
+        if name.is_empty() || name.len() > XATTR_NAME_MAX {
+            return Err(path_error(op, path, libc::ERANGE));
+        }
+        self.on_inode(op, path, |tree, id| {
+            check_xattr(tree.get(id), name, access)?;
+            f(tree, id)
+        })
+    }
+}
+
+impl Backend for MemBackend {
+    fn stat(&self, path: &Path) -> io::Result<BackendAttr> {
+        self.on_inode("stat", path, |tree, id| Ok(tree.get(id).attr()))
+    }
+
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {
+        self.on_inode("list", path, |tree, id| {
+            let dir = tree.get(id);
+            if !dir.is_dir() {
+                return Err(libc::ENOTDIR);
+            }
+            Ok(dir
+                .entries
+                .iter()
+                .map(|(name, child)| (name.clone(), tree.get(*child).kind))
+                .collect())
+        })
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.on_inode("read", path, |tree, id| {
+            let inode = tree.get(id);
+            inode.must_be_regular()?;
+            Ok(inode.data.read(offset, buf))
+        })
+    }
+
+    fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.on_inode("write", path, |tree, id| {
+            let inode = tree.get_mut(id);
+            inode.must_be_regular()?;
+            inode.data.write(offset, data)?;
+            if !data.is_empty() {
+                tree.modified(id);
+            }
+            Ok(())
+        })
+    }
+
+    fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
+        self.on_inode("truncate", path, |tree, id| {
+            let inode = tree.get_mut(id);
+            inode.must_be_regular()?;
+            if size > MAX_FILE_SIZE {
+                return Err(libc::EFBIG);
+            }
+            inode.data.set_len(size);
+            tree.modified(id);
+            Ok(())
+        })
+    }
+
+    fn create(&self, path: &Path, kind: FileKind, perm: u32, rdev: u32) -> io::Result<()> {
+        self.on_path("create", path, |tree, names| {
+            tree.create(names, kind, perm, rdev)
+        })
+    }
+
+    fn symlink(&self, target: &OsStr, path: &Path) -> io::Result<()> {
+        self.on_path("symlink", path, |tree, names| tree.symlink(target, names))
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<OsString> {
+        self.on_inode("readlink", path, |tree, id| {
+            let inode = tree.get(id);
+            if inode.kind != FileKind::Symlink {
+                return Err(libc::EINVAL);
+            }
+            Ok(inode.target.clone())
+        })
+    }
+
+    fn link(&self, existing: &Path, new: &Path) -> io::Result<()> {
+        self.on_two_paths("link", existing, new, |tree, existing, new| {
+            tree.link(existing, new)
+        })
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.on_path("unlink", path, |tree, names| tree.remove(names, false))
+    }
+
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.on_path("rmdir", path, |tree, names| tree.remove(names, true))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.on_two_paths("rename", from, to, |tree, from, to| tree.rename(from, to))
+    }
+
+    fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
+        self.on_inode("chown", path, |tree, id| {
+            tree.set_owner(id, uid, gid);
+            Ok(())
+        })
+    }
+
+    fn set_perm(&self, path: &Path, perm: u32) -> io::Result<()> {
+        self.on_inode("chmod", path, |tree, id| {
+            let inode = tree.get_mut(id);
+            if inode.kind != FileKind::Symlink {
+                inode.perm = perm & 0o7777;
+                tree.changed(id);
+            }
+            Ok(())
+        })
+    }
+
+    fn set_times(&self, path: &Path, atime: SystemTime, mtime: SystemTime) -> io::Result<()> {
+        self.on_inode("utimens", path, |tree, id| {
+            let inode = tree.get_mut(id);
+            inode.atime = atime;
+            inode.mtime = mtime;
+            tree.changed(id);
+            Ok(())
+        })
+    }
+
+    fn get_xattr(&self, path: &Path, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+        let got = self.on_xattr("getxattr", path, name, XattrAccess::Read, |tree, id| {
+            Ok(tree.get(id).xattrs.get(name).cloned())
+        });
+        match got {
+            Err(e) if errno_of(&e) == libc::ENODATA => Ok(None),
+            other => other,
+        }
+    }
+
+    fn list_xattr(&self, path: &Path) -> io::Result<Vec<OsString>> {
+        self.on_inode("listxattr", path, |tree, id| {
+            Ok(tree.get(id).xattrs.keys().cloned().collect())
+        })
+    }
+
+    fn set_xattr(&self, path: &Path, name: &OsStr, value: &[u8]) -> io::Result<()> {
+        if value.len() > XATTR_SIZE_MAX {
+            return Err(path_error("setxattr", path, libc::E2BIG));
+        }
+        self.on_xattr("setxattr", path, name, XattrAccess::Write, |tree, id| {
+            tree.get_mut(id)
+                .xattrs
+                .insert(name.to_owned(), value.to_vec());
+            tree.changed(id);
+            Ok(())
+        })
+    }
+
+    fn remove_xattr(&self, path: &Path, name: &OsStr) -> io::Result<()> {
+        self.on_xattr("removexattr", path, name, XattrAccess::Write, |tree, id| {
+            if tree.get_mut(id).xattrs.remove(name).is_some() {
+                tree.changed(id);
+            }
+            Ok(())
+        })
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn statfs(&self) -> io::Result<FsStats> {
+        Ok(self.tree.lock().statfs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_copied_on_write_between_clones() {
+        let a = MemBackend::new();
+        a.create(Path::new("f"), FileKind::File, 0o644, 0).unwrap();
+        a.write_at(Path::new("f"), 10, b"abc").unwrap();
+        let b = a.clone();
+        b.write_at(Path::new("f"), 11, b"X").unwrap();
+        let mut buf = [0u8; 13];
+        assert_eq!(a.read_at(Path::new("f"), 0, &mut buf).unwrap(), 13);
+        assert_eq!(&buf[10..], b"abc");
+        b.read_at(Path::new("f"), 0, &mut buf).unwrap();
+        assert_eq!(&buf[10..], b"aXc");
+    }
+
+    #[test]
+    fn shrinking_zeroes_the_cut_tail_so_regrowth_reads_zeros() {
+        let mut data = FileData::default();
+        data.write(0, &[7u8; 5000]).unwrap();
+        data.set_len(4100);
+        data.set_len(6000);
+        let mut buf = vec![1u8; 6000];
+        assert_eq!(data.read(0, &mut buf), 6000);
+        assert!(buf[..4100].iter().all(|b| *b == 7));
+        assert!(buf[4100..].iter().all(|b| *b == 0));
+        assert_eq!(data.pages.len(), 2);
+        data.set_len(4096);
+        assert_eq!(data.pages.len(), 1);
+    }
+
+    #[test]
+    fn huge_offsets_are_sparse_or_efbig() {
+        let mem = MemBackend::new();
+        mem.create(Path::new("f"), FileKind::File, 0o644, 0)
+            .unwrap();
+        mem.write_at(Path::new("f"), 1 << 50, b"end").unwrap();
+        assert_eq!(mem.stat(Path::new("f")).unwrap().size, (1 << 50) + 3);
+        assert_eq!(mem.statfs().unwrap().bfree, TOTAL_BLOCKS - 1);
+        let e = mem
+            .write_at(Path::new("f"), u64::MAX - 1, b"xx")
+            .unwrap_err();
+        assert_eq!(errno_of(&e), libc::EFBIG);
+        let e = mem.set_len(Path::new("f"), u64::MAX).unwrap_err();
+        assert_eq!(errno_of(&e), libc::EFBIG);
+    }
+
+    #[test]
+    fn time_stamps_come_from_now_only() {
+        let mem = MemBackend::new();
+        assert_eq!(mem.stat(Path::new("")).unwrap().mtime, mem_epoch());
+        let later = mem_epoch() + Duration::from_secs(5);
+        mem.set_now(later);
+        mem.create(Path::new("f"), FileKind::File, 0o644, 0)
+            .unwrap();
+        let root = mem.stat(Path::new("")).unwrap();
+        assert_eq!(
+            (root.mtime, root.ctime, root.atime),
+            (later, later, mem_epoch())
+        );
+        let f = mem.stat(Path::new("f")).unwrap();
+        assert_eq!((f.atime, f.mtime, f.ctime), (later, later, later));
+    }
+}

@@ -9,10 +9,17 @@
 //! promised to survive.
 
 mod dir;
+pub mod error;
 mod mem;
+mod recording;
+mod relpath;
+pub mod snapshot;
 
 pub use dir::DirBackend;
-pub use mem::MemBackend;
+pub use error::{errno_of, BackendError};
+pub use mem::{mem_epoch, MemBackend};
+pub use recording::{CrashState, Op, RecordingBackend};
+pub use snapshot::{ContentDigest, SnapshotEntry, TreeSnapshot};
 
 use crate::types::{FileKind, FsStats};
 use std::ffi::{OsStr, OsString};

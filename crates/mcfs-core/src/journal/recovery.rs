@@ -1,0 +1,192 @@
+//! Recovery, run at every mount and by `mcfs recover BACKING`: finishes a
+//! committed transaction from its durable progress point (the very code the
+//! live checkpointer uses), drops a torn one whole, and empties
+//! `.mcfs/orphans/`.
+//!
+//! Invariant: recovery only writes through the apply protocol, the journal
+//! truncation and orphan removal, so a crash inside it leaves a state the
+//! next recovery handles the same way. It never touches a journal it cannot
+//! identify as an mcfs journal of a version it knows.
+
+use super::apply::apply_txn;
+use super::encode::{ForeignHeader, HeaderState, TxnHeader, HEADER_LEN};
+use super::progress::ProgressFile;
+use super::reader::{OpReader, ReadError};
+use super::{journal_error, journal_path, orphans_dir, ApplyReport};
+use crate::backend::{is_not_found, Backend};
+use crate::types::FileKind;
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+/// What `recover` did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The committed transaction that was finished, if there was one.
+    pub replayed: Option<ApplyReport>,
+    /// Size of an uncommitted (torn or corrupt) transaction that was dropped.
+    pub dropped_torn_bytes: u64,
+    /// Entries removed from `.mcfs/orphans/`.
+    pub orphans_removed: u64,
+}
+
+impl fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.replayed {
+            Some(r) => write!(
+                f,
+                "replayed transaction {}: {} ops from op {}, {} data bytes ({} already done)",
+                r.seq, r.ops, r.resumed_at, r.data_bytes, r.already_done
+            )?,
+            None => write!(f, "no committed transaction to replay")?,
+        }
+        if self.dropped_torn_bytes > 0 {
+            write!(f, "; dropped {} bytes of an uncommitted transaction", self.dropped_torn_bytes)?;
+        }
+        write!(f, "; removed {} orphans", self.orphans_removed)
+    }
+}
+
+/// See the module comment. A journal with a foreign magic or an unknown
+/// version is refused with an error naming the file.
+pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
+    let mut report = RecoveryReport::default();
+    match inspect(backend)? {
+        JournalContent::Empty => {}
+        JournalContent::Torn { len } => {
+            backend.set_len(&journal_path(), 0)?;
+            report.dropped_torn_bytes = len;
+        }
+        JournalContent::Committed(header) => {
+            let mut progress = ProgressFile::load(backend)?;
+            report.replayed = Some(apply_txn(backend, &header, &mut progress, u64::MAX, &mut || {})?);
+        }
+    }
+    report.orphans_removed = remove_orphans(backend)?;
+    if report != RecoveryReport::default() {
+        // Leave the backing store settled (and the journal durably empty).
+        backend.sync()?;
+    }
+    Ok(report)
+}
+
+/// What the journal file holds.
+#[derive(Debug, PartialEq, Eq)]
+pub enum JournalContent {
+    Empty,
+    /// Bytes of a transaction whose commit record is missing or does not
+    /// match its payload.
+    Torn {
+        len: u64,
+    },
+    Committed(TxnHeader),
+}
+
+/// Reads and checks the journal: header, payload checksum, then every record.
+pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
+    let path = journal_path();
+    let len = match backend.stat(&path) {
+        Ok(attr) => attr.size,
+        Err(e) if is_not_found(&e) => return Ok(JournalContent::Empty),
+        Err(e) => return Err(e),
+    };
+    if len == 0 {
+        return Ok(JournalContent::Empty);
+    }
+    let mut sector = [0u8; HEADER_LEN as usize];
+    let n = backend.read_at(&path, 0, &mut sector)?;
+    let header = match TxnHeader::decode(&sector[..n]) {
+        Ok(HeaderState::Valid(h)) => h,
+        Ok(HeaderState::Empty | HeaderState::Torn) => return Ok(JournalContent::Torn { len }),
+        Err(ForeignHeader::Magic(magic)) => {
+            return Err(journal_error(
+                libc::EINVAL,
+                format!(
+                    "not an mcfs journal (magic {:?}); refusing to recover — move it away if it is not mcfs's",
+                    String::from_utf8_lossy(&magic)
+                ),
+            ))
+        }
+        Err(ForeignHeader::Version(v)) => {
+            return Err(journal_error(
+                libc::EINVAL,
+                format!(
+                    "journal format version {v}, this mcfs knows version {}; use the mcfs that wrote it",
+                    super::encode::VERSION
+                ),
+            ))
+        }
+    };
+    if len - HEADER_LEN.min(len) < header.payload_len {
+        return Ok(JournalContent::Torn { len });
+    }
+    let mut reader = OpReader::new(backend, header.payload_len);
+    let mut count = 0u64;
+    let mut malformed = None;
+    loop {
+        match reader.next_op() {
+            Ok(Some(_)) => count += 1,
+            Ok(None) => break,
+            Err(ReadError::Malformed(m)) => {
+                malformed = Some(m);
+                match reader.consume_rest() {
+                    Ok(()) => break,
+                    Err(ReadError::Io(e)) => return Err(e),
+                    Err(_) => return Ok(JournalContent::Torn { len }),
+                }
+            }
+            Err(ReadError::Short) => return Ok(JournalContent::Torn { len }),
+            Err(ReadError::Io(e)) => return Err(e),
+        }
+    }
+    if reader.crc() != Some(header.payload_crc) {
+        return Ok(JournalContent::Torn { len });
+    }
+    // The checksum matches, so the bytes are what was written: a bad record
+    // is a bug, and applying part of a committed transaction is not allowed.
+    if let Some(m) = malformed {
+        return Err(journal_error(
+            libc::EUCLEAN,
+            format!("transaction {} is checksummed but unreadable: {m}", header.seq),
+        ));
+    }
+    if count != header.op_count {
+        return Err(journal_error(
+            libc::EUCLEAN,
+            format!("transaction {} announces {} ops but holds {count}", header.seq, header.op_count),
+        ));
+    }
+    Ok(JournalContent::Committed(header))
+}
+
+/// Removes everything under `.mcfs/orphans/`: at mount no file is open, so
+/// every parked unlinked-but-open file is garbage. Idempotent.
+fn remove_orphans(backend: &dyn Backend) -> io::Result<u64> {
+    let dir = orphans_dir();
+    let entries = match backend.list_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if is_not_found(&e) => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut removed = 0;
+    for (name, kind) in entries {
+        remove_tree(backend, &dir.join(name), kind)?;
+        removed += 1;
+    }
+    Ok(removed)
+}
+
+fn remove_tree(backend: &dyn Backend, path: &Path, kind: FileKind) -> io::Result<()> {
+    let result = if kind == FileKind::Dir {
+        for (name, child_kind) in backend.list_dir(path)? {
+            remove_tree(backend, &path.join(name), child_kind)?;
+        }
+        backend.remove_dir(path)
+    } else {
+        backend.remove_file(path)
+    };
+    match result {
+        Err(e) if !is_not_found(&e) => Err(e),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,415 @@
+//! Tests of the journal against `MemBackend`: commit and apply, streaming,
+//! segments, torn and foreign journals, misuse, resumption after injected
+//! errors, and run idempotence. The crash test lives in `crash_tests.rs`;
+//! the transactions both use are in `scenarios.rs`.
+
+use super::scenarios::{apply_directly, base_tree, copy, scenarios, tree_of};
+use super::*;
+use crate::backend::MemBackend;
+use std::ffi::OsStr;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::UNIX_EPOCH;
+
+fn mem_with_base() -> Arc<MemBackend> {
+    let b = Arc::new(MemBackend::new());
+    base_tree(&*b);
+    b
+}
+
+fn commit(journal: &mut Journal, seq: u64, ops: &[JournalOp]) {
+    journal.begin(seq).unwrap();
+    for op in ops {
+        journal.append(op).unwrap();
+    }
+    journal.end().unwrap();
+    journal.wait_sync().unwrap();
+}
+
+fn journal_len(b: &dyn Backend) -> u64 {
+    b.stat(&journal_path()).unwrap().size
+}
+
+fn encoded_len(ops: &[JournalOp]) -> u64 {
+    let mut buf = Vec::new();
+    for op in ops {
+        encode::encode_op(op, &mut buf).unwrap();
+    }
+    buf.len() as u64
+}
+
+#[test]
+fn journal_commit_then_apply_reaches_the_post_state() {
+    for (name, ops) in scenarios() {
+        let b = mem_with_base();
+        let expected = apply_directly(&b, &ops);
+        let mut j = Journal::open(b.clone()).unwrap();
+        commit(&mut j, 1, &ops);
+        assert!(j.has_committed());
+        assert_eq!(journal_len(&*b), HEADER_LEN + encoded_len(&ops), "{name}");
+        let report = j.apply(&mut || {}).unwrap();
+        assert_eq!(tree_of(&b), expected, "{name}: {:?}", tree_of(&b).diff(&expected));
+        assert_eq!(report.ops, ops.len() as u64, "{name}");
+        assert_eq!(report.resumed_at, 0);
+        assert_eq!(report.already_done + report.skipped_missing, 0, "{name}: {report:?}");
+        let data: u64 = ops.iter().map(JournalOp::data_len).sum();
+        assert_eq!(report.data_bytes, data, "{name}");
+        assert_eq!(journal_len(&*b), 0, "{name}: the journal is freed");
+        assert_eq!(j.bytes_written(), HEADER_LEN + encoded_len(&ops) + report.journal_bytes, "{name}");
+        assert!(!j.has_committed());
+        // Recovery afterwards finds nothing to do.
+        let r = recover(&*b).unwrap();
+        assert_eq!(r, RecoveryReport::default(), "{name}");
+        assert_eq!(tree_of(&b), expected, "{name}");
+    }
+}
+
+#[test]
+fn journal_streams_large_payloads_and_yields_between_segments() {
+    let b = mem_with_base();
+    let chunk = vec![0x5au8; 300 * 1024];
+    let ops: Vec<JournalOp> = (0..8u64)
+        .map(|i| JournalOp::Write { path: "a".into(), offset: i * chunk.len() as u64, data: chunk.clone() })
+        .collect();
+    let expected = apply_directly(&b, &ops);
+    let mut j = Journal::open(b.clone()).unwrap();
+    j.set_segment_bytes(chunk.len() as u64 * 2);
+    j.begin(1).unwrap();
+    for op in &ops {
+        j.append(op).unwrap();
+    }
+    // More than one streaming chunk went to the file before `end`.
+    assert!(journal_len(&*b) > HEADER_LEN + (1 << 20), "payload is streamed, not held");
+    j.end().unwrap();
+    j.wait_sync().unwrap();
+    let mut yields = 0;
+    let report = j.apply(&mut || yields += 1).unwrap();
+    assert_eq!(yields, 4);
+    assert_eq!(report.data_bytes, 8 * chunk.len() as u64);
+    assert_eq!(tree_of(&b), expected);
+}
+
+#[test]
+fn journal_recover_replays_a_committed_txn_that_was_not_applied() {
+    for (name, ops) in scenarios() {
+        let b = mem_with_base();
+        let expected = apply_directly(&b, &ops);
+        let mut j = Journal::open(b.clone()).unwrap();
+        commit(&mut j, 9, &ops);
+        drop(j);
+        assert!(Journal::open(b.clone()).is_err(), "{name}: open refuses a committed journal");
+        let r = recover(&*b).unwrap();
+        let replayed = r.replayed.expect("replayed");
+        assert_eq!((replayed.seq, replayed.ops), (9, ops.len() as u64), "{name}");
+        assert_eq!(tree_of(&b), expected, "{name}: {:?}", tree_of(&b).diff(&expected));
+        Journal::open(b.clone()).unwrap();
+    }
+}
+
+#[test]
+fn journal_torn_or_corrupt_commit_is_dropped_whole() {
+    let (_, ops) = scenarios().swap_remove(0);
+    let b = mem_with_base();
+    let before = tree_of(&b);
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 3, &ops);
+    let len = journal_len(&*b);
+    let mut image = vec![0u8; len as usize];
+    assert_eq!(b.read_at(&journal_path(), 0, &mut image).unwrap(), len as usize);
+
+    let check_dropped = |bytes: &[u8], what: &str| {
+        let c = copy(&b);
+        c.set_len(&journal_path(), 0).unwrap();
+        c.write_at(&journal_path(), 0, bytes).unwrap();
+        let r = recover(&c).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(r.replayed, None, "{what}");
+        assert_eq!(r.dropped_torn_bytes, bytes.len() as u64, "{what}");
+        assert_eq!(tree_of(&c), before, "{what}");
+        assert_eq!(journal_len(&c), 0, "{what}");
+    };
+    // Every truncation: a missing tail of the payload or of the header.
+    for cut in 1..len as usize {
+        check_dropped(&image[..cut], &format!("truncated to {cut}"));
+    }
+    // The header missing entirely (payload written, commit record never).
+    let mut no_header = image.clone();
+    no_header[..HEADER_LEN as usize].fill(0);
+    check_dropped(&no_header, "zero header");
+    // Every flipped byte past magic and version (those are refused, below).
+    for i in 12..len as usize {
+        let mut bad = image.clone();
+        bad[i] ^= 0x41;
+        check_dropped(&bad, &format!("byte {i} flipped"));
+    }
+    // The intact image still replays.
+    let c = copy(&b);
+    assert!(recover(&c).unwrap().replayed.is_some());
+}
+
+#[test]
+fn journal_foreign_magic_or_unknown_version_is_refused_naming_the_file() {
+    let b = mem_with_base();
+    Journal::open(b.clone()).unwrap();
+    let foreign = b"SQLite format 3\0 and more bytes".to_vec();
+    b.write_at(&journal_path(), 0, &foreign).unwrap();
+    for attempt in [recover(&*b).map(|_| ()), Journal::open(b.clone()).map(|_| ())] {
+        let e = attempt.unwrap_err();
+        assert!(e.to_string().contains(".mcfs/journal"), "{e}");
+        assert!(e.to_string().contains("not an mcfs journal"), "{e}");
+    }
+    assert_eq!(journal_len(&*b), foreign.len() as u64, "a foreign file is left alone");
+
+    let mut newer = encode::TxnHeader { seq: 1, payload_len: 0, op_count: 0, payload_crc: 0 }.encode();
+    newer[8] = 7;
+    b.write_at(&journal_path(), 0, &newer).unwrap();
+    let e = recover(&*b).unwrap_err();
+    assert!(e.to_string().contains(".mcfs/journal") && e.to_string().contains("version 7"), "{e}");
+}
+
+#[test]
+fn journal_calls_out_of_order_are_refused() {
+    let b = mem_with_base();
+    let mut j = Journal::open(b.clone()).unwrap();
+    let op = JournalOp::SetPerm { path: "a".into(), perm: 0o600 };
+    assert!(j.append(&op).is_err());
+    assert!(j.end().is_err());
+    assert!(j.wait_sync().is_err());
+    assert!(j.apply(&mut || {}).is_err());
+    j.begin(5).unwrap();
+    assert!(j.begin(6).is_err(), "one transaction at a time");
+    assert!(j.wait_sync().is_err(), "wait_sync before end");
+    j.append(&op).unwrap();
+    j.end().unwrap();
+    j.wait_sync().unwrap();
+    assert!(j.begin(6).is_err(), "a committed txn must be applied first");
+    assert!(j.abort().is_err(), "a committed txn cannot be aborted");
+    j.apply(&mut || {}).unwrap();
+    assert!(j.begin(5).is_err(), "sequence numbers grow");
+    j.begin(6).unwrap();
+}
+
+#[test]
+fn journal_abort_drops_an_uncommitted_txn_and_frees_its_number() {
+    let (_, ops) = scenarios().swap_remove(1);
+    let b = mem_with_base();
+    let before = tree_of(&b);
+    let mut j = Journal::open(b.clone()).unwrap();
+    j.begin(1).unwrap();
+    for op in &ops {
+        j.append(op).unwrap();
+    }
+    j.end().unwrap();
+    j.abort().unwrap();
+    assert_eq!(journal_len(&*b), 0);
+    assert_eq!(recover(&*b).unwrap(), RecoveryReport::default());
+    assert_eq!(tree_of(&b), before);
+    // The same number may be used again: the aborted txn never got progress.
+    let expected = apply_directly(&b, &ops);
+    commit(&mut j, 1, &ops);
+    j.apply(&mut || {}).unwrap();
+    assert_eq!(tree_of(&b), expected);
+}
+
+#[test]
+fn journal_open_forgets_progress_so_numbers_may_restart() {
+    let all = scenarios();
+    let b = mem_with_base();
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 1, &all[1].1);
+    j.apply(&mut || {}).unwrap();
+    drop(j);
+    // A new mount counts from 1 again; its txn must replay from op 0.
+    let mut j = Journal::open(b.clone()).unwrap();
+    let second = &all[2].1;
+    let expected = apply_directly(&b, second);
+    commit(&mut j, 1, second);
+    drop(j);
+    let r = recover(&*b).unwrap().replayed.unwrap();
+    assert_eq!((r.resumed_at, r.ops), (0, second.len() as u64));
+    assert_eq!(tree_of(&b), expected, "{:?}", tree_of(&b).diff(&expected));
+}
+
+#[test]
+fn journal_recover_removes_orphans() {
+    let b = mem_with_base();
+    Journal::open(b.clone()).unwrap();
+    let orphans = orphans_dir();
+    b.create(&orphans.join("17"), FileKind::File, 0o600, 0).unwrap();
+    b.write_at(&orphans.join("17"), 0, b"unlinked but open").unwrap();
+    b.create(&orphans.join("d"), FileKind::Dir, 0o700, 0).unwrap();
+    b.create(&orphans.join("d/x"), FileKind::File, 0o600, 0).unwrap();
+    b.symlink(OsStr::new("nowhere"), &orphans.join("s")).unwrap();
+    let r = recover(&*b).unwrap();
+    assert_eq!(r.orphans_removed, 3);
+    assert!(b.list_dir(&orphans).unwrap().is_empty());
+    assert_eq!(recover(&*b).unwrap().orphans_removed, 0);
+}
+
+/// Runs `apply` on a backend that fails its `k`-th mutating call — before
+/// doing it, or after doing it (the reply lost) — then resumes by `apply` or
+/// by `recover`: every failure point must end in the post state.
+#[test]
+fn journal_apply_resumes_after_an_error_at_every_step() {
+    for (name, ops) in scenarios() {
+        for (after, via_recover) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut k = 0;
+            loop {
+                let what = format!("{name}: call {k} fails (after: {after}, recover: {via_recover})");
+                let inner = mem_with_base();
+                let expected = apply_directly(&inner, &ops);
+                let faulty = Arc::new(FaultyBackend::new(inner.clone()));
+                let mut j = Journal::open(faulty.clone()).unwrap();
+                commit(&mut j, 1, &ops);
+                faulty.fail_at(k, after);
+                let first = j.apply(&mut || {});
+                faulty.fail_at(u64::MAX, after);
+                if first.is_ok() {
+                    assert_eq!(tree_of(&inner), expected, "{name}: no failure");
+                    break;
+                }
+                assert!(j.has_committed(), "{what}: not committed after {first:?}");
+                if via_recover {
+                    drop(j);
+                    recover(&*inner).unwrap_or_else(|e| panic!("{what}: recover: {e}"));
+                } else {
+                    j.apply(&mut || {}).unwrap_or_else(|e| panic!("{what}: retry: {e}"));
+                }
+                assert_eq!(tree_of(&inner), expected, "{what}: {:?}", tree_of(&inner).diff(&expected));
+                k += 1;
+            }
+            let least = if ops.is_empty() { 1 } else { 3 };
+            assert!(k >= least, "{name}: the fault reached only {k} calls");
+        }
+    }
+}
+
+/// A run of data ops replayed on a state where any subset of it already
+/// took effect ends where one clean application ends.
+#[test]
+fn journal_data_run_is_idempotent_over_any_applied_subset() {
+    let run = vec![
+        JournalOp::Write { path: "a".into(), offset: 3, data: b"0123456789".to_vec() },
+        JournalOp::SetLen { path: "a".into(), size: 5 },
+        JournalOp::SetXattr { path: "a".into(), name: "user.k".into(), value: b"one".to_vec() },
+        JournalOp::Write { path: "a".into(), offset: 8000, data: b"far".to_vec() },
+        JournalOp::SetPerm { path: "a".into(), perm: 0o4711 },
+        JournalOp::SetOwner { path: "a".into(), uid: 1000, gid: 1000 },
+        JournalOp::RemoveXattr { path: "a".into(), name: "user.k".into() },
+        JournalOp::SetLen { path: "a".into(), size: 8001 },
+        JournalOp::Write { path: "b".into(), offset: 0, data: b"bb".to_vec() },
+        JournalOp::SetTimes { path: "a".into(), atime: UNIX_EPOCH, mtime: UNIX_EPOCH },
+    ];
+    let base = mem_with_base();
+    let mut j = Journal::open(base.clone()).unwrap();
+    commit(&mut j, 1, &run);
+    drop(j);
+    let expected = apply_directly(&base, &run);
+    for subset in 0u32..(1 << run.len()) {
+        let c = copy(&base);
+        for (i, op) in run.iter().enumerate() {
+            if subset & (1 << i) != 0 {
+                scenarios::apply_op(&c, op).unwrap();
+            }
+        }
+        recover(&c).unwrap();
+        assert_eq!(tree_of(&c), expected, "subset {subset:#b}: {:?}", tree_of(&c).diff(&expected));
+    }
+}
+
+/// Delegates to a `MemBackend`, failing one chosen mutating call.
+struct FaultyBackend {
+    inner: Arc<MemBackend>,
+    calls: AtomicU64,
+    fail_at: AtomicU64,
+    /// Fail after doing the call rather than instead of it.
+    after: AtomicBool,
+}
+
+impl FaultyBackend {
+    fn new(inner: Arc<MemBackend>) -> FaultyBackend {
+        FaultyBackend { inner, calls: 0.into(), fail_at: u64::MAX.into(), after: false.into() }
+    }
+
+    /// Fails the `k`-th mutating call from now (0 = the next one).
+    fn fail_at(&self, k: u64, after: bool) {
+        self.calls.store(0, SeqCst);
+        self.fail_at.store(k, SeqCst);
+        self.after.store(after, SeqCst);
+    }
+
+    fn gate(&self, errno: i32, call: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+        if self.calls.fetch_add(1, SeqCst) != self.fail_at.load(SeqCst) {
+            return call();
+        }
+        if self.after.load(SeqCst) {
+            call()?;
+        }
+        Err(io::Error::from_raw_os_error(errno))
+    }
+}
+
+impl Backend for FaultyBackend {
+    fn stat(&self, path: &Path) -> io::Result<crate::backend::BackendAttr> {
+        self.inner.stat(path)
+    }
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {
+        self.inner.list_dir(path)
+    }
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read_at(path, offset, buf)
+    }
+    fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.gate(libc::ENOSPC, || self.inner.write_at(path, offset, data))
+    }
+    fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
+        self.gate(libc::ENOSPC, || self.inner.set_len(path, size))
+    }
+    fn create(&self, path: &Path, kind: FileKind, perm: u32, rdev: u32) -> io::Result<()> {
+        self.gate(libc::ENOSPC, || self.inner.create(path, kind, perm, rdev))
+    }
+    fn symlink(&self, target: &OsStr, path: &Path) -> io::Result<()> {
+        self.gate(libc::ENOSPC, || self.inner.symlink(target, path))
+    }
+    fn read_link(&self, path: &Path) -> io::Result<OsString> {
+        self.inner.read_link(path)
+    }
+    fn link(&self, existing: &Path, new: &Path) -> io::Result<()> {
+        self.gate(libc::ENOSPC, || self.inner.link(existing, new))
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.gate(libc::EIO, || self.inner.remove_file(path))
+    }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.gate(libc::EIO, || self.inner.remove_dir(path))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.gate(libc::ENOSPC, || self.inner.rename(from, to))
+    }
+    fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
+        self.gate(libc::EIO, || self.inner.set_owner(path, uid, gid))
+    }
+    fn set_perm(&self, path: &Path, perm: u32) -> io::Result<()> {
+        self.gate(libc::EIO, || self.inner.set_perm(path, perm))
+    }
+    fn set_times(&self, path: &Path, atime: SystemTime, mtime: SystemTime) -> io::Result<()> {
+        self.gate(libc::EIO, || self.inner.set_times(path, atime, mtime))
+    }
+    fn get_xattr(&self, path: &Path, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+        self.inner.get_xattr(path, name)
+    }
+    fn list_xattr(&self, path: &Path) -> io::Result<Vec<OsString>> {
+        self.inner.list_xattr(path)
+    }
+    fn set_xattr(&self, path: &Path, name: &OsStr, value: &[u8]) -> io::Result<()> {
+        self.gate(libc::ENOSPC, || self.inner.set_xattr(path, name, value))
+    }
+    fn remove_xattr(&self, path: &Path, name: &OsStr) -> io::Result<()> {
+        self.gate(libc::EIO, || self.inner.remove_xattr(path, name))
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.gate(libc::EIO, || self.inner.sync())
+    }
+    fn statfs(&self) -> io::Result<crate::types::FsStats> {
+        self.inner.statfs()
+    }
+}

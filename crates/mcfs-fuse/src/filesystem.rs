@@ -1,0 +1,558 @@
+//! `McfsFs`: the fuser `Filesystem` over `mcfs_core::Engine`. Each request
+//! becomes one engine call (readdirplus: one per entry) and its result one
+//! reply; the engine does its own locking, so nothing here holds a lock
+//! across an engine call.
+//!
+//! Invariants: every request is answered exactly once, no request panics,
+//! and every kernel reference the engine counts (lookup, create, mknod,
+//! mkdir, symlink, link, readdirplus entries) is one the kernel really got —
+//! a reference whose reply could not carry it is forgotten at once.
+
+use crate::dir_handles::{items_from, DirHandles};
+use crate::translate::{self, caller, errno, file_attr, file_type};
+use fuser::{
+    FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
+    WriteFlags,
+};
+use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, Ino};
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// How long the kernel may trust attributes and names without asking. Long,
+/// because every change reaches the backing store through this mount and the
+/// kernel updates or drops its cache on each change it sends us. Failed
+/// lookups are answered with ENOENT, never with a cached negative entry, so a
+/// name created later is seen at once.
+const TTL: Duration = Duration::from_secs(60);
+
+/// Inode numbers are not exported over NFS, so generations are not needed.
+const GENERATION: Generation = Generation(0);
+
+/// Largest write the kernel sends in one request.
+const MAX_WRITE: u32 = 1 << 20;
+
+/// File opens need no per-open state: the engine counts opens per inode.
+const FILE_HANDLE: FileHandle = FileHandle(0);
+
+pub struct McfsFs {
+    engine: Arc<Engine>,
+    dirs: DirHandles,
+}
+
+impl McfsFs {
+    pub fn new(engine: Arc<Engine>) -> McfsFs {
+        McfsFs {
+            engine,
+            dirs: DirHandles::default(),
+        }
+    }
+
+    /// Empties `ino` for an `O_TRUNC` open that has already been counted;
+    /// undoes the open if that fails.
+    fn truncate_opened(&self, caller: Caller, ino: Ino) -> FsResult<Attr> {
+        self.engine
+            .setattr(caller, ino, &translate::open_truncation())
+            .inspect_err(|_| self.engine.release(ino))
+    }
+}
+
+fn reply_entry(reply: ReplyEntry, result: FsResult<Attr>) {
+    match result {
+        Ok(attr) => reply.entry(&TTL, &file_attr(&attr), GENERATION),
+        Err(e) => reply.error(errno(e)),
+    }
+}
+
+fn reply_attr(reply: ReplyAttr, result: FsResult<Attr>) {
+    match result {
+        Ok(attr) => reply.attr(&TTL, &file_attr(&attr)),
+        Err(e) => reply.error(errno(e)),
+    }
+}
+
+fn reply_empty(reply: ReplyEmpty, result: FsResult<()>) {
+    match result {
+        Ok(()) => reply.ok(),
+        Err(e) => reply.error(errno(e)),
+    }
+}
+
+fn reply_xattr(reply: ReplyXattr, value: &[u8], size: u32) {
+    match translate::xattr_reply(value, size) {
+        Ok(translate::XattrReply::Size(len)) => reply.size(len),
+        Ok(translate::XattrReply::Data(data)) => reply.data(data),
+        Err(e) => reply.error(errno(e)),
+    }
+}
+
+impl Filesystem for McfsFs {
+    /// Kernel settings. Writeback cache stays OFF: with it the kernel owns
+    /// mtime, ctime and size of files being written and flushes data later
+    /// on nobody's behalf, which breaks the POSIX time and size checks
+    /// pjdfstest makes (charging those writes would be fine: the engine
+    /// charges data writes to the file's app). Each capability is asked for
+    /// only if the kernel offers it; a kernel without one still works.
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        if let Err(limit) = config.set_max_write(MAX_WRITE) {
+            tracing::debug!("max_write stays at fuser's limit of {limit} bytes");
+        }
+        for wanted in [
+            // Several reads of one file in flight at once.
+            InitFlags::FUSE_ASYNC_READ,
+            // O_TRUNC arrives in open (one request instead of setattr + open).
+            InitFlags::FUSE_ATOMIC_O_TRUNC,
+            // Lookups and readdirs in one directory run in parallel.
+            InitFlags::FUSE_PARALLEL_DIROPS,
+            // `ls -l` gets names and attributes in one pass, when the kernel sees it helps.
+            InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
+        ] {
+            if let Err(missing) = config.add_capabilities(wanted) {
+                tracing::debug!("kernel lacks FUSE capability {missing:?}; going without");
+            }
+        }
+        Ok(())
+    }
+
+    /// The orderly stop (engine.shutdown) is the mounting program's job once
+    /// the session has ended; nothing is torn down here, so a request that
+    /// still arrives is served normally.
+    fn destroy(&mut self) {}
+
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        reply_entry(reply, self.engine.lookup(caller(req), parent.0, name));
+    }
+
+    // batch_forget: fuser's default calls this once per inode.
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.engine.forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        reply_attr(reply, self.engine.getattr(ino.0));
+    }
+
+    fn setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let set = translate::set_attr(mode, uid, gid, size, atime, mtime);
+        // A setattr with nothing the engine keeps (only ctime or a lock owner) changes nothing.
+        let result = if set == mcfs_core::SetAttr::default() {
+            self.engine.getattr(ino.0)
+        } else {
+            self.engine.setattr(caller(req), ino.0, &set)
+        };
+        reply_attr(reply, result);
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.engine.readlink(ino.0) {
+            Ok(target) => reply.data(target.as_bytes()),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let perm = translate::new_perm(mode, umask);
+        let result = translate::mknod_kind(mode).and_then(|kind| {
+            self.engine
+                .mknod(caller(req), parent.0, name, kind, perm, rdev)
+        });
+        reply_entry(reply, result);
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let perm = translate::new_perm(mode, umask);
+        reply_entry(reply, self.engine.mkdir(caller(req), parent.0, name, perm));
+    }
+
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply_empty(reply, self.engine.unlink(caller(req), parent.0, name));
+    }
+
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply_empty(reply, self.engine.rmdir(caller(req), parent.0, name));
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        reply_entry(
+            reply,
+            self.engine
+                .symlink(caller(req), parent.0, link_name, target.as_os_str()),
+        );
+    }
+
+    fn rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let result = translate::rename_mode(flags).and_then(|mode| {
+            self.engine
+                .rename(caller(req), parent.0, name, newparent.0, newname, mode)
+        });
+        reply_empty(reply, result);
+    }
+
+    fn link(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        reply_entry(
+            reply,
+            self.engine.link(caller(req), ino.0, newparent.0, newname),
+        );
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let mut result = self.engine.open_file(ino.0);
+        if result.is_ok() && translate::truncates(flags.0) {
+            result = self.truncate_opened(caller(req), ino.0).map(drop);
+        }
+        match result {
+            // KEEP_CACHE: the kernel's cached pages stay valid across opens,
+            // since every write to the file comes through this mount.
+            Ok(()) => reply.opened(FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let caller = caller(req);
+        let perm = translate::new_perm(mode, umask);
+        let mut result =
+            self.engine
+                .create(caller, parent.0, name, perm, translate::exclusive(flags));
+        // A non-exclusive create may open a file that exists; O_TRUNC then empties it.
+        if let Ok(attr) = &result {
+            if translate::truncates(flags) && attr.size > 0 {
+                let ino = attr.ino;
+                result = self
+                    .truncate_opened(caller, ino)
+                    .inspect_err(|_| self.engine.forget(ino, 1));
+            }
+        }
+        match result {
+            Ok(attr) => reply.created(
+                &TTL,
+                &file_attr(&attr),
+                GENERATION,
+                FILE_HANDLE,
+                FopenFlags::FOPEN_KEEP_CACHE,
+            ),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.engine.read(ino.0, offset, size) {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn write(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.engine.write(
+            translate::write_caller(req, write_flags),
+            ino.0,
+            offset,
+            data,
+        ) {
+            Ok(written) => reply.written(written),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    /// close(2): nothing to do — durability is fsync's business, and
+    /// without writeback cache there is no kernel-held data to push.
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.engine.release(ino.0);
+        reply.ok();
+    }
+
+    /// fsync and fdatasync alike: the engine decides what durability the
+    /// caller's app gets (a VCT boundary, or a real commit in sync mode).
+    fn fsync(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.engine.fsync(Some(caller(req)), ino.0));
+    }
+
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        reply.opened(FileHandle(self.dirs.open()), FopenFlags::empty());
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let listing = match self
+            .dirs
+            .listing(fh.0, offset, || self.engine.readdir(ino.0))
+        {
+            Ok(listing) => listing,
+            Err(e) => return reply.error(errno(e)),
+        };
+        for item in items_from(ino.0, &listing, offset) {
+            if reply.add(
+                INodeNo(item.ino),
+                item.offset,
+                file_type(item.kind),
+                item.name,
+            ) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    /// Like readdir, with each entry's attributes. The kernel counts a
+    /// lookup for every entry it receives except `.` and `..`, so entries
+    /// are looked up (taking that reference) rather than stat'ed.
+    fn readdirplus(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let listing = match self
+            .dirs
+            .listing(fh.0, offset, || self.engine.readdir(ino.0))
+        {
+            Ok(listing) => listing,
+            Err(e) => return reply.error(errno(e)),
+        };
+        let caller = caller(req);
+        let mut sent_any = false;
+        for item in items_from(ino.0, &listing, offset) {
+            let attr = if item.is_dot() {
+                self.engine.getattr(ino.0)
+            } else {
+                self.engine.lookup(caller, ino.0, item.name)
+            };
+            let attr = match attr {
+                Ok(attr) => attr,
+                // Removed since the listing was taken: not part of the directory any more.
+                Err(Errno::ENOENT) if !item.is_dot() => continue,
+                // Report the failure now if nothing was sent, else on the next call.
+                Err(e) if !sent_any => return reply.error(errno(e)),
+                Err(_) => break,
+            };
+            if reply.add(
+                INodeNo(attr.ino),
+                item.offset,
+                item.name,
+                &TTL,
+                &file_attr(&attr),
+                GENERATION,
+            ) {
+                if !item.is_dot() {
+                    self.engine.forget(attr.ino, 1);
+                }
+                break;
+            }
+            sent_any = true;
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.dirs.release(fh.0);
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.engine.sync_app(Some(caller(req))));
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.engine.statfs() {
+            Ok(s) => reply.statfs(
+                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.bsize,
+            ),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        position: u32,
+        reply: ReplyEmpty,
+    ) {
+        // `position` is a macOS resource-fork offset; Linux always sends 0.
+        let result = if position != 0 {
+            Err(Errno::EINVAL)
+        } else {
+            translate::xattr_mode(flags)
+        }
+        .and_then(|mode| self.engine.setxattr(caller(req), ino.0, name, value, mode));
+        reply_empty(reply, result);
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match self.engine.getxattr(ino.0, name) {
+            Ok(value) => reply_xattr(reply, &value, size),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.engine.listxattr(ino.0) {
+            Ok(names) => reply_xattr(reply, &translate::xattr_name_list(&names), size),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply_empty(reply, self.engine.removexattr(caller(req), ino.0, name));
+    }
+
+    // access: not implemented — the mount uses default_permissions, so the
+    // kernel checks permissions itself and never sends ACCESS.
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        reply_empty(reply, self.engine.fallocate(ino.0, offset, length, mode));
+    }
+}

@@ -1,0 +1,468 @@
+//! Mounting an engine: checks the mount point, starts a multi-threaded fuser
+//! session (one `/dev/fuse` clone per thread) and hands back `Mounted`, which
+//! waits for the session to end and unmounts on request.
+//!
+//! Invariant: when `Mounted::wait` returns, the session is over and no
+//! request will reach the engine any more, so the caller may shut it down.
+
+use crate::filesystem::McfsFs;
+use fuser::{Config, Filesystem, MountOption, Session, SessionACL};
+use mcfs_core::Engine;
+use std::ffi::CString;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountOptions {
+    /// Threads serving requests, each on its own `/dev/fuse` clone.
+    pub threads: usize,
+    /// Let users other than the mounting one in (`allow_other`; a non-root
+    /// mounter needs `user_allow_other` in /etc/fuse.conf).
+    pub allow_other: bool,
+    /// Source name shown in /proc/mounts, e.g. the backing directory.
+    pub fsname: String,
+}
+
+impl Default for MountOptions {
+    /// At least two threads, one per CPU; `allow_other` when running as
+    /// root, since a root-mounted file system is usually shared by apps.
+    fn default() -> MountOptions {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        MountOptions {
+            threads: cpus.max(2),
+            allow_other: root,
+            fsname: "mcfs".to_string(),
+        }
+    }
+}
+
+impl MountOptions {
+    fn session_config(&self) -> Config {
+        let mut config = Config::default();
+        config.n_threads = Some(self.threads.max(1));
+        config.clone_fd = true;
+        config.mount_options = vec![
+            MountOption::FSName(self.fsname.clone()),
+            MountOption::Subtype("mcfs".to_string()),
+            // The kernel enforces Unix permissions from the attributes we report.
+            MountOption::DefaultPermissions,
+            MountOption::RW,
+        ];
+        // fuser turns SessionACL::All into the allow_other mount option; with
+        // Owner it also refuses requests from other uids itself.
+        config.acl = if self.allow_other {
+            SessionACL::All
+        } else {
+            SessionACL::Owner
+        };
+        config
+    }
+}
+
+/// Mounts `engine` at `mountpoint` and serves it on background threads. The
+/// error names the mount point and the cause.
+pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
+    start_session(McfsFs::new(engine), mountpoint, opts)
+}
+
+fn start_session<FS: Filesystem>(
+    fs: FS,
+    mountpoint: &Path,
+    opts: &MountOptions,
+) -> io::Result<Mounted> {
+    let mountpoint = usable_mount_point(mountpoint)?;
+    let session = Session::new(fs, &mountpoint, &opts.session_config())
+        .map_err(|e| with_context(&mountpoint, "cannot mount mcfs", e))?;
+    let serving = Arc::new(AtomicBool::new(true));
+    let thread = {
+        let serving = serving.clone();
+        std::thread::Builder::new()
+            .name("mcfs-session".to_string())
+            .spawn(move || {
+                let result = session.run();
+                serving.store(false, Ordering::SeqCst);
+                result
+            })?
+    };
+    let unmounter = Unmounter {
+        mountpoint: Arc::new(mountpoint),
+        serving,
+    };
+    Ok(Mounted { thread, unmounter })
+}
+
+/// A live mount. Dropping it leaves the file system mounted and served.
+#[derive(Debug)]
+pub struct Mounted {
+    thread: JoinHandle<io::Result<()>>,
+    unmounter: Unmounter,
+}
+
+impl Mounted {
+    pub fn mountpoint(&self) -> &Path {
+        &self.unmounter.mountpoint
+    }
+
+    /// A handle that can unmount from another thread (a signal handler
+    /// thread, say) while this one waits.
+    pub fn unmounter(&self) -> Unmounter {
+        self.unmounter.clone()
+    }
+
+    /// Blocks until the session ends: the file system was unmounted (by
+    /// `unmount`, `fusermount3 -u` or `umount`) and the kernel let go.
+    pub fn wait(self) -> io::Result<()> {
+        let mountpoint = self.unmounter.mountpoint.clone();
+        match self.thread.join() {
+            Ok(result) => result.map_err(|e| with_context(&mountpoint, "FUSE session failed", e)),
+            Err(_) => Err(io::Error::other(format!(
+                "{}: FUSE session thread panicked",
+                mountpoint.display()
+            ))),
+        }
+    }
+
+    /// Unmounts and waits for the session to end. If the unmount fails (the
+    /// mount is busy) the error says so and the file system stays mounted
+    /// and served; use `unmounter()` and `wait()` to retry instead.
+    pub fn unmount(self) -> io::Result<()> {
+        self.unmounter.unmount()?;
+        self.wait()
+    }
+}
+
+/// Unmounts one mcfs mount; clonable and usable from any thread.
+#[derive(Clone, Debug)]
+pub struct Unmounter {
+    mountpoint: Arc<PathBuf>,
+    /// False once the session has ended: then the path may hold some other
+    /// mount, which must not be touched.
+    serving: Arc<AtomicBool>,
+}
+
+impl Unmounter {
+    /// Asks the kernel to unmount; returns once the name is gone (the
+    /// session then ends by itself). Fails with EBUSY while files in the
+    /// mount are in use. Already unmounted is success.
+    pub fn unmount(&self) -> io::Result<()> {
+        if !self.serving.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let path = CString::new(self.mountpoint.as_os_str().as_bytes())
+            .map_err(|e| with_context(&self.mountpoint, "cannot unmount", e.into()))?;
+        // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
+        if unsafe { libc::umount2(path.as_ptr(), 0) } == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            // Not privileged: the setuid helper unmounts mounts we made.
+            Some(libc::EPERM) => self.fusermount_unmount(),
+            // Not a mount point any more: someone unmounted it already.
+            Some(libc::EINVAL) => Ok(()),
+            _ => Err(with_context(&self.mountpoint, "cannot unmount", err)),
+        }
+    }
+
+    fn fusermount_unmount(&self) -> io::Result<()> {
+        let output = Command::new("fusermount3")
+            .arg("-u")
+            .arg(self.mountpoint.as_os_str())
+            .output()
+            .map_err(|e| with_context(&self.mountpoint, "cannot run fusermount3 -u", e))?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(io::Error::other(format!(
+            "{}: fusermount3 -u failed: {}",
+            self.mountpoint.display(),
+            stderr.trim()
+        )))
+    }
+}
+
+/// The canonical path of `path` if it is an existing directory that is not
+/// already a mount point. The error names the path and the cause.
+pub fn usable_mount_point(path: &Path) -> io::Result<PathBuf> {
+    let context = "cannot be used as a mount point";
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| with_context(path, context, e))?;
+    let meta = fs::metadata(&canonical).map_err(|e| with_context(path, context, e))?;
+    if !meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{}: {context}: not a directory", path.display()),
+        ));
+    }
+    if is_mount_root(&canonical, &meta).map_err(|e| with_context(path, context, e))? {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "{}: {context}: something is already mounted there",
+                path.display()
+            ),
+        ));
+    }
+    Ok(canonical)
+}
+
+/// Whether the directory `path` (canonical) is the root of a mount. The
+/// kernel says so through statx (Linux 5.8+), bind mounts included; older
+/// kernels get the classic test: another device than the parent, or its own
+/// parent (`/`).
+fn is_mount_root(path: &Path, meta: &fs::Metadata) -> io::Result<bool> {
+    let c_path = CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: statx is plain old data, for which all-zero is a valid value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `c_path` is NUL-terminated and `stx` is a writable statx that outlives the call.
+    if unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            0,
+            libc::STATX_BASIC_STATS,
+            &mut stx,
+        )
+    } != 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    let mount_root = libc::STATX_ATTR_MOUNT_ROOT as u64;
+    if stx.stx_attributes_mask & mount_root != 0 {
+        return Ok(stx.stx_attributes & mount_root != 0);
+    }
+    let parent = fs::metadata(path.parent().unwrap_or(path))?;
+    Ok(meta.dev() != parent.dev() || meta.ino() == parent.ino())
+}
+
+fn with_context(path: &Path, what: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {what}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fuser::{FileAttr, FileType, INodeNo, ReplyAttr, Request};
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn a_plain_directory_is_usable_and_canonicalised() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("mnt");
+        fs::create_dir(&sub).unwrap();
+        let winding = dir.path().join("mnt/../mnt");
+        assert_eq!(
+            usable_mount_point(&winding).unwrap(),
+            sub.canonicalize().unwrap()
+        );
+    }
+
+    #[test]
+    fn missing_paths_files_and_mount_points_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let err = usable_mount_point(&missing).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(err.to_string().contains("nope"), "{err}");
+
+        let file = dir.path().join("file");
+        fs::write(&file, b"x").unwrap();
+        let err = usable_mount_point(&file).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotADirectory);
+        assert!(
+            err.to_string()
+                .contains("file: cannot be used as a mount point: not a directory"),
+            "{err}"
+        );
+
+        let err = usable_mount_point(Path::new("/")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        // /proc is a mount point on any Linux with procfs.
+        if Path::new("/proc/self").exists() {
+            assert_eq!(
+                usable_mount_point(Path::new("/proc")).unwrap_err().kind(),
+                io::ErrorKind::AlreadyExists
+            );
+        }
+    }
+
+    #[test]
+    fn default_options_use_several_threads() {
+        let opts = MountOptions::default();
+        assert!(opts.threads >= 2);
+        assert_eq!(opts.fsname, "mcfs");
+        // SAFETY: no preconditions.
+        assert_eq!(opts.allow_other, unsafe { libc::geteuid() } == 0);
+    }
+
+    #[test]
+    fn session_config_carries_the_options() {
+        let opts = MountOptions {
+            threads: 0,
+            allow_other: true,
+            fsname: "/srv/back".into(),
+        };
+        let config = opts.session_config();
+        assert_eq!(config.n_threads, Some(1), "zero threads would never serve");
+        assert!(config.clone_fd);
+        assert_eq!(config.acl, SessionACL::All);
+        assert!(config
+            .mount_options
+            .contains(&MountOption::FSName("/srv/back".into())));
+        assert!(config
+            .mount_options
+            .contains(&MountOption::Subtype("mcfs".into())));
+        assert!(config
+            .mount_options
+            .contains(&MountOption::DefaultPermissions));
+        let private = MountOptions {
+            allow_other: false,
+            ..opts
+        };
+        assert_eq!(private.session_config().acl, SessionACL::Owner);
+    }
+
+    /// Serves only the root directory's attributes: enough to mount, stat
+    /// the mount point and unmount, without an engine.
+    struct RootOnly;
+
+    impl Filesystem for RootOnly {
+        fn getattr(
+            &self,
+            _req: &Request,
+            ino: INodeNo,
+            _fh: Option<fuser::FileHandle>,
+            reply: ReplyAttr,
+        ) {
+            if ino != INodeNo::ROOT {
+                return reply.error(fuser::Errno::ENOENT);
+            }
+            let now = SystemTime::now();
+            let attr = FileAttr {
+                ino,
+                size: 0,
+                blocks: 0,
+                atime: now,
+                mtime: now,
+                ctime: now,
+                crtime: now,
+                kind: FileType::Directory,
+                perm: 0o755,
+                nlink: 2,
+                uid: 0,
+                gid: 0,
+                rdev: 0,
+                blksize: 4096,
+                flags: 0,
+            };
+            reply.attr(&Duration::from_secs(1), &attr);
+        }
+    }
+
+    /// Mounting needs /dev/fuse and the right to mount; where they are
+    /// missing the mount tests say so and do nothing.
+    fn can_mount() -> bool {
+        let ok = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .is_ok()
+            && (unsafe { libc::geteuid() } == 0 || Path::new("/usr/bin/fusermount3").exists());
+        if !ok {
+            eprintln!("skipped: cannot mount FUSE here");
+        }
+        ok
+    }
+
+    fn mount_root_only(dir: &Path) -> Mounted {
+        let opts = MountOptions {
+            threads: 2,
+            ..MountOptions::default()
+        };
+        start_session(RootOnly, dir, &opts).unwrap()
+    }
+
+    #[test]
+    fn mount_then_unmount_programmatically() {
+        if !can_mount() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = mount_root_only(dir.path());
+        let err = usable_mount_point(dir.path()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
+        let second = start_session(RootOnly, dir.path(), &MountOptions::default()).unwrap_err();
+        assert!(second.to_string().contains("already mounted"), "{second}");
+        mounted.unmount().unwrap();
+        usable_mount_point(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn wait_returns_when_unmounted_from_outside_and_unmount_again_is_harmless() {
+        if !can_mount() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = mount_root_only(dir.path());
+        let handle = mounted.unmounter();
+        // SAFETY: no preconditions.
+        let (tool, args): (&str, &[&str]) = if unsafe { libc::geteuid() } == 0 {
+            ("umount", &[])
+        } else {
+            ("fusermount3", &["-u"])
+        };
+        let status = Command::new(tool)
+            .args(args)
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{tool} failed");
+        mounted.wait().unwrap();
+        handle.unmount().unwrap();
+        usable_mount_point(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_bind_mount_on_the_same_device_is_a_mount_point() {
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: bind mounts need root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+        // SAFETY: valid NUL-terminated paths; null fstype and data are allowed for MS_BIND.
+        let bound = unsafe {
+            libc::mount(
+                path.as_ptr(),
+                path.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            )
+        };
+        if bound != 0 {
+            eprintln!(
+                "skipped: bind mount refused: {}",
+                io::Error::last_os_error()
+            );
+            return;
+        }
+        let refused = usable_mount_point(dir.path());
+        // SAFETY: valid NUL-terminated path.
+        assert_eq!(unsafe { libc::umount2(path.as_ptr(), 0) }, 0);
+        assert_eq!(refused.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        usable_mount_point(dir.path()).unwrap();
+    }
+}

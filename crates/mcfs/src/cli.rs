@@ -1,0 +1,210 @@
+//! Command-line grammar of `mcfs` (clap derive). Only parsing and the checks
+//! clap can do on a single argument live here; checks that touch the file
+//! system are in `preflight`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use mcfs_core::SyncMode;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcfs",
+    version,
+    about = "mcfs: a memory-centric, app-aware FUSE file system",
+    long_about = "mcfs keeps app data in memory and checkpoints it to a backing directory \
+                  in per-app, point-in-time consistent transactions.\n\n\
+                  Logging: set MCFS_LOG or RUST_LOG (e.g. MCFS_LOG=debug)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Mount BACKING on MOUNTPOINT and serve it (as a daemon unless --foreground).
+    Mount(MountArgs),
+    /// Checkpoint everything, unmount and wait until the daemon has exited.
+    #[command(alias = "unmount")]
+    Umount(UmountArgs),
+    /// Show the counters of a mounted mcfs (overall and per app).
+    Stat(StatArgs),
+    /// Control a mounted mcfs: checkpoint, battery level, per-app mode.
+    Ctl(CtlArgs),
+    /// Offline recovery of a backing directory after a crash.
+    Recover(RecoverArgs),
+    /// Benchmark ext4, tmpfs and mcfs side by side (needs root; see docs/BENCHMARKS.md).
+    Bench(crate::bench::BenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MountArgs {
+    /// Engine configuration (TOML, see docs/CONFIG.md); defaults when absent.
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Stay in the foreground and log to stderr instead of BACKING/.mcfs/mcfs.log.
+    #[arg(long, short = 'f')]
+    pub foreground: bool,
+    /// Threads serving FUSE requests.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub threads: u32,
+    /// Let users other than the mounting one use the mount (needs user_allow_other in /etc/fuse.conf for non-root).
+    #[arg(long)]
+    pub allow_other: bool,
+    /// Directory that holds the files (the archive); mcfs keeps its state in BACKING/.mcfs/.
+    #[arg(value_name = "BACKING")]
+    pub backing: PathBuf,
+    /// Directory to mount on (what it holds is hidden while mounted).
+    /// Where the mcfs is mounted.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct UmountArgs {
+    /// Give up waiting for the daemon after this many seconds (default: wait as long as the checkpoint takes).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+    /// Where the mcfs is mounted.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct StatArgs {
+    /// Print the counters as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the mcfs is mounted.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CtlArgs {
+    /// Where the mcfs is mounted.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub mountpoint: PathBuf,
+    #[command(subcommand)]
+    pub action: CtlAction,
+}
+
+#[derive(Subcommand, Debug, Clone, PartialEq)]
+pub enum CtlAction {
+    /// Close every open transaction and commit all of them to the backing store now.
+    Checkpoint,
+    /// Tell the engine the battery level (below low_battery_percent every app runs in sync mode).
+    Battery {
+        /// Battery level in percent, 0 to 100.
+        #[arg(value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100))]
+        percent: u8,
+    },
+    /// Set how an app's fsync behaves.
+    Mode {
+        /// App name as in the config, or `uid:N`.
+        #[arg(value_name = "APP")]
+        app: String,
+        #[arg(value_name = "MODE")]
+        mode: ModeArg,
+    },
+}
+
+/// `SyncMode` as the command line spells it.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModeArg {
+    /// POSIX fsync: returns once the data is durable in the backing store.
+    Sync,
+    /// fsync marks a transaction boundary; data reaches the backing store at the next checkpoint.
+    Memory,
+}
+
+impl From<ModeArg> for SyncMode {
+    fn from(m: ModeArg) -> SyncMode {
+        match m {
+            ModeArg::Sync => SyncMode::Sync,
+            ModeArg::Memory => SyncMode::Memory,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RecoverArgs {
+    /// Backing directory of an unmounted mcfs.
+    #[arg(value_name = "BACKING")]
+    pub backing: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("mcfs").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn grammar_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn battery_percent_must_be_0_to_100() {
+        for ok in ["0", "55", "100"] {
+            let cli = parse(&["ctl", "/m", "battery", ok]).unwrap();
+            match cli.command {
+                Command::Ctl(c) => assert_eq!(
+                    c.action,
+                    CtlAction::Battery {
+                        percent: ok.parse().unwrap()
+                    }
+                ),
+                other => panic!("parsed as {other:?}"),
+            }
+        }
+        for bad in ["101", "255", "x", "50.5"] {
+            let err = parse(&["ctl", "/m", "battery", bad]).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{bad}: {err}"
+            );
+        }
+        let err = parse(&["ctl", "/m", "battery", "--", "-1"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation, "{err}");
+    }
+
+    #[test]
+    fn mode_accepts_only_sync_and_memory() {
+        let cli = parse(&["ctl", "/m", "mode", "uid:10001", "sync"]).unwrap();
+        let Command::Ctl(c) = cli.command else {
+            panic!("not ctl")
+        };
+        assert_eq!(
+            c.action,
+            CtlAction::Mode {
+                app: "uid:10001".into(),
+                mode: ModeArg::Sync
+            }
+        );
+        assert_eq!(SyncMode::from(ModeArg::Memory), SyncMode::Memory);
+        assert!(parse(&["ctl", "/m", "mode", "app", "async"]).is_err());
+        assert!(parse(&["ctl", "/m", "mode", "app"]).is_err());
+    }
+
+    #[test]
+    fn mount_needs_two_paths_and_sane_threads() {
+        assert!(parse(&["mount", "/b"]).is_err());
+        assert!(parse(&["mount", "--threads", "0", "/b", "/m"]).is_err());
+        let cli = parse(&["mount", "-f", "--config", "c.toml", "/b", "/m"]).unwrap();
+        let Command::Mount(m) = cli.command else {
+            panic!("not mount")
+        };
+        assert!(m.foreground);
+        assert_eq!(m.config, Some(PathBuf::from("c.toml")));
+        assert_eq!(
+            (m.backing, m.mountpoint),
+            (PathBuf::from("/b"), PathBuf::from("/m"))
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! `mcfs mount`: check everything, then fork (unless --foreground) and serve.
+
+use crate::cli::MountArgs;
+use crate::daemonize::{self, StartupReport};
+use crate::fuse_mount::FuseSettings;
+use crate::{daemon, logging, preflight};
+
+/// Returns only on errors found before the daemon starts; otherwise exits
+/// with the daemon's (or, after a fork, the waiting parent's) status.
+pub fn run(args: MountArgs) -> Result<(), String> {
+    let plan = preflight::check(&args.backing, &args.mountpoint, args.config.as_deref())?;
+    let fuse = FuseSettings {
+        threads: args.threads,
+        allow_other: args.allow_other,
+        fsname: plan.backing.display().to_string(),
+    };
+    let report = if args.foreground {
+        StartupReport::foreground()
+    } else {
+        daemonize::daemonize(&logging::log_path(&plan.backing))?
+    };
+    logging::init("info");
+    std::process::exit(daemon::serve(plan, fuse, report))
+}

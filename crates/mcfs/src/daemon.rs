@@ -1,0 +1,252 @@
+//! The mounted file system's process: starts the engine on the backing
+//! directory, the FUSE session, the ticker, the battery watcher, the control
+//! socket and the signal thread, reports readiness, then waits for the one
+//! event that ends it (a stop signal, or the mount going away) and stops in
+//! an order that loses nothing: checkpoint, unmount, shut the engine down
+//! (which checkpoints whatever arrived in between), exit.
+
+use crate::control::{ControlServer, Handler};
+use crate::daemonize::StartupReport;
+use crate::fuse_mount::{self, FuseSettings, MountHandle};
+use crate::preflight::{self, MountPlan};
+use crate::protocol::{Request, Response};
+use crate::stop_signal::StopSignal;
+use crate::ticker::{self, Ticker};
+use crate::{battery, panic_guard, signals, socket_path, unmount};
+use mcfs_core::{Engine, SystemClock};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a signalled daemon waits for its session to end after unmounting.
+const SESSION_END_WAIT: Duration = Duration::from_secs(30);
+/// How long an exiting daemon lets control answers reach their clients.
+const CONTROL_DRAIN_WAIT: Duration = Duration::from_secs(5);
+
+enum Event {
+    Signal(libc::c_int),
+    SessionEnded,
+}
+
+/// Everything the stop sequence needs.
+struct Running {
+    engine: Arc<Engine>,
+    mountpoint: PathBuf,
+    mount: MountHandle,
+    control: ControlServer,
+    ticker: Ticker,
+    battery_stop: Arc<StopSignal>,
+    battery_watcher: Option<std::thread::JoinHandle<()>>,
+    events: Receiver<Event>,
+}
+
+/// Runs the daemon; returns its exit status. Must be called while the
+/// process has one thread (it blocks the stop signals for all threads).
+pub fn serve(mut plan: MountPlan, fuse: FuseSettings, report: StartupReport) -> i32 {
+    if let Err(e) = plan.lock.record_pid() {
+        tracing::warn!("cannot record the pid in the lock file: {e}");
+    }
+    match start(&plan, &fuse) {
+        Ok(running) => {
+            tracing::info!(
+                "mounted {} on {} (pid {})",
+                plan.backing.display(),
+                plan.mountpoint.display(),
+                std::process::id()
+            );
+            report.ready();
+            running.wait_and_stop()
+        }
+        Err(message) => {
+            report.failed(&message);
+            1
+        }
+    }
+}
+
+fn start(plan: &MountPlan, fuse: &FuseSettings) -> Result<Running, String> {
+    signals::block_stop_signals().map_err(|e| format!("cannot block signals: {e}"))?;
+    let backend = preflight::open_backend(&plan.backing)?;
+    let engine = Arc::new(Engine::start(
+        Arc::new(backend),
+        Arc::new(SystemClock),
+        plan.config.clone(),
+    )?);
+    panic_guard::install(engine.clone(), plan.mountpoint.clone());
+
+    // SAFETY: getuid has no preconditions.
+    let owner = unsafe { libc::getuid() };
+    let socket = socket_path::daemon_socket(&plan.mountpoint, owner)?;
+    let (control, listener) = ControlServer::bind(&socket)?;
+
+    let ticker = ticker::spawn(engine.clone()).map_err(thread_error)?;
+    let battery_stop = Arc::new(StopSignal::default());
+    let battery_engine = engine.clone();
+    let battery_watcher = battery::spawn_watcher(
+        battery::POWER_SUPPLY_DIR.into(),
+        battery_stop.clone(),
+        move |p| battery_engine.set_battery(p),
+    )
+    .map_err(thread_error)?;
+
+    // Last, so that nothing can fail with the mount left behind but the
+    // thread starts below, which undo it.
+    let mounted = fuse_mount::start(engine.clone(), &plan.mountpoint, fuse)?;
+    let mount = mounted.handle();
+    let handler: Arc<Handler> = {
+        let (engine, mount) = (engine.clone(), mount.clone());
+        Arc::new(move |request| handle_request(&engine, &mount, request))
+    };
+    let (events_tx, events) = mpsc::channel();
+    control
+        .spawn(listener, owner, handler)
+        .and_then(|()| spawn_event_threads(mounted, events_tx))
+        .map_err(|e| {
+            let _ = unmount::unmount(&plan.mountpoint, true);
+            thread_error(e)
+        })?;
+    tracing::info!("control socket {}", control.path().display());
+    Ok(Running {
+        engine,
+        mountpoint: plan.mountpoint.clone(),
+        mount,
+        control,
+        ticker,
+        battery_stop,
+        battery_watcher,
+        events,
+    })
+}
+
+fn thread_error(e: std::io::Error) -> String {
+    format!("cannot start a thread: {e}")
+}
+
+/// The two sources of the event that ends the daemon: the session ending, and stop signals.
+fn spawn_event_threads(
+    mounted: fuse_mount::LiveMount,
+    events: Sender<Event>,
+) -> std::io::Result<()> {
+    let session_events = events.clone();
+    std::thread::Builder::new()
+        .name("mcfs-session".into())
+        .spawn(move || {
+            mounted.wait();
+            let _ = session_events.send(Event::SessionEnded);
+        })?;
+    signals::spawn_waiter(move |sig| {
+        tracing::info!("received {}", signals::name(sig));
+        let _ = events.send(Event::Signal(sig));
+    })
+}
+
+/// Answers one control request.
+fn handle_request(engine: &Engine, mount: &MountHandle, request: Request) -> Response {
+    let outcome = match request {
+        Request::Stats => {
+            return match serde_json::to_value(engine.stats()) {
+                Ok(stats) => Response::Stats { stats },
+                Err(e) => Response::Error {
+                    message: format!("cannot encode stats: {e}"),
+                },
+            }
+        }
+        Request::Checkpoint => engine
+            .checkpoint()
+            .map_err(|e| format!("checkpoint failed: {e}")),
+        Request::Battery { percent } if percent > 100 => {
+            Err(format!("battery percent must be 0..=100, got {percent}"))
+        }
+        Request::Battery { percent } => {
+            engine.set_battery(percent);
+            Ok(())
+        }
+        Request::Mode { app, mode } => engine.set_app_mode(&app, mode),
+        Request::Unmount => {
+            return match checkpoint_and_unmount(engine, mount) {
+                Ok(()) => Response::Unmounting {
+                    pid: std::process::id(),
+                },
+                Err(message) => Response::Error { message },
+            }
+        }
+    };
+    match outcome {
+        Ok(()) => Response::Done,
+        Err(message) => Response::Error { message },
+    }
+}
+
+/// The data is made durable before the mount goes, so a failing unmount
+/// (busy) or a kill right after it loses nothing.
+fn checkpoint_and_unmount(engine: &Engine, mount: &MountHandle) -> Result<(), String> {
+    engine
+        .checkpoint()
+        .map_err(|e| format!("checkpoint failed, not unmounting: {e}"))?;
+    mount.unmount()
+}
+
+impl Running {
+    fn wait_and_stop(self) -> i32 {
+        match self.events.recv() {
+            Ok(Event::Signal(sig)) => {
+                tracing::info!("{}: checkpointing and unmounting", signals::name(sig));
+                if let Err(e) = self.engine.checkpoint() {
+                    tracing::error!("checkpoint failed: {e}");
+                }
+                self.unmount_for_exit();
+            }
+            Ok(Event::SessionEnded) => {
+                tracing::info!("{} was unmounted", self.mountpoint.display())
+            }
+            Err(_) => tracing::error!("every event source is gone; stopping"),
+        }
+        self.finish()
+    }
+
+    /// A signalled daemon must go even if the mount is busy: then it is detached.
+    fn unmount_for_exit(&self) {
+        if let Err(e) = self.mount.unmount() {
+            tracing::warn!("{e}; detaching the mount instead");
+            if let Err(e) = unmount::unmount(&self.mountpoint, true) {
+                tracing::error!("{e}");
+            }
+        }
+        loop {
+            match self.events.recv_timeout(SESSION_END_WAIT) {
+                Ok(Event::SessionEnded) => return,
+                Ok(Event::Signal(sig)) => {
+                    tracing::info!("{} ignored: already stopping", signals::name(sig))
+                }
+                Err(_) => return tracing::warn!("the FUSE session did not end; exiting anyway"),
+            }
+        }
+    }
+
+    fn finish(self) -> i32 {
+        if !panic_guard::claim_orderly_stop() {
+            // A panic is already shutting the engine down and will exit the process.
+            loop {
+                std::thread::park();
+            }
+        }
+        self.ticker.stop();
+        self.battery_stop.stop();
+        if let Some(watcher) = self.battery_watcher {
+            let _ = watcher.join();
+        }
+        let status = match self.engine.shutdown() {
+            Ok(()) => {
+                tracing::info!("engine shut down; everything is checkpointed");
+                0
+            }
+            Err(e) => {
+                tracing::error!("engine shutdown failed: {e}");
+                1
+            }
+        };
+        self.control.close(CONTROL_DRAIN_WAIT);
+        status
+    }
+}

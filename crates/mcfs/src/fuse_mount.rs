@@ -1,0 +1,56 @@
+//! The one place that talks to the FUSE adapter (crate `mcfs-fuse`): start
+//! the session, wait for it to end, unmount it from another thread. The rest
+//! of the daemon sees only this small surface.
+
+use mcfs_core::Engine;
+use std::path::Path;
+use std::sync::Arc;
+
+pub struct FuseSettings {
+    pub threads: u32,
+    pub allow_other: bool,
+    /// Shown as the mount's source in mountinfo and `df`.
+    pub fsname: String,
+}
+
+pub struct LiveMount(mcfs_fuse::Mounted);
+
+/// Unmounts the live mount from any thread; a no-op once the session ended.
+#[derive(Clone)]
+pub struct MountHandle(mcfs_fuse::Unmounter);
+
+pub fn start(
+    engine: Arc<Engine>,
+    mountpoint: &Path,
+    settings: &FuseSettings,
+) -> Result<LiveMount, String> {
+    let options = mcfs_fuse::MountOptions {
+        threads: settings.threads as usize,
+        allow_other: settings.allow_other,
+        fsname: settings.fsname.clone(),
+    };
+    // mcfs-fuse errors already name the mount point and the cause.
+    mcfs_fuse::mount(engine, mountpoint, &options)
+        .map(LiveMount)
+        .map_err(|e| e.to_string())
+}
+
+impl LiveMount {
+    pub fn handle(&self) -> MountHandle {
+        MountHandle(self.0.unmounter())
+    }
+
+    /// Blocks until the session is over: no request reaches the engine any more.
+    pub fn wait(self) {
+        if let Err(e) = self.0.wait() {
+            tracing::error!("{e}");
+        }
+    }
+}
+
+impl MountHandle {
+    /// Fails (EBUSY) while files in the mount are in use.
+    pub fn unmount(&self) -> Result<(), String> {
+        self.0.unmount().map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,153 @@
+//! Renders the engine's `Stats` (received as JSON) as a readable table:
+//! every overall counter in one column, then one row per app. It works on
+//! the JSON form so a counter the engine adds shows up without a change here.
+
+use serde_json::{Map, Value};
+use std::fmt::Write;
+
+/// Per-app columns: (JSON key, header).
+const APP_COLUMNS: &[(&str, &str)] = &[
+    ("mode", "MODE"),
+    ("bytes_written", "WRITTEN"),
+    ("bytes_flushed", "FLUSHED"),
+    ("stale_bytes", "STALE"),
+    ("stale_seconds", "STALE_AGE"),
+    ("fsync_absorbed", "FSYNC_ABSORBED"),
+    ("fsync_honoured", "FSYNC_HONOURED"),
+    ("vcts_committed", "VCTS_COMMITTED"),
+];
+
+pub fn render(stats: &Value) -> String {
+    let mut out = String::new();
+    let Some(top) = stats.as_object() else {
+        return format!("{stats}\n");
+    };
+    out.push_str("overall\n");
+    let scalars: Vec<(&String, &Value)> = top
+        .iter()
+        .filter(|(_, v)| !v.is_object() && !v.is_array())
+        .collect();
+    let width = scalars.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (key, value) in scalars {
+        let _ = writeln!(out, "  {key:<width$}  {}", format_value(key, value));
+    }
+    if let Some(apps) = top.get("apps").and_then(Value::as_object) {
+        out.push_str(&render_apps(apps));
+    }
+    out
+}
+
+fn render_apps(apps: &Map<String, Value>) -> String {
+    if apps.is_empty() {
+        return "apps\n  (none yet)\n".to_string();
+    }
+    let mut rows: Vec<Vec<String>> = vec![std::iter::once("APP")
+        .chain(APP_COLUMNS.iter().map(|c| c.1))
+        .map(String::from)
+        .collect()];
+    for (name, app) in apps {
+        let mut row = vec![name.clone()];
+        row.extend(APP_COLUMNS.iter().map(|(key, _)| {
+            app.get(key)
+                .map_or("-".to_string(), |v| format_value(key, v))
+        }));
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::from("apps\n");
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
+    }
+    out
+}
+
+/// Units come from the key's name: `*_bytes` / `bytes_*` as sizes, `*_seconds` as durations.
+fn format_value(key: &str, value: &Value) -> String {
+    match value {
+        Value::Null => "-".to_string(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) if key.contains("bytes") => n.as_u64().map_or(n.to_string(), human_bytes),
+        Value::Number(n) if key.ends_with("seconds") => {
+            n.as_f64().map_or(n.to_string(), |s| format!("{s:.1} s"))
+        }
+        Value::Bool(b) => if *b { "yes" } else { "no" }.to_string(),
+        other => other.to_string(),
+    }
+}
+
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sizes_are_human() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(256 * 1024 * 1024), "256.0 MiB");
+        assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
+    }
+
+    #[test]
+    fn table_shows_overall_and_each_app() {
+        let stats = json!({
+            "bytes_written": 2048, "stale_seconds": 1.25, "battery_percent": null, "low_battery": false,
+            "checkpoint_error": "EIO on a/b", "checkpoints": 3,
+            "apps": {
+                "mail": {"app": "mail", "mode": "sync", "bytes_written": 10, "stale_seconds": 0.0},
+                "uid:10042": {"app": "uid:10042", "mode": "memory", "bytes_written": 5000000}
+            }
+        });
+        let text = render(&stats);
+        let line = |prefix: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(prefix))
+                .unwrap_or_else(|| panic!("{prefix} missing:\n{text}"))
+                .to_string()
+        };
+        assert!(line("bytes_written").ends_with("2.0 KiB"), "{text}");
+        assert!(
+            line("stale_seconds").ends_with("1.2 s") || line("stale_seconds").ends_with("1.3 s"),
+            "{text}"
+        );
+        assert!(line("battery_percent").ends_with('-'));
+        assert!(line("low_battery").ends_with("no"));
+        assert!(line("checkpoint_error").ends_with("EIO on a/b"));
+        assert!(line("checkpoints").ends_with('3'));
+        assert!(line("APP").contains("FSYNC_HONOURED"));
+        let mail = line("mail");
+        assert!(mail.contains("sync") && mail.contains("10 B"), "{mail}");
+        assert!(line("uid:10042").contains("4.8 MiB"), "{text}");
+        assert!(
+            !text.contains("\"apps\""),
+            "nested objects are not dumped as scalars"
+        );
+    }
+
+    #[test]
+    fn no_apps_says_so() {
+        assert!(render(&json!({"apps": {}})).contains("(none yet)"));
+    }
+}

@@ -1,0 +1,364 @@
+//! Harness of the end-to-end tests: runs the built `mcfs` binary on a real
+//! FUSE mount in a temporary directory, kills it, recovers and remounts.
+//!
+//! Invariant: a `Daemon` never outlives its test with the mount left behind;
+//! its `Drop` unmounts (cleanly if the daemon lives, lazily if it is dead).
+//! A machine without FUSE makes every test fail with a message that says so:
+//! these tests are the proof that mcfs works, so they are never skipped.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest a command (mount, recover, umount) may take before the test
+/// declares it hung. A guard against hangs, not a performance assertion.
+const COMMAND_DEADLINE: Duration = Duration::from_secs(120);
+const POLL: Duration = Duration::from_millis(20);
+
+pub fn mcfs_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_mcfs"))
+}
+
+/// Fails the test unless this machine can mount FUSE file systems.
+pub fn require_fuse() {
+    assert!(
+        Path::new("/dev/fuse").exists(),
+        "/dev/fuse is missing: the end-to-end tests need FUSE (run scripts/setup.sh as root, \
+         or give the container --device /dev/fuse --cap-add SYS_ADMIN)"
+    );
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join("fusermount3").is_file()))
+        .unwrap_or(false);
+    assert!(found, "fusermount3 is not on PATH: install fuse3 (scripts/setup.sh does)");
+}
+
+/// Fails the test unless it runs as root (needed to act as other uids).
+pub fn require_root(why: &str) {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    assert_eq!(euid, 0, "this test must run as root: {why}");
+}
+
+/// The seed of a randomized test: MCFS_SEED if set, otherwise fresh. Printed
+/// so that a failing run can be replayed.
+pub fn seed(test: &str) -> u64 {
+    let seed = match std::env::var("MCFS_SEED") {
+        Ok(text) => text.trim().parse().unwrap_or_else(|_| panic!("MCFS_SEED={text:?} is not a u64")),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+            (nanos as u64) ^ ((std::process::id() as u64) << 32)
+        }
+    };
+    println!("{test}: seed {seed} (replay with MCFS_SEED={seed})");
+    seed
+}
+
+/// A small, stable pseudo-random function (splitmix64), so that the
+/// expected content of row or version `n` can be recomputed after a crash.
+pub fn mix(n: u64) -> u64 {
+    let mut z = n.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `len` bytes determined by `key`.
+pub fn pattern(key: u64, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    let mut i = 0u64;
+    while out.len() < len {
+        out.extend_from_slice(&mix(key.wrapping_mul(1_000_003).wrapping_add(i)).to_le_bytes());
+        i += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+/// The directories of one test: backing store, mount point, optional config.
+pub struct Dirs {
+    pub backing: PathBuf,
+    pub mnt: PathBuf,
+    pub config: Option<PathBuf>,
+    /// Daemon logs and command output.
+    pub logs: PathBuf,
+    /// Removed when the test passes, kept (and named) when it fails.
+    root: Option<tempfile::TempDir>,
+}
+
+impl Dirs {
+    pub fn new(config_toml: Option<&str>) -> Dirs {
+        require_fuse();
+        let root = tempfile::Builder::new().prefix("mcfs-e2e-").tempdir().expect("create a temp dir");
+        let path = root.path().canonicalize().expect("canonical temp dir");
+        let (backing, mnt, logs) = (path.join("backing"), path.join("mnt"), path.join("logs"));
+        for dir in [&backing, &mnt, &logs] {
+            std::fs::create_dir(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        }
+        let config = config_toml.map(|text| {
+            let file = path.join("mcfs.toml");
+            std::fs::write(&file, text).expect("write config");
+            file
+        });
+        Dirs { backing, mnt, config, logs, root: Some(root) }
+    }
+
+    fn mount_args(&self, foreground: bool, extra: &[&str]) -> Vec<String> {
+        let mut args = vec!["mount".to_string()];
+        if foreground {
+            args.push("--foreground".into());
+        }
+        if let Some(config) = &self.config {
+            args.push("--config".into());
+            args.push(config.display().to_string());
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push(self.backing.display().to_string());
+        args.push(self.mnt.display().to_string());
+        args
+    }
+
+    fn next_log(&self, what: &str) -> PathBuf {
+        let n = std::fs::read_dir(&self.logs).map(|d| d.count()).unwrap_or(0);
+        self.logs.join(format!("{n:03}-{what}.log"))
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            if let Some(root) = self.root.take() {
+                eprintln!("test failed: its directories and logs are kept in {}", root.keep().display());
+            }
+        }
+    }
+}
+
+/// Output of a finished command.
+pub struct Finished {
+    pub status: ExitStatus,
+    pub output: String,
+}
+
+impl Finished {
+    pub fn assert_success(self, what: &str) -> String {
+        assert!(self.status.success(), "{what} failed ({}):\n{}", self.status, self.output);
+        self.output
+    }
+}
+
+/// Runs `mcfs ARGS` to completion (stdout and stderr together).
+pub fn mcfs(dirs: &Dirs, args: &[&str]) -> Finished {
+    let log = dirs.next_log(args.first().copied().unwrap_or("mcfs"));
+    let mut cmd = Command::new(mcfs_bin());
+    cmd.args(args);
+    run_logged(cmd, &log)
+}
+
+/// Runs a command with its output in `log`, failing the test if it hangs.
+pub fn run_logged(mut cmd: Command, log: &Path) -> Finished {
+    let out = File::create(log).expect("create log");
+    let err = out.try_clone().expect("dup log");
+    let description = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {description}: {e}"));
+    let status = wait_with_deadline(&mut child, &description);
+    Finished { status, output: std::fs::read_to_string(log).unwrap_or_default() }
+}
+
+fn wait_with_deadline(child: &mut Child, description: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            return status;
+        }
+        if start.elapsed() > COMMAND_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{description} did not finish within {COMMAND_DEADLINE:?}");
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// `mcfs recover BACKING`, which must succeed; returns its report.
+pub fn recover(dirs: &Dirs) -> String {
+    let backing = dirs.backing.display().to_string();
+    mcfs(dirs, &["recover", &backing]).assert_success("mcfs recover")
+}
+
+/// `mcfs stat --json MOUNTPOINT`.
+pub fn stats(dirs: &Dirs) -> serde_json::Value {
+    let mnt = dirs.mnt.display().to_string();
+    let text = mcfs(dirs, &["stat", "--json", &mnt]).assert_success("mcfs stat --json");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("mcfs stat --json printed no JSON ({e}):\n{text}"))
+}
+
+/// `mcfs ctl MOUNTPOINT ACTION...`, which must succeed.
+pub fn ctl(dirs: &Dirs, action: &[&str]) {
+    let mnt = dirs.mnt.display().to_string();
+    let mut args = vec!["ctl", mnt.as_str()];
+    args.extend_from_slice(action);
+    mcfs(dirs, &args).assert_success(&format!("mcfs ctl {}", action.join(" ")));
+}
+
+/// Whether `path` is a mount point, and the file system type mounted there.
+pub fn mount_type(path: &Path) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").expect("read /proc/self/mountinfo");
+    let wanted = path.to_str().expect("utf-8 path");
+    // Mount points are octal-escaped; later lines shadow earlier ones.
+    table.lines().rev().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mount_point = left.split(' ').nth(4)?;
+        (unescape(mount_point) == wanted).then(|| right.split(' ').next().unwrap_or("").to_string())
+    })
+}
+
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
+            out.push(u8::from_str_radix(&field[i + 1..i + 4], 8).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn fuse_mounted(path: &Path) -> bool {
+    mount_type(path).is_some_and(|t| t.starts_with("fuse"))
+}
+
+/// Detaches the mount at `mnt` (dead or busy) with `fusermount3 -u -z`.
+pub fn lazy_unmount(mnt: &Path) -> Result<(), String> {
+    let out = Command::new("fusermount3")
+        .args(["-u", "-z", "--"])
+        .arg(mnt)
+        .output()
+        .map_err(|e| format!("fusermount3: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("fusermount3 -u -z {}: {}", mnt.display(), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// A running mcfs serving `Dirs::mnt`.
+pub struct Daemon {
+    /// The foreground daemon; `None` when `mcfs mount` daemonised itself.
+    child: Option<Child>,
+    mnt: PathBuf,
+    logs: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// `mcfs mount --foreground` as a child of the test: its pid is the
+    /// daemon's, so the test can SIGKILL it.
+    pub fn foreground(dirs: &Dirs, extra: &[&str]) -> Daemon {
+        let log = dirs.next_log("daemon");
+        let out = File::create(&log).expect("create daemon log");
+        let err = out.try_clone().expect("dup log");
+        let child = Command::new(mcfs_bin())
+            .args(dirs.mount_args(true, extra))
+            .env("MCFS_LOG", std::env::var("MCFS_LOG").unwrap_or_else(|_| "info".into()))
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", mcfs_bin().display()));
+        let mut daemon = Daemon { child: Some(child), mnt: dirs.mnt.clone(), logs: dirs.logs.clone(), log };
+        daemon.wait_until_mounted();
+        daemon
+    }
+
+    /// `mcfs mount` as a user runs it: it returns once the mount is live.
+    pub fn daemonised(dirs: &Dirs, extra: &[&str]) -> Daemon {
+        let log = dirs.next_log("mount");
+        let mut cmd = Command::new(mcfs_bin());
+        cmd.args(dirs.mount_args(false, extra));
+        run_logged(cmd, &log).assert_success("mcfs mount");
+        assert!(fuse_mounted(&dirs.mnt), "mcfs mount returned 0 but {} is not a FUSE mount", dirs.mnt.display());
+        Daemon { child: None, mnt: dirs.mnt.clone(), logs: dirs.logs.clone(), log }
+    }
+
+    fn wait_until_mounted(&mut self) {
+        let start = Instant::now();
+        while !fuse_mounted(&self.mnt) {
+            let child = self.child.as_mut().expect("foreground daemon");
+            if let Some(status) = child.try_wait().expect("wait for the daemon") {
+                panic!("the daemon exited ({status}) before mounting:\n{}", self.log_text());
+            }
+            if start.elapsed() > COMMAND_DEADLINE {
+                panic!("{} was not mounted within {COMMAND_DEADLINE:?}:\n{}", self.mnt.display(), self.log_text());
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("only a foreground daemon has a known pid").id()
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILLs the daemon and detaches the dead mount it leaves, as a crash would.
+    pub fn kill(mut self) {
+        let mut child = self.child.take().expect("only a foreground daemon can be killed");
+        child.kill().expect("SIGKILL the daemon");
+        let status = child.wait().expect("reap the daemon");
+        assert!(status.code().is_none(), "the daemon exited ({status}) before it was killed:\n{}", self.log_text());
+        lazy_unmount(&self.mnt).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!fuse_mounted(&self.mnt), "{} is still mounted after fusermount3 -u -z", self.mnt.display());
+    }
+
+    /// `mcfs umount`: checkpoint everything, unmount, wait for the daemon.
+    pub fn unmount(mut self) {
+        let finished = self.run_umount();
+        let output = finished.assert_success("mcfs umount");
+        assert!(!fuse_mounted(&self.mnt), "{} is still mounted after mcfs umount:\n{output}", self.mnt.display());
+        if let Some(mut child) = self.child.take() {
+            let status = wait_with_deadline(&mut child, "the unmounted daemon");
+            assert!(status.success(), "the daemon exited with {status} after mcfs umount:\n{}", self.log_text());
+        }
+    }
+
+    fn run_umount(&self) -> Finished {
+        let log = self.logs.join(format!("umount-{}.log", std::process::id()));
+        let mut cmd = Command::new(mcfs_bin());
+        cmd.arg("umount").arg("--timeout").arg("60").arg(&self.mnt);
+        run_logged(cmd, &log)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if fuse_mounted(&self.mnt) && self.child.as_mut().is_none_or(|c| matches!(c.try_wait(), Ok(None))) {
+            let _ = self.run_umount();
+        }
+        if let Some(mut child) = self.child.take() {
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+        if fuse_mounted(&self.mnt) {
+            if let Err(e) = lazy_unmount(&self.mnt) {
+                eprintln!("cleanup: {e}");
+            }
+        }
+    }
+}
