@@ -466,6 +466,16 @@ mod suite {
             b.set_owner(p("d"), 5, 5).unwrap();
             assert_eq!(b.stat(p("d")).unwrap().perm, 0o6755);
             assert_eq!(errno(b.set_owner(p("nope"), 0, 0)), libc::ENOENT);
+            // a set-gid directory hands its group down; the mode stays exact
+            b.set_owner(p("d"), 0, 55).unwrap();
+            b.set_perm(p("d"), 0o2755).unwrap();
+            new_file(b, "d/f", b"");
+            b.create(p("d/sub"), FileKind::Dir, 0o750, 0).unwrap();
+            b.symlink(OsStr::new("f"), p("d/s")).unwrap();
+            for path in ["d/f", "d/sub", "d/s"] {
+                assert_eq!(b.stat(p(path)).unwrap().gid, 55, "{path}");
+            }
+            assert_eq!(b.stat(p("d/sub")).unwrap().perm, 0o750);
         }
         let atime = UNIX_EPOCH + Duration::new(1_600_000_000, 123_456_789);
         let mtime = UNIX_EPOCH + Duration::new(1_500_000_000, 987_654_321);

@@ -371,18 +371,16 @@ mod tests {
     }
 
     /// Mounting needs /dev/fuse and the right to mount; where they are
-    /// missing the mount tests say so and do nothing.
-    fn can_mount() -> bool {
-        let ok = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/fuse")
-            .is_ok()
-            && (unsafe { libc::geteuid() } == 0 || Path::new("/usr/bin/fusermount3").exists());
-        if !ok {
-            eprintln!("skipped: cannot mount FUSE here");
-        }
-        ok
+    /// missing the mount tests fail and say so (they never skip).
+    fn require_mount() {
+        let fuse = fs::OpenOptions::new().read(true).write(true).open("/dev/fuse");
+        assert!(fuse.is_ok(), "these tests need FUSE: cannot open /dev/fuse: {:?}", fuse.err());
+        // SAFETY: no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert!(
+            root || Path::new("/usr/bin/fusermount3").exists(),
+            "these tests need root or fusermount3 (apt-get install fuse3)"
+        );
     }
 
     fn mount_root_only(dir: &Path) -> Mounted {
@@ -395,9 +393,7 @@ mod tests {
 
     #[test]
     fn mount_then_unmount_programmatically() {
-        if !can_mount() {
-            return;
-        }
+        require_mount();
         let dir = tempfile::tempdir().unwrap();
         let mounted = mount_root_only(dir.path());
         let err = usable_mount_point(dir.path()).unwrap_err();
@@ -410,9 +406,7 @@ mod tests {
 
     #[test]
     fn wait_returns_when_unmounted_from_outside_and_unmount_again_is_harmless() {
-        if !can_mount() {
-            return;
-        }
+        require_mount();
         let dir = tempfile::tempdir().unwrap();
         let mounted = mount_root_only(dir.path());
         let handle = mounted.unmounter();
@@ -436,10 +430,7 @@ mod tests {
     #[test]
     fn a_bind_mount_on_the_same_device_is_a_mount_point() {
         // SAFETY: no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: bind mounts need root");
-            return;
-        }
+        assert!(unsafe { libc::geteuid() } == 0, "this test needs root (it makes a bind mount)");
         let dir = tempfile::tempdir().unwrap();
         let path = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
         // SAFETY: valid NUL-terminated paths; null fstype and data are allowed for MS_BIND.
@@ -452,13 +443,7 @@ mod tests {
                 std::ptr::null(),
             )
         };
-        if bound != 0 {
-            eprintln!(
-                "skipped: bind mount refused: {}",
-                io::Error::last_os_error()
-            );
-            return;
-        }
+        assert_eq!(bound, 0, "bind mount refused: {}", io::Error::last_os_error());
         let refused = usable_mount_point(dir.path());
         // SAFETY: valid NUL-terminated path.
         assert_eq!(unsafe { libc::umount2(path.as_ptr(), 0) }, 0);

@@ -48,7 +48,8 @@ pub struct MountArgs {
     /// Threads serving FUSE requests.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
-    /// Let users other than the mounting one use the mount (needs user_allow_other in /etc/fuse.conf for non-root).
+    /// Let users other than the mounting one use the mount (always on when mounted by root;
+    /// needs user_allow_other in /etc/fuse.conf otherwise).
     #[arg(long)]
     pub allow_other: bool,
     /// Directory that holds the files (the archive); mcfs keeps its state in BACKING/.mcfs/.

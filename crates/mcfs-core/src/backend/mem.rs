@@ -282,12 +282,17 @@ impl Tree {
         inode.ctime = now;
     }
 
-    /// Adds a new inode under `parent` as `name` (known to be free).
-    fn add(&mut self, parent: InodeId, name: &OsStr, inode: Inode) {
+    /// Adds a new inode under `parent` as `name` (known to be free). In a
+    /// set-gid directory it takes the directory's group, as on Linux.
+    fn add(&mut self, parent: InodeId, name: &OsStr, mut inode: Inode) {
         let id = self.next_id;
         self.next_id += 1;
+        let dir = self.get_mut(parent);
+        if dir.perm & libc::S_ISGID != 0 {
+            inode.gid = dir.gid;
+        }
         if inode.is_dir() {
-            self.get_mut(parent).nlink += 1;
+            dir.nlink += 1;
         }
         self.inodes.insert(id, inode);
         self.get_mut(parent).entries.insert(name.to_owned(), id);

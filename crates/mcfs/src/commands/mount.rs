@@ -11,7 +11,8 @@ pub fn run(args: MountArgs) -> Result<(), String> {
     let plan = preflight::check(&args.backing, &args.mountpoint, args.config.as_deref())?;
     let fuse = FuseSettings {
         threads: args.threads,
-        allow_other: args.allow_other,
+        // SAFETY: geteuid has no preconditions.
+        allow_other: args.allow_other || unsafe { libc::geteuid() } == 0,
         fsname: plan.backing.display().to_string(),
     };
     let report = if args.foreground {
