@@ -33,6 +33,9 @@ pub struct State {
     pub battery: Option<u8>,
     /// Inodes dropped while kept as orphans in the backing store.
     pub dead_orphans: Vec<Ino>,
+    /// Engine inodes of backing objects with several names, by backing
+    /// inode number, so every name of a hard-linked file finds one inode.
+    linked: HashMap<u64, Ino>,
 }
 
 /// What loading from the backing store needs.
@@ -54,6 +57,7 @@ impl State {
             closed: VecDeque::new(),
             battery: None,
             dead_orphans: Vec::new(),
+            linked: HashMap::new(),
         };
         state.inodes.insert(ROOT_INO, root);
         for app in 0..state.apps.list.len() {
@@ -132,7 +136,17 @@ impl State {
                 Err(e) if crate::backend::is_not_found(&e) => continue,
                 Err(e) => return Err(e.into()),
             };
+            if let Some(&known) = self.linked.get(&attr.ino).filter(|_| attr.nlink > 1 && attr.kind != FileKind::Dir) {
+                if self.inodes.get(&known).is_some_and(|i| i.attr.kind == attr.kind) {
+                    tree.add_link(known, dir, &name);
+                    children.insert(name, known);
+                    continue;
+                }
+            }
             let ino = self.new_ino();
+            if attr.nlink > 1 && attr.kind != FileKind::Dir {
+                self.linked.insert(attr.ino, ino);
+            }
             let app = self.app_of_uid(attr.uid);
             let mut child = Inode::new(attr_from_backend(ino, &attr), app, dir);
             if child.attr.kind == FileKind::Dir {

@@ -41,7 +41,7 @@ impl Errno {
     pub const ENODEV: Errno = Errno(libc::ENODEV);
 
     pub fn from_io(e: &std::io::Error) -> Errno {
-        Errno(e.raw_os_error().unwrap_or(libc::EIO))
+        Errno(crate::backend::errno_of(e))
     }
 }
 

@@ -233,3 +233,20 @@ fn files_born_and_gone_within_a_batch_cost_no_backing_operations() {
     assert_eq!(f.backing("db-journal"), None);
     assert_eq!(f.backing("db").map(|d| d.len()), Some(5000));
 }
+
+#[test]
+fn hard_links_in_the_backing_store_are_one_inode() {
+    let f = fixture(Config::default());
+    let a = f.create(ROOT_INO, "a");
+    f.engine.write(Some(ME), a, 0, b"shared").unwrap();
+    let d = f.engine.mkdir(ME, ROOT_INO, OsStr::new("d"), 0o755).unwrap().ino;
+    f.engine.link(ME, a, d, OsStr::new("b")).unwrap();
+    let f = f.restart(Config::default());
+    let a = f.engine.lookup(ME, ROOT_INO, OsStr::new("a")).unwrap();
+    let d = f.engine.lookup(ME, ROOT_INO, OsStr::new("d")).unwrap();
+    let b = f.engine.lookup(ME, d.ino, OsStr::new("b")).unwrap();
+    assert_eq!(a.ino, b.ino);
+    assert_eq!(a.nlink, 2);
+    f.engine.write(Some(ME), a.ino, 0, b"SHARED").unwrap();
+    assert_eq!(f.engine.read(b.ino, 0, 6).unwrap(), b"SHARED");
+}

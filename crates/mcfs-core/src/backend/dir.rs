@@ -24,9 +24,7 @@ use std::fs::{self, File, FileType, Metadata, OpenOptions, Permissions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{
-    DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt,
-};
+use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -82,11 +80,7 @@ impl FdCache {
             return;
         }
         if self.entries.len() >= FD_CACHE_SIZE && !self.entries.contains_key(&key) {
-            let oldest = self
-                .entries
-                .iter()
-                .min_by_key(|(_, c)| c.last_use)
-                .map(|(k, _)| k.clone());
+            let oldest = self.entries.iter().min_by_key(|(_, c)| c.last_use).map(|(k, _)| k.clone());
             if let Some(oldest) = oldest {
                 self.entries.remove(&oldest);
             }
@@ -115,16 +109,8 @@ impl DirBackend {
     pub fn new(root: &Path) -> io::Result<DirBackend> {
         let fail = |e| at_path("open backing directory", root, e);
         let root = fs::canonicalize(root).map_err(fail)?;
-        let root_dir = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY)
-            .open(&root)
-            .map_err(fail)?;
-        Ok(DirBackend {
-            root,
-            root_dir,
-            fds: Mutex::new(FdCache::default()),
-        })
+        let root_dir = OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY).open(&root).map_err(fail)?;
+        Ok(DirBackend { root, root_dir, fds: Mutex::new(FdCache::default()) })
     }
 
     /// The backing directory, as an absolute path.
@@ -157,21 +143,13 @@ impl DirBackend {
                 perm: meta.mode() & 0o7777,
                 uid: meta.uid(),
                 gid: meta.gid(),
-                rdev: if matches!(kind, FileKind::CharDev | FileKind::BlockDev) {
-                    meta.rdev() as u32
-                } else {
-                    0
-                },
+                rdev: if matches!(kind, FileKind::CharDev | FileKind::BlockDev) { meta.rdev() as u32 } else { 0 },
                 content: if kind == FileKind::File {
                     Some(digest_file(&full, meta.size()).map_err(fail)?)
                 } else {
                     None
                 },
-                target: if kind == FileKind::Symlink {
-                    Some(self.read_link(&key)?)
-                } else {
-                    None
-                },
+                target: if kind == FileKind::Symlink { Some(self.read_link(&key)?) } else { None },
                 xattrs,
                 mtime: Some(meta.modified().map_err(fail)?),
                 first_link: PathBuf::new(),
@@ -191,14 +169,8 @@ impl DirBackend {
 
     /// Checks `rel`, then runs `f` with its canonical form and its full
     /// path; errors come back naming `op` and the full path.
-    fn on_path<T>(
-        &self,
-        op: &str,
-        rel: &Path,
-        f: impl FnOnce(&Path, &Path) -> io::Result<T>,
-    ) -> io::Result<T> {
-        let key = relpath::canonical(rel)
-            .map_err(|errno| at_path(op, rel, io::Error::from_raw_os_error(errno)))?;
+    fn on_path<T>(&self, op: &str, rel: &Path, f: impl FnOnce(&Path, &Path) -> io::Result<T>) -> io::Result<T> {
+        let key = relpath::canonical(rel).map_err(|errno| at_path(op, rel, io::Error::from_raw_os_error(errno)))?;
         let full = self.full(&key);
         f(&key, &full).map_err(|e| at_path(op, &full, e))
     }
@@ -214,8 +186,7 @@ impl DirBackend {
         let keys = relpath::canonical(from).and_then(|from| Ok((from, relpath::canonical(to)?)));
         let (from_key, to_key) = keys.map_err(|errno| two_path_error(op, from, to, errno))?;
         let (from_full, to_full) = (self.full(&from_key), self.full(&to_key));
-        f(&from_key, &from_full, &to_key, &to_full)
-            .map_err(|e| two_path_error(op, &from_full, &to_full, errno_of(&e)))
+        f(&from_key, &from_full, &to_key, &to_full).map_err(|e| two_path_error(op, &from_full, &to_full, errno_of(&e)))
     }
 
     /// Records a namespace change at `key`.
@@ -234,12 +205,7 @@ impl DirBackend {
         };
         let (file, readable, writable) = open_regular(full, access)?;
         let file = Arc::new(file);
-        let cached = CachedFd {
-            file: file.clone(),
-            readable,
-            writable,
-            last_use: 0,
-        };
+        let cached = CachedFd { file: file.clone(), readable, writable, last_use: 0 };
         self.fds.lock().insert(generation, key.to_owned(), cached);
         Ok(file)
     }
@@ -252,11 +218,7 @@ impl DirBackend {
 fn open_regular(full: &Path, access: Access) -> io::Result<(File, bool, bool)> {
     must_be_regular(fs::symlink_metadata(full)?.file_type())?;
     let open = |read: bool, write: bool| {
-        OpenOptions::new()
-            .read(read)
-            .write(write)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(full)
+        OpenOptions::new().read(read).write(write).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(full)
     };
     let (file, readable, writable) = match open(true, true) {
         Ok(file) => (file, true, true),
@@ -301,6 +263,7 @@ fn kind_of(t: FileType) -> io::Result<FileKind> {
 
 fn attr_of(m: &Metadata) -> io::Result<BackendAttr> {
     Ok(BackendAttr {
+        ino: m.ino(),
         kind: kind_of(m.file_type())?,
         perm: m.mode() & 0o7777,
         nlink: m.nlink().try_into().unwrap_or(u32::MAX),
@@ -322,17 +285,12 @@ fn system_time(secs: i64, nsec: i64) -> SystemTime {
     } else {
         UNIX_EPOCH.checked_sub(Duration::from_secs(secs.unsigned_abs()))
     };
-    whole
-        .and_then(|t| t.checked_add(nanos))
-        .unwrap_or(UNIX_EPOCH)
+    whole.and_then(|t| t.checked_add(nanos)).unwrap_or(UNIX_EPOCH)
 }
 
 fn timespec(t: SystemTime) -> libc::timespec {
     let (secs, nsec) = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => (
-            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-            d.subsec_nanos(),
-        ),
+        Ok(d) => (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_nanos()),
         Err(before) => {
             let d = before.duration();
             let secs = -i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
@@ -342,10 +300,7 @@ fn timespec(t: SystemTime) -> libc::timespec {
             }
         }
     };
-    libc::timespec {
-        tv_sec: secs,
-        tv_nsec: nsec.into(),
-    }
+    libc::timespec { tv_sec: secs, tv_nsec: nsec.into() }
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {
@@ -367,9 +322,7 @@ fn check(ret: libc::c_int) -> io::Result<()> {
 
 /// Runs a "query the size, then fill the buffer" call (the xattr calls)
 /// until the value stops changing size in between.
-fn sized_query(
-    mut call: impl FnMut(*mut libc::c_void, usize) -> libc::ssize_t,
-) -> io::Result<Vec<u8>> {
+fn sized_query(mut call: impl FnMut(*mut libc::c_void, usize) -> libc::ssize_t) -> io::Result<Vec<u8>> {
     loop {
         let size = call(std::ptr::null_mut(), 0);
         if size < 0 {
@@ -429,9 +382,7 @@ fn busy_if_root(key: &Path) -> io::Result<()> {
 
 impl Backend for DirBackend {
     fn stat(&self, path: &Path) -> io::Result<BackendAttr> {
-        self.on_path("stat", path, |_, full| {
-            attr_of(&fs::symlink_metadata(full)?)
-        })
+        self.on_path("stat", path, |_, full| attr_of(&fs::symlink_metadata(full)?))
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {
@@ -454,17 +405,13 @@ impl Backend for DirBackend {
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.on_path("write", path, |key, full| {
-            self.file(key, full, Access::Write)?
-                .write_all_at(data, offset)
-        })
+        self.on_path("write", path, |key, full| self.file(key, full, Access::Write)?.write_all_at(data, offset))
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
         self.on_path("truncate", path, |key, full| {
             let file = self.file(key, full, Access::Write)?;
-            let size = libc::off_t::try_from(size)
-                .map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+            let size = libc::off_t::try_from(size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
             check(unsafe { libc::ftruncate(file.as_raw_fd(), size) })
         })
     }
@@ -500,9 +447,7 @@ impl Backend for DirBackend {
     }
 
     fn read_link(&self, path: &Path) -> io::Result<OsString> {
-        self.on_path("readlink", path, |_, full| {
-            Ok(fs::read_link(full)?.into_os_string())
-        })
+        self.on_path("readlink", path, |_, full| Ok(fs::read_link(full)?.into_os_string()))
     }
 
     fn link(&self, existing: &Path, new: &Path) -> io::Result<()> {
@@ -544,9 +489,7 @@ impl Backend for DirBackend {
     }
 
     fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
-        self.on_path("chown", path, |_, full| {
-            check(unsafe { libc::lchown(c_path(full)?.as_ptr(), uid, gid) })
-        })
+        self.on_path("chown", path, |_, full| check(unsafe { libc::lchown(c_path(full)?.as_ptr(), uid, gid) }))
     }
 
     fn set_perm(&self, path: &Path, perm: u32) -> io::Result<()> {
@@ -563,23 +506,14 @@ impl Backend for DirBackend {
         self.on_path("utimens", path, |_, full| {
             let times = [timespec(atime), timespec(mtime)];
             let flags = libc::AT_SYMLINK_NOFOLLOW;
-            check(unsafe {
-                libc::utimensat(
-                    libc::AT_FDCWD,
-                    c_path(full)?.as_ptr(),
-                    times.as_ptr(),
-                    flags,
-                )
-            })
+            check(unsafe { libc::utimensat(libc::AT_FDCWD, c_path(full)?.as_ptr(), times.as_ptr(), flags) })
         })
     }
 
     fn get_xattr(&self, path: &Path, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
         self.on_path("getxattr", path, |_, full| {
             let (path, name) = (c_path(full)?, c_string(name)?);
-            let got = sized_query(|buf, len| unsafe {
-                libc::lgetxattr(path.as_ptr(), name.as_ptr(), buf, len)
-            });
+            let got = sized_query(|buf, len| unsafe { libc::lgetxattr(path.as_ptr(), name.as_ptr(), buf, len) });
             match got {
                 Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(None),
                 other => other.map(Some),
@@ -590,14 +524,9 @@ impl Backend for DirBackend {
     fn list_xattr(&self, path: &Path) -> io::Result<Vec<OsString>> {
         self.on_path("listxattr", path, |_, full| {
             let path = c_path(full)?;
-            let names = sized_query(|buf, len| unsafe {
-                libc::llistxattr(path.as_ptr(), buf.cast(), len)
-            })?;
-            let mut out: Vec<OsString> = names
-                .split(|b| *b == 0)
-                .filter(|n| !n.is_empty())
-                .map(|n| OsString::from_vec(n.to_vec()))
-                .collect();
+            let names = sized_query(|buf, len| unsafe { libc::llistxattr(path.as_ptr(), buf.cast(), len) })?;
+            let mut out: Vec<OsString> =
+                names.split(|b| *b == 0).filter(|n| !n.is_empty()).map(|n| OsString::from_vec(n.to_vec())).collect();
             out.sort();
             Ok(out)
         })
@@ -607,9 +536,7 @@ impl Backend for DirBackend {
         self.on_path("setxattr", path, |_, full| {
             let (path, name) = (c_path(full)?, c_string(name)?);
             let value_ptr = value.as_ptr().cast();
-            check(unsafe {
-                libc::lsetxattr(path.as_ptr(), name.as_ptr(), value_ptr, value.len(), 0)
-            })
+            check(unsafe { libc::lsetxattr(path.as_ptr(), name.as_ptr(), value_ptr, value.len(), 0) })
         })
     }
 
@@ -624,8 +551,7 @@ impl Backend for DirBackend {
     }
 
     fn sync(&self) -> io::Result<()> {
-        check(unsafe { libc::syncfs(self.root_dir.as_raw_fd()) })
-            .map_err(|e| at_path("syncfs", &self.root, e))
+        check(unsafe { libc::syncfs(self.root_dir.as_raw_fd()) }).map_err(|e| at_path("syncfs", &self.root, e))
     }
 
     fn statfs(&self) -> io::Result<FsStats> {
@@ -634,9 +560,7 @@ impl Backend for DirBackend {
             .map_err(|e| at_path("statfs", &self.root, e))?;
         // Block counts are in fragment units; report them in `bsize` units.
         let bsize = st.f_bsize.max(1);
-        let scale = |blocks: libc::fsblkcnt_t| {
-            (blocks as u128 * st.f_frsize as u128 / bsize as u128) as u64
-        };
+        let scale = |blocks: libc::fsblkcnt_t| (blocks as u128 * st.f_frsize as u128 / bsize as u128) as u64;
         Ok(FsStats {
             blocks: scale(st.f_blocks),
             bfree: scale(st.f_bfree),
@@ -652,23 +576,14 @@ impl Backend for DirBackend {
 /// Creates or truncates the regular file at `full` with mode exactly `perm`;
 /// `EEXIST` if anything else is there.
 fn create_file(full: &Path, perm: u32) -> io::Result<()> {
-    let fresh = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(perm)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(full);
+    let fresh = OpenOptions::new().write(true).create_new(true).mode(perm).custom_flags(libc::O_NOFOLLOW).open(full);
     let file = match fresh {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             if !fs::symlink_metadata(full)?.file_type().is_file() {
                 return Err(e);
             }
             let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK;
-            let file = OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .custom_flags(flags)
-                .open(full)?;
+            let file = OpenOptions::new().write(true).truncate(true).custom_flags(flags).open(full)?;
             must_be_regular(file.metadata()?.file_type())?;
             file
         }
@@ -719,11 +634,30 @@ mod tests {
         // moving the directory drops what was cached under it
         b.rename(&p("d"), &p("e")).unwrap();
         assert!(b.fds.lock().entries.is_empty());
-        assert_eq!(
-            errno_of(&b.write_at(&p("d/a"), 0, b"x").unwrap_err()),
-            libc::ENOENT
-        );
+        assert_eq!(errno_of(&b.write_at(&p("d/a"), 0, b"x").unwrap_err()), libc::ENOENT);
         assert_eq!(b.read_at(&p("e/a"), 0, &mut buf).unwrap(), 6);
+    }
+
+    #[test]
+    fn an_open_that_raced_with_a_namespace_change_is_not_cached() {
+        let (dir, _) = backend();
+        let path = dir.path().join("x");
+        fs::write(&path, b"old").unwrap();
+        let mut cache = FdCache::default();
+        // A reader misses and notes the generation, then opens "x" ...
+        let opened_in = cache.generation;
+        let (file, readable, writable) = open_regular(&path, Access::Read).unwrap();
+        // ... while a rename replaces "x" and drops what was cached for it ...
+        cache.forget_under(Path::new("x"));
+        // ... so the descriptor of the replaced file must not be kept.
+        let fd = CachedFd { file: Arc::new(file), readable, writable, last_use: 0 };
+        cache.insert(opened_in, PathBuf::from("x"), fd);
+        assert!(cache.get(Path::new("x"), Access::Read).is_none());
+        let (file, readable, writable) = open_regular(&path, Access::Read).unwrap();
+        let fd = CachedFd { file: Arc::new(file), readable, writable, last_use: 0 };
+        cache.insert(cache.generation, PathBuf::from("x"), fd);
+        assert!(cache.get(Path::new("x"), Access::Read).is_some());
+        assert!(cache.get(Path::new("x"), Access::Write).is_some(), "opened read-write when permitted");
     }
 
     #[test]
@@ -743,11 +677,7 @@ mod tests {
     fn errors_name_the_full_path() {
         let (dir, b) = backend();
         let e = b.stat(Path::new("nope")).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with(&format!("stat {}/nope: ", b.root().display())),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with(&format!("stat {}/nope: ", b.root().display())), "{e}");
         let e = b.rename(Path::new("x"), Path::new("y")).unwrap_err();
         assert!(e.to_string().contains(" -> "), "{e}");
         assert_eq!(errno_of(&e), libc::ENOENT);

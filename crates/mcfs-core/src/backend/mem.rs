@@ -189,7 +189,7 @@ impl Inode {
         }
     }
 
-    fn attr(&self) -> BackendAttr {
+    fn attr(&self, id: u64) -> BackendAttr {
         let size = match self.kind {
             FileKind::File => self.data.size,
             FileKind::Dir => DIR_SIZE,
@@ -197,6 +197,7 @@ impl Inode {
             _ => 0,
         };
         BackendAttr {
+            ino: id,
             kind: self.kind,
             perm: self.perm,
             nlink: self.nlink,
@@ -632,7 +633,7 @@ impl MemBackend {
 
 impl Backend for MemBackend {
     fn stat(&self, path: &Path) -> io::Result<BackendAttr> {
-        self.on_inode("stat", path, |tree, id| Ok(tree.get(id).attr()))
+        self.on_inode("stat", path, |tree, id| Ok(tree.get(id).attr(id as u64)))
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {

@@ -30,6 +30,8 @@ use std::time::SystemTime;
 /// Attributes of an object in the backing store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BackendAttr {
+    /// Identity of the object within the backing store (hard links share it).
+    pub ino: u64,
     pub kind: FileKind,
     pub perm: u32,
     pub nlink: u32,

@@ -25,16 +25,8 @@ where
         let stderr = String::from_utf8_lossy(&out.stderr);
         let stdout = String::from_utf8_lossy(&out.stdout);
         // fio reports some errors on stdout only.
-        let said = if stderr.trim().is_empty() {
-            stdout.trim().to_string()
-        } else {
-            stderr.trim().to_string()
-        };
-        return Err(format!(
-            "`{line}` failed ({}): {}",
-            out.status,
-            last_lines(&said, 6)
-        ));
+        let said = if stderr.trim().is_empty() { stdout.trim().to_string() } else { stderr.trim().to_string() };
+        return Err(format!("`{line}` failed ({}): {}", out.status, last_lines(&said, 6)));
     }
     String::from_utf8(out.stdout).map_err(|_| format!("`{line}` printed output that is not UTF-8"))
 }
@@ -59,9 +51,7 @@ pub fn require_tools(tools: &[&str]) -> Result<(), String> {
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    path.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
 fn command_line(program: &OsStr, args: &[OsString]) -> String {

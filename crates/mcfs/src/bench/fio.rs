@@ -35,39 +35,22 @@ pub fn run(dir: &Path, sizes: &Sizes, seed: u64) -> Result<Outcome, String> {
 
 fn parse(out: &str) -> Result<Outcome, String> {
     // fio may print warnings before the JSON document.
-    let start = out
-        .find('{')
-        .ok_or_else(|| format!("fio printed no JSON: {}", out.trim()))?;
-    let doc: Value =
-        serde_json::from_str(&out[start..]).map_err(|e| format!("cannot parse fio's JSON: {e}"))?;
+    let start = out.find('{').ok_or_else(|| format!("fio printed no JSON: {}", out.trim()))?;
+    let doc: Value = serde_json::from_str(&out[start..]).map_err(|e| format!("cannot parse fio's JSON: {e}"))?;
     let job = doc.pointer("/jobs/0").ok_or("fio's JSON has no job")?;
     match job.get("error").and_then(Value::as_i64) {
         Some(0) => {}
         other => return Err(format!("fio job failed with error {other:?}")),
     }
     let number = |pointer: &str| {
-        job.pointer(pointer)
-            .and_then(Value::as_f64)
-            .ok_or_else(|| format!("fio's JSON lacks {pointer}"))
+        job.pointer(pointer).and_then(Value::as_f64).ok_or_else(|| format!("fio's JSON lacks {pointer}"))
     };
     let ns_to_us = |pointer: &str| number(pointer).map(|ns| ns / 1000.0);
     let mut outcome = Outcome::default();
-    outcome.sample(
-        Metric::FsyncP50Us,
-        ns_to_us("/sync/lat_ns/percentile/50.000000")?,
-    );
-    outcome.sample(
-        Metric::FsyncP99Us,
-        ns_to_us("/sync/lat_ns/percentile/99.000000")?,
-    );
-    outcome.sample(
-        Metric::WriteClatP50Us,
-        ns_to_us("/write/clat_ns/percentile/50.000000")?,
-    );
-    outcome.sample(
-        Metric::WriteClatP99Us,
-        ns_to_us("/write/clat_ns/percentile/99.000000")?,
-    );
+    outcome.sample(Metric::FsyncP50Us, ns_to_us("/sync/lat_ns/percentile/50.000000")?);
+    outcome.sample(Metric::FsyncP99Us, ns_to_us("/sync/lat_ns/percentile/99.000000")?);
+    outcome.sample(Metric::WriteClatP50Us, ns_to_us("/write/clat_ns/percentile/50.000000")?);
+    outcome.sample(Metric::WriteClatP99Us, ns_to_us("/write/clat_ns/percentile/99.000000")?);
     outcome.sample(Metric::WriteIops, number("/write/iops")?);
     outcome.extra("fsyncs", number("/sync/total_ios")?);
     outcome.extra("runtime_ms", number("/job_runtime")?);
@@ -104,14 +87,8 @@ mod tests {
 
     #[test]
     fn a_failed_job_or_missing_field_is_an_error() {
-        assert!(parse(&SAMPLE.replace("\"error\" : 0", "\"error\" : 5"))
-            .unwrap_err()
-            .contains("error Some(5)"));
-        assert!(parse(&SAMPLE.replace("99.000000", "98.000000"))
-            .unwrap_err()
-            .contains("/sync/lat_ns/percentile/99"));
-        assert!(parse("fio: pid=0, err=2/file:filesetup.c")
-            .unwrap_err()
-            .contains("no JSON"));
+        assert!(parse(&SAMPLE.replace("\"error\" : 0", "\"error\" : 5")).unwrap_err().contains("error Some(5)"));
+        assert!(parse(&SAMPLE.replace("99.000000", "98.000000")).unwrap_err().contains("/sync/lat_ns/percentile/99"));
+        assert!(parse("fio: pid=0, err=2/file:filesetup.c").unwrap_err().contains("no JSON"));
     }
 }

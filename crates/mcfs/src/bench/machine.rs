@@ -30,14 +30,8 @@ fn cpu_model() -> Option<String> {
 
 fn mem_total_bytes() -> Option<u64> {
     let text = fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))?
-        .trim()
-        .strip_suffix("kB")?
-        .trim()
-        .parse()
-        .ok()?;
+    let kib: u64 =
+        text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.trim().strip_suffix("kB")?.trim().parse().ok()?;
     Some(kib * 1024)
 }
 
@@ -49,25 +43,14 @@ fn disk_under(path: &Path) -> Option<String> {
     let dev = fs::metadata(path).ok()?.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let sys = Path::new("/sys/dev/block").join(format!("{major}:{minor}"));
-    let name = fs::canonicalize(&sys)
-        .ok()?
-        .file_name()?
-        .to_string_lossy()
-        .into_owned();
-    let sectors: u64 = fs::read_to_string(sys.join("size"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
+    let name = fs::canonicalize(&sys).ok()?.file_name()?.to_string_lossy().into_owned();
+    let sectors: u64 = fs::read_to_string(sys.join("size")).ok()?.trim().parse().ok()?;
     // A partition has no queue of its own; its disk's is one level up.
     let rotational = fs::read_to_string(sys.join("queue/rotational"))
         .or_else(|_| fs::read_to_string(sys.join("../queue/rotational")))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| unknown());
-    Some(format!(
-        "{name} ({major}:{minor}), {} GiB, rotational={rotational}",
-        (sectors * 512) >> 30
-    ))
+    Some(format!("{name} ({major}:{minor}), {} GiB, rotational={rotational}", (sectors * 512) >> 30))
 }
 
 fn is_tmpfs(path: &Path) -> bool {
@@ -81,10 +64,7 @@ fn is_tmpfs(path: &Path) -> bool {
 
 /// ISO 8601 UTC, e.g. 2026-11-21T20:04:28Z.
 pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     format_utc(secs)
 }
 
@@ -92,12 +72,7 @@ fn format_utc(epoch_seconds: u64) -> String {
     let days = epoch_seconds / 86_400;
     let rest = epoch_seconds % 86_400;
     let (year, month, day) = civil_from_days(days as i64);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
@@ -130,14 +105,7 @@ mod tests {
     #[test]
     fn description_has_every_field() {
         let d = describe(Path::new("/"));
-        for key in [
-            "date_utc",
-            "nproc",
-            "cpu",
-            "mem_total_bytes",
-            "kernel",
-            "disk",
-        ] {
+        for key in ["date_utc", "nproc", "cpu", "mem_total_bytes", "kernel", "disk"] {
             assert!(d.get(key).is_some(), "{key} missing in {d}");
         }
         assert!(d["nproc"].as_u64().unwrap() >= 1);

@@ -72,10 +72,7 @@ impl Metric {
     /// Unit as displayed, and the divisor from the base unit to it.
     fn display_unit(self) -> (&'static str, f64) {
         match self {
-            Metric::FsyncP50Us
-            | Metric::FsyncP99Us
-            | Metric::WriteClatP50Us
-            | Metric::WriteClatP99Us => ("us", 1.0),
+            Metric::FsyncP50Us | Metric::FsyncP99Us | Metric::WriteClatP50Us | Metric::WriteClatP99Us => ("us", 1.0),
             Metric::WriteIops => ("IOPS", 1.0),
             Metric::SqliteWalTps | Metric::SqliteDeleteTps => ("tx/s", 1.0),
             Metric::MobifsDeviceBytes | Metric::PeakRssBytes => ("MiB", MIB),
@@ -172,12 +169,7 @@ pub fn goals(rss_cache_bytes: u64) -> Vec<Goal> {
     use Bound::{Absolute, Times};
     use Cmp::{AtLeast, AtMost};
     use TargetKind::{Ext4, Mcfs, McfsSync};
-    let goal = |metric, cmp, bound| Goal {
-        metric,
-        subject: Mcfs,
-        cmp,
-        bound,
-    };
+    let goal = |metric, cmp, bound| Goal { metric, subject: Mcfs, cmp, bound };
     vec![
         goal(Metric::FsyncP50Us, AtMost, Times(0.5, Ext4)),
         goal(Metric::SqliteWalTps, AtLeast, Times(1.0, Ext4)),
@@ -186,11 +178,7 @@ pub fn goals(rss_cache_bytes: u64) -> Vec<Goal> {
         goal(Metric::SqliteDeleteTps, AtLeast, Times(3.0, McfsSync)),
         goal(Metric::MobifsDeviceBytes, AtMost, Times(0.25, Ext4)),
         goal(Metric::SeqReadMbps, AtLeast, Times(0.5, Ext4)),
-        goal(
-            Metric::PeakRssBytes,
-            AtMost,
-            Absolute(rss_cache_bytes as f64 + 64.0 * MIB, "cache_size + 64 MiB"),
-        ),
+        goal(Metric::PeakRssBytes, AtMost, Absolute(rss_cache_bytes as f64 + 64.0 * MIB, "cache_size + 64 MiB")),
     ]
 }
 
@@ -204,11 +192,9 @@ impl Goal {
             Bound::Times(factor, reference) => {
                 format!("{cmp} {}x {}", format_number(factor), reference.name())
             }
-            Bound::Absolute(limit, why) => format!(
-                "{cmp} {} {} ({why})",
-                self.metric.format(limit),
-                self.metric.unit()
-            ),
+            Bound::Absolute(limit, why) => {
+                format!("{cmp} {} {} ({why})", self.metric.format(limit), self.metric.unit())
+            }
         }
     }
 
@@ -218,10 +204,7 @@ impl Goal {
         let (bound, ratio) = match self.bound {
             Bound::Times(factor, reference) => {
                 let reference = value_of(reference);
-                let ratio = value
-                    .zip(reference)
-                    .filter(|(_, r)| *r > 0.0)
-                    .map(|(v, r)| v / r);
+                let ratio = value.zip(reference).filter(|(_, r)| *r > 0.0).map(|(v, r)| v / r);
                 (reference.map(|r| r * factor), ratio)
             }
             Bound::Absolute(limit, _) => (Some(limit), None),
@@ -230,14 +213,7 @@ impl Goal {
             Cmp::AtMost => v <= b,
             Cmp::AtLeast => v >= b,
         });
-        Verdict {
-            metric: self.metric,
-            goal: self.describe(),
-            value,
-            bound,
-            ratio,
-            pass,
-        }
+        Verdict { metric: self.metric, goal: self.describe(), value, bound, ratio, pass }
     }
 }
 
@@ -253,62 +229,31 @@ mod tests {
     fn relative_goals_compare_against_the_scaled_reference() {
         let fsync = &goals(64 << 20)[0];
         assert_eq!(fsync.describe(), "<= 0.50x ext4");
-        let v = fsync.evaluate(lookup(&[
-            (TargetKind::Ext4, 1000.0),
-            (TargetKind::Mcfs, 400.0),
-        ]));
-        assert_eq!(
-            (v.pass, v.ratio, v.bound),
-            (Some(true), Some(0.4), Some(500.0))
-        );
-        let v = fsync.evaluate(lookup(&[
-            (TargetKind::Ext4, 1000.0),
-            (TargetKind::Mcfs, 600.0),
-        ]));
+        let v = fsync.evaluate(lookup(&[(TargetKind::Ext4, 1000.0), (TargetKind::Mcfs, 400.0)]));
+        assert_eq!((v.pass, v.ratio, v.bound), (Some(true), Some(0.4), Some(500.0)));
+        let v = fsync.evaluate(lookup(&[(TargetKind::Ext4, 1000.0), (TargetKind::Mcfs, 600.0)]));
         assert_eq!(v.pass, Some(false));
-        let wal_vs_sync = goals(64 << 20)
-            .into_iter()
-            .find(|g| g.bound == Bound::Times(3.0, TargetKind::McfsSync))
-            .unwrap();
-        let v = wal_vs_sync.evaluate(lookup(&[
-            (TargetKind::McfsSync, 100.0),
-            (TargetKind::Mcfs, 299.0),
-        ]));
+        let wal_vs_sync =
+            goals(64 << 20).into_iter().find(|g| g.bound == Bound::Times(3.0, TargetKind::McfsSync)).unwrap();
+        let v = wal_vs_sync.evaluate(lookup(&[(TargetKind::McfsSync, 100.0), (TargetKind::Mcfs, 299.0)]));
         assert_eq!(v.pass, Some(false));
     }
 
     #[test]
     fn missing_values_give_no_verdict_and_no_division_by_zero() {
         let fsync = &goals(64 << 20)[0];
-        assert_eq!(
-            fsync.evaluate(lookup(&[(TargetKind::Mcfs, 1.0)])).pass,
-            None
-        );
-        assert_eq!(
-            fsync.evaluate(lookup(&[(TargetKind::Ext4, 1.0)])).pass,
-            None
-        );
+        assert_eq!(fsync.evaluate(lookup(&[(TargetKind::Mcfs, 1.0)])).pass, None);
+        assert_eq!(fsync.evaluate(lookup(&[(TargetKind::Ext4, 1.0)])).pass, None);
         let v = fsync.evaluate(lookup(&[(TargetKind::Ext4, 0.0), (TargetKind::Mcfs, 0.0)]));
         assert_eq!((v.pass, v.ratio), (Some(true), None));
     }
 
     #[test]
     fn rss_goal_is_cache_size_plus_64_mib() {
-        let rss = goals(64 << 20)
-            .into_iter()
-            .find(|g| g.metric == Metric::PeakRssBytes)
-            .unwrap();
+        let rss = goals(64 << 20).into_iter().find(|g| g.metric == Metric::PeakRssBytes).unwrap();
         assert_eq!(rss.describe(), "<= 128 MiB (cache_size + 64 MiB)");
-        assert_eq!(
-            rss.evaluate(lookup(&[(TargetKind::Mcfs, 128.0 * MIB)]))
-                .pass,
-            Some(true)
-        );
-        assert_eq!(
-            rss.evaluate(lookup(&[(TargetKind::Mcfs, 129.0 * MIB)]))
-                .pass,
-            Some(false)
-        );
+        assert_eq!(rss.evaluate(lookup(&[(TargetKind::Mcfs, 128.0 * MIB)])).pass, Some(true));
+        assert_eq!(rss.evaluate(lookup(&[(TargetKind::Mcfs, 129.0 * MIB)])).pass, Some(false));
     }
 
     #[test]

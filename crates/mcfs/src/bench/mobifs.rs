@@ -19,13 +19,8 @@ pub fn run(target: &mut Target, sizes: &Sizes) -> Result<Outcome, String> {
     let before = target.device_bytes_written()?;
     let path = target.dir.join("mobifs.dat");
     let io = |what: &str, e: std::io::Error| format!("{what} {}: {e}", path.display());
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| io("open", e))?;
+    let file =
+        OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path).map_err(|e| io("open", e))?;
     let mut region = vec![0u8; sizes.mobifs_region_bytes as usize];
     for write in 1..=WRITES {
         // New contents each time, as an app rewriting its state would.
@@ -42,15 +37,9 @@ pub fn run(target: &mut Target, sizes: &Sizes) -> Result<Outcome, String> {
     }
     target.settle()?;
     let after = target.device_bytes_written()?;
-    outcome.sample(
-        Metric::MobifsDeviceBytes,
-        after.saturating_sub(before) as f64,
-    );
+    outcome.sample(Metric::MobifsDeviceBytes, after.saturating_sub(before) as f64);
     outcome.extra("region_bytes", sizes.mobifs_region_bytes);
-    outcome.extra(
-        "app_bytes_written",
-        sizes.mobifs_region_bytes * u64::from(WRITES),
-    );
+    outcome.extra("app_bytes_written", sizes.mobifs_region_bytes * u64::from(WRITES));
     outcome.extra("fsyncs", WRITES / WRITES_PER_FSYNC);
     Ok(outcome)
 }

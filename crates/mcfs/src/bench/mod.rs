@@ -72,13 +72,8 @@ pub enum WorkloadName {
 }
 
 impl WorkloadName {
-    const ALL: [WorkloadName; 5] = [
-        WorkloadName::Fio,
-        WorkloadName::Sqlite,
-        WorkloadName::Mobifs,
-        WorkloadName::Reads,
-        WorkloadName::Rss,
-    ];
+    const ALL: [WorkloadName; 5] =
+        [WorkloadName::Fio, WorkloadName::Sqlite, WorkloadName::Mobifs, WorkloadName::Reads, WorkloadName::Rss];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -148,9 +143,7 @@ impl Sizes {
     /// Each sparse ext4 image: room for the largest workload's files with
     /// mcfs's journal beside them.
     fn image_bytes(&self) -> u64 {
-        let largest = (self.rss_cache_bytes * rss::CACHE_MULTIPLE)
-            .max(self.fio_file_bytes)
-            .max(self.read_file_bytes);
+        let largest = (self.rss_cache_bytes * rss::CACHE_MULTIPLE).max(self.fio_file_bytes).max(self.read_file_bytes);
         (3 * largest + 512 * MIB).next_multiple_of(MIB)
     }
 }
@@ -158,10 +151,7 @@ impl Sizes {
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err(
-            "mcfs bench needs root: it attaches loop devices and mounts ext4, tmpfs and mcfs"
-                .to_string(),
-        );
+        return Err("mcfs bench needs root: it attaches loop devices and mounts ext4, tmpfs and mcfs".to_string());
     }
     let workloads = chosen(&args.workloads, &WorkloadName::ALL);
     let target_kinds = chosen(&args.targets, &TargetKind::ALL);
@@ -172,36 +162,19 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     cmd::require_tools(&tools)?;
     let mcfs_bin = match &args.mcfs_bin {
         Some(bin) => bin.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot find the mcfs binary itself: {e}"))?,
+        None => std::env::current_exe().map_err(|e| format!("cannot find the mcfs binary itself: {e}"))?,
     };
-    let mut sizes = if args.quick {
-        Sizes::quick()
-    } else {
-        Sizes::full()
-    };
+    let mut sizes = if args.quick { Sizes::quick() } else { Sizes::full() };
     if let Some(mib) = args.cache_mib {
         sizes.rss_cache_bytes = mib * MIB;
     }
-    let seed = args
-        .seed
-        .or_else(|| std::env::var("MCFS_SEED").ok()?.parse().ok())
-        .unwrap_or(1);
+    let seed = args.seed.or_else(|| std::env::var("MCFS_SEED").ok()?.parse().ok()).unwrap_or(1);
     let scratch_parent = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
     let scratch = tempfile::Builder::new()
         .prefix("mcfs-bench-")
         .tempdir_in(&scratch_parent)
-        .map_err(|e| {
-            format!(
-                "cannot create a scratch directory in {}: {e}",
-                scratch_parent.display()
-            )
-        })?;
-    let env = TargetEnv {
-        scratch: scratch.path(),
-        image_bytes: sizes.image_bytes(),
-        mcfs_bin: &mcfs_bin,
-    };
+        .map_err(|e| format!("cannot create a scratch directory in {}: {e}", scratch_parent.display()))?;
+    let env = TargetEnv { scratch: scratch.path(), image_bytes: sizes.image_bytes(), mcfs_bin: &mcfs_bin };
     let context = json!({
         "machine": machine::describe(scratch.path()),
         "command": std::env::args().collect::<Vec<_>>(),
@@ -218,61 +191,37 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
 
     let plan: Vec<(WorkloadName, TargetKind)> = workloads
         .iter()
-        .flat_map(|&w| {
-            target_kinds
-                .iter()
-                .filter(move |&&t| w.applies_to(t))
-                .map(move |&t| (w, t))
-        })
+        .flat_map(|&w| target_kinds.iter().filter(move |&&t| w.applies_to(t)).map(move |&t| (w, t)))
         .collect();
     let mut cells = Vec::new();
     for (n, &(workload, target)) in plan.iter().enumerate() {
-        eprint!(
-            "mcfs bench: [{}/{}] {} on {} ... ",
-            n + 1,
-            plan.len(),
-            workload.name(),
-            target.name()
-        );
+        eprint!("mcfs bench: [{}/{}] {} on {} ... ", n + 1, plan.len(), workload.name(), target.name());
         let start = Instant::now();
         let result = run_cell(workload, target, &env, &sizes, seed);
         match &result {
             Ok(_) => eprintln!("done in {:.1} s", start.elapsed().as_secs_f64()),
             Err(e) => eprintln!("FAILED: {e}"),
         }
-        cells.push(Cell {
-            workload,
-            target,
-            result,
-        });
+        cells.push(Cell { workload, target, result });
     }
 
     let verdicts = report::verdicts(&cells, &metrics::goals(sizes.rss_cache_bytes));
     print!("{}", report::render_table(&cells, &target_kinds, &verdicts));
     if let Some(path) = &args.json {
         let doc = report::to_json(&cells, &verdicts, context);
-        let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| format!("cannot encode the results: {e}"))?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| format!("cannot encode the results: {e}"))?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     let failed = cells.iter().filter(|c| c.result.is_err()).count();
     if failed > 0 {
-        return Err(format!(
-            "{failed} of {} measurements failed (see Errors above)",
-            cells.len()
-        ));
+        return Err(format!("{failed} of {} measurements failed (see Errors above)", cells.len()));
     }
     Ok(())
 }
 
 /// The selection in a stable order, or everything when nothing was named.
 fn chosen<T: Copy + Ord>(named: &[T], all: &[T]) -> Vec<T> {
-    let mut list = if named.is_empty() {
-        all.to_vec()
-    } else {
-        named.to_vec()
-    };
+    let mut list = if named.is_empty() { all.to_vec() } else { named.to_vec() };
     list.sort();
     list.dedup();
     list
@@ -314,31 +263,15 @@ mod tests {
 
     #[test]
     fn selections_parse_as_comma_lists() {
-        let cli = Cli::try_parse_from([
-            "bench",
-            "--workloads",
-            "sqlite,fio",
-            "--targets",
-            "mcfs-sync,ext4",
-            "--quick",
-        ])
-        .unwrap();
-        assert_eq!(
-            chosen(&cli.bench.workloads, &WorkloadName::ALL),
-            [WorkloadName::Fio, WorkloadName::Sqlite]
-        );
-        assert_eq!(
-            chosen(&cli.bench.targets, &TargetKind::ALL),
-            [TargetKind::Ext4, TargetKind::McfsSync]
-        );
+        let cli = Cli::try_parse_from(["bench", "--workloads", "sqlite,fio", "--targets", "mcfs-sync,ext4", "--quick"])
+            .unwrap();
+        assert_eq!(chosen(&cli.bench.workloads, &WorkloadName::ALL), [WorkloadName::Fio, WorkloadName::Sqlite]);
+        assert_eq!(chosen(&cli.bench.targets, &TargetKind::ALL), [TargetKind::Ext4, TargetKind::McfsSync]);
         assert!(cli.bench.quick);
         assert!(Cli::try_parse_from(["bench", "--workloads", "fio,nope"]).is_err());
         assert!(Cli::try_parse_from(["bench", "--cache-mib", "0"]).is_err());
         let all = Cli::try_parse_from(["bench"]).unwrap();
-        assert_eq!(
-            chosen(&all.bench.workloads, &WorkloadName::ALL),
-            WorkloadName::ALL
-        );
+        assert_eq!(chosen(&all.bench.workloads, &WorkloadName::ALL), WorkloadName::ALL);
     }
 
     #[test]
@@ -347,9 +280,7 @@ mod tests {
         assert!(WorkloadName::Mobifs.applies_to(TargetKind::McfsSync));
         assert!(!WorkloadName::Rss.applies_to(TargetKind::Ext4));
         assert!(WorkloadName::Rss.applies_to(TargetKind::Mcfs));
-        assert!(TargetKind::ALL
-            .iter()
-            .all(|&t| WorkloadName::Fio.applies_to(t)));
+        assert!(TargetKind::ALL.iter().all(|&t| WorkloadName::Fio.applies_to(t)));
     }
 
     #[test]

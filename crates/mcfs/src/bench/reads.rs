@@ -31,8 +31,7 @@ pub fn run(dir: &Path, sizes: &Sizes, seed: u64) -> Result<Outcome, String> {
     let start = Instant::now();
     let mut seq_bytes = 0u64;
     while start.elapsed() < limit {
-        seq_bytes +=
-            read_sequentially(&file, size, &mut buf).map_err(|e| io("sequential read", e))?;
+        seq_bytes += read_sequentially(&file, size, &mut buf).map_err(|e| io("sequential read", e))?;
     }
     let seq_rate = seq_bytes as f64 / start.elapsed().as_secs_f64() / 1e6;
 
@@ -44,8 +43,7 @@ pub fn run(dir: &Path, sizes: &Sizes, seed: u64) -> Result<Outcome, String> {
     while start.elapsed() < limit {
         for _ in 0..RAND_BATCH {
             let offset = rng.gen_range(0..blocks) * RAND_REQUEST as u64;
-            file.read_exact_at(block, offset)
-                .map_err(|e| io("random read", e))?;
+            file.read_exact_at(block, offset).map_err(|e| io("random read", e))?;
         }
         rand_bytes += u64::from(RAND_BATCH) * RAND_REQUEST as u64;
     }
@@ -61,11 +59,7 @@ pub fn run(dir: &Path, sizes: &Sizes, seed: u64) -> Result<Outcome, String> {
 }
 
 fn write_file(path: &Path, size: u64) -> std::io::Result<()> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(path)?;
+    let file = OpenOptions::new().create(true).truncate(true).write(true).open(path)?;
     let mut chunk = vec![0u8; SEQ_REQUEST];
     for (n, offset) in (0..size).step_by(SEQ_REQUEST).enumerate() {
         chunk.fill(n as u8 | 1);
@@ -89,28 +83,12 @@ mod tests {
     #[test]
     fn reads_report_positive_rates_over_whole_passes() {
         let dir = tempfile::tempdir().unwrap();
-        let sizes = Sizes {
-            read_file_bytes: 4 << 20,
-            read_seconds: 0.05,
-            ..Sizes::quick()
-        };
+        let sizes = Sizes { read_file_bytes: 4 << 20, read_seconds: 0.05, ..Sizes::quick() };
         let outcome = run(dir.path(), &sizes, 7).unwrap();
         assert_eq!(outcome.samples.len(), 2);
-        assert!(
-            outcome
-                .samples
-                .iter()
-                .all(|(_, v)| *v > 0.0 && v.is_finite()),
-            "{:?}",
-            outcome.samples
-        );
+        assert!(outcome.samples.iter().all(|(_, v)| *v > 0.0 && v.is_finite()), "{:?}", outcome.samples);
         let seq = outcome.extras["seq_bytes_read"].as_u64().unwrap();
         assert!(seq > 0 && seq.is_multiple_of(4 << 20), "{seq}");
-        assert_eq!(
-            std::fs::metadata(dir.path().join("reads.dat"))
-                .unwrap()
-                .len(),
-            4 << 20
-        );
+        assert_eq!(std::fs::metadata(dir.path().join("reads.dat")).unwrap().len(), 4 << 20);
     }
 }

@@ -18,17 +18,11 @@ pub fn run(target: &Target, sizes: &Sizes) -> Result<Outcome, String> {
     let total = sizes.rss_cache_bytes * CACHE_MULTIPLE;
     let path = target.dir.join("rss.dat");
     let io = |what: &str, e: std::io::Error| format!("{what} {}: {e}", path.display());
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| io("open", e))?;
+    let file = OpenOptions::new().create(true).truncate(true).write(true).open(&path).map_err(|e| io("open", e))?;
     let mut chunk = vec![0u8; CHUNK];
     for (n, offset) in (0..total).step_by(CHUNK).enumerate() {
         chunk.fill(n as u8 | 1);
-        file.write_all_at(&chunk, offset)
-            .map_err(|e| io("write", e))?;
+        file.write_all_at(&chunk, offset).map_err(|e| io("write", e))?;
     }
     file.sync_all().map_err(|e| io("fsync", e))?;
     drop(file);

@@ -30,12 +30,7 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
-    pub const ALL: [TargetKind; 4] = [
-        TargetKind::Ext4,
-        TargetKind::Tmpfs,
-        TargetKind::Mcfs,
-        TargetKind::McfsSync,
-    ];
+    pub const ALL: [TargetKind; 4] = [TargetKind::Ext4, TargetKind::Tmpfs, TargetKind::Mcfs, TargetKind::McfsSync];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -82,32 +77,15 @@ pub struct Target {
 impl Target {
     /// Sets up `kind` in a new directory under `env.scratch`. For mcfs,
     /// `cache_size` goes into the config (the engine default otherwise).
-    pub fn set_up(
-        kind: TargetKind,
-        env: &TargetEnv,
-        cache_size: Option<u64>,
-    ) -> Result<Target, String> {
+    pub fn set_up(kind: TargetKind, env: &TargetEnv, cache_size: Option<u64>) -> Result<Target, String> {
         let root = tempfile::Builder::new()
             .prefix(&format!("{}-", kind.name()))
             .tempdir_in(env.scratch)
-            .map_err(|e| {
-                format!(
-                    "cannot create a scratch directory in {}: {e}",
-                    env.scratch.display()
-                )
-            })?;
+            .map_err(|e| format!("cannot create a scratch directory in {}: {e}", env.scratch.display()))?;
         let mnt = make_dir(root.path(), "mnt")?;
         if kind == TargetKind::Tmpfs {
             let mount = Mount::attach("tmpfs", &mnt, "tmpfs", "size=4g")?;
-            return Ok(Target {
-                kind,
-                dir: mnt,
-                mcfs: None,
-                mount: Some(mount),
-                device: None,
-                device_fs: None,
-                root,
-            });
+            return Ok(Target { kind, dir: mnt, mcfs: None, mount: Some(mount), device: None, device_fs: None, root });
         }
         let device = LoopDevice::with_new_ext4(&root.path().join("ext4.img"), env.image_bytes)?;
         let mount = Mount::attach(&device.path.to_string_lossy(), &mnt, "ext4", "defaults")?;
@@ -124,15 +102,9 @@ impl Target {
         if kind.is_mcfs() {
             // The config lives beside the image, off the measured device.
             let config = target.root.path().join("mcfs.toml");
-            fs::write(&config, mcfs_config(kind, cache_size))
-                .map_err(|e| format!("{}: {e}", config.display()))?;
+            fs::write(&config, mcfs_config(kind, cache_size)).map_err(|e| format!("{}: {e}", config.display()))?;
             let mountpoint = make_dir(target.root.path(), "mcfs")?;
-            target.mcfs = Some(McfsMount::attach(
-                env.mcfs_bin,
-                &config,
-                &target.dir,
-                &mountpoint,
-            )?);
+            target.mcfs = Some(McfsMount::attach(env.mcfs_bin, &config, &target.dir, &mountpoint)?);
             target.dir = mountpoint;
         }
         Ok(target)
@@ -140,10 +112,7 @@ impl Target {
 
     /// Bytes the target's block device has written since it was attached.
     pub fn device_bytes_written(&self) -> Result<u64, String> {
-        let device = self
-            .device
-            .as_ref()
-            .ok_or_else(|| format!("{} has no block device", self.kind.name()))?;
+        let device = self.device.as_ref().ok_or_else(|| format!("{} has no block device", self.kind.name()))?;
         device.bytes_written()
     }
 
@@ -165,11 +134,7 @@ impl Target {
         let dir = File::open(root).map_err(|e| format!("{}: {e}", root.display()))?;
         // SAFETY: syncfs on a descriptor we own; no memory is passed.
         if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
-            return Err(format!(
-                "syncfs {}: {}",
-                root.display(),
-                std::io::Error::last_os_error()
-            ));
+            return Err(format!("syncfs {}: {}", root.display(), std::io::Error::last_os_error()));
         }
         Ok(())
     }
@@ -185,10 +150,7 @@ impl Target {
     }
 
     fn live_mcfs(&self) -> Result<&McfsMount, String> {
-        self.mcfs
-            .as_ref()
-            .filter(|m| m.mounted)
-            .ok_or_else(|| format!("{} is not a mounted mcfs", self.kind.name()))
+        self.mcfs.as_ref().filter(|m| m.mounted).ok_or_else(|| format!("{} is not a mounted mcfs", self.kind.name()))
     }
 
     /// Undoes the set-up and reports the first thing that failed (Drop would
@@ -209,11 +171,7 @@ impl Target {
 }
 
 fn mcfs_config(kind: TargetKind, cache_size: Option<u64>) -> String {
-    let mode = if kind == TargetKind::McfsSync {
-        "sync"
-    } else {
-        "memory"
-    };
+    let mode = if kind == TargetKind::McfsSync { "sync" } else { "memory" };
     let mut text = format!("mode = \"{mode}\"\n");
     if let Some(bytes) = cache_size {
         text.push_str(&format!("cache_size = {bytes}\n"));
@@ -235,10 +193,8 @@ struct LoopDevice {
 
 impl LoopDevice {
     fn with_new_ext4(image: &Path, bytes: u64) -> Result<LoopDevice, String> {
-        let file =
-            File::create(image).map_err(|e| format!("cannot create {}: {e}", image.display()))?;
-        file.set_len(bytes)
-            .map_err(|e| format!("cannot size {} to {bytes} bytes: {e}", image.display()))?;
+        let file = File::create(image).map_err(|e| format!("cannot create {}: {e}", image.display()))?;
+        file.set_len(bytes).map_err(|e| format!("cannot size {} to {bytes} bytes: {e}", image.display()))?;
         drop(file);
         // Initialise inode tables and journal now: ext4's lazy initialiser
         // would otherwise write in the background during the measurements.
@@ -254,34 +210,17 @@ impl LoopDevice {
         )?;
         // Direct I/O: the loop device then behaves like a disk, without a
         // second copy of every block in the host page cache.
-        let out = cmd::run(
-            "losetup",
-            [
-                "--find".as_ref(),
-                "--show".as_ref(),
-                "--direct-io=on".as_ref(),
-                image.as_os_str(),
-            ],
-        )?;
+        let out =
+            cmd::run("losetup", ["--find".as_ref(), "--show".as_ref(), "--direct-io=on".as_ref(), image.as_os_str()])?;
         let path = PathBuf::from(out.trim());
         if !path.to_string_lossy().starts_with("/dev/loop") {
-            return Err(format!(
-                "losetup printed an unexpected device name: {:?}",
-                out.trim()
-            ));
+            return Err(format!("losetup printed an unexpected device name: {:?}", out.trim()));
         }
-        Ok(LoopDevice {
-            path,
-            attached: true,
-        })
+        Ok(LoopDevice { path, attached: true })
     }
 
     fn stat_path(&self) -> PathBuf {
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_default();
+        let name = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
         Path::new("/sys/block").join(name).join("stat")
     }
 
@@ -325,19 +264,9 @@ impl Mount {
     fn attach(source: &str, dir: &Path, fs_type: &str, options: &str) -> Result<Mount, String> {
         cmd::run(
             "mount",
-            [
-                "-t".as_ref(),
-                fs_type.as_ref(),
-                "-o".as_ref(),
-                options.as_ref(),
-                source.as_ref(),
-                dir.as_os_str(),
-            ],
+            ["-t".as_ref(), fs_type.as_ref(), "-o".as_ref(), options.as_ref(), source.as_ref(), dir.as_os_str()],
         )?;
-        Ok(Mount {
-            dir: dir.to_path_buf(),
-            mounted: true,
-        })
+        Ok(Mount { dir: dir.to_path_buf(), mounted: true })
     }
 
     /// A file closed a moment ago can keep the mount busy briefly; retry,
@@ -377,28 +306,12 @@ struct McfsMount {
 }
 
 impl McfsMount {
-    fn attach(
-        bin: &Path,
-        config: &Path,
-        backing: &Path,
-        mountpoint: &Path,
-    ) -> Result<McfsMount, String> {
+    fn attach(bin: &Path, config: &Path, backing: &Path, mountpoint: &Path) -> Result<McfsMount, String> {
         cmd::run(
             bin,
-            [
-                "mount".as_ref(),
-                "--config".as_ref(),
-                config.as_os_str(),
-                backing.as_os_str(),
-                mountpoint.as_os_str(),
-            ],
+            ["mount".as_ref(), "--config".as_ref(), config.as_os_str(), backing.as_os_str(), mountpoint.as_os_str()],
         )
-        .map_err(|e| {
-            format!(
-                "{e} (daemon log: {})",
-                backing.join(".mcfs/mcfs.log").display()
-            )
-        })?;
+        .map_err(|e| format!("{e} (daemon log: {})", backing.join(".mcfs/mcfs.log").display()))?;
         Ok(McfsMount {
             bin: bin.to_path_buf(),
             backing: backing.to_path_buf(),
@@ -408,31 +321,18 @@ impl McfsMount {
     }
 
     fn stats(&self) -> Result<serde_json::Value, String> {
-        let text = cmd::run(
-            &self.bin,
-            [
-                "stat".as_ref(),
-                "--json".as_ref(),
-                self.mountpoint.as_os_str(),
-            ],
-        )?;
-        serde_json::from_str(&text)
-            .map_err(|e| format!("mcfs stat --json printed something that is not JSON: {e}"))
+        let text = cmd::run(&self.bin, ["stat".as_ref(), "--json".as_ref(), self.mountpoint.as_os_str()])?;
+        serde_json::from_str(&text).map_err(|e| format!("mcfs stat --json printed something that is not JSON: {e}"))
     }
 
     /// From `mcfs stat --json` if it reports a pid, else the process whose
     /// command line is `… mount … MOUNTPOINT` (what `pgrep -f` would find).
     fn daemon_pid(&self) -> Result<u32, String> {
         if let Some(pid) = self.stats().ok().and_then(|s| s.get("pid")?.as_u64()) {
-            return u32::try_from(pid)
-                .map_err(|_| format!("mcfs stat reported an impossible pid {pid}"));
+            return u32::try_from(pid).map_err(|_| format!("mcfs stat reported an impossible pid {pid}"));
         }
-        find_mount_process(&self.mountpoint).ok_or_else(|| {
-            format!(
-                "no process with `mount … {}` on its command line",
-                self.mountpoint.display()
-            )
-        })
+        find_mount_process(&self.mountpoint)
+            .ok_or_else(|| format!("no process with `mount … {}` on its command line", self.mountpoint.display()))
     }
 
     /// `mcfs umount` checkpoints and waits for the daemon to exit; if that
@@ -445,13 +345,9 @@ impl McfsMount {
         match cmd::run(&self.bin, ["umount".as_ref(), self.mountpoint.as_os_str()]) {
             Ok(_) => Ok(()),
             Err(e) => {
-                let detached =
-                    cmd::run("umount", ["-l".as_ref(), self.mountpoint.as_os_str()]).is_ok();
+                let detached = cmd::run("umount", ["-l".as_ref(), self.mountpoint.as_os_str()]).is_ok();
                 let log = self.backing.join(".mcfs/mcfs.log");
-                Err(format!(
-                    "{e} (lazily detached: {detached}; daemon log: {})",
-                    log.display()
-                ))
+                Err(format!("{e} (lazily detached: {detached}; daemon log: {})", log.display()))
             }
         }
     }
@@ -481,9 +377,7 @@ fn find_mount_process(mountpoint: &Path) -> Option<u32> {
 pub fn peak_rss_bytes(pid: u32) -> Result<u64, String> {
     let path = format!("/proc/{pid}/status");
     let text = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-    status_field_kib(&text, "VmHWM")
-        .map(|kib| kib * 1024)
-        .ok_or_else(|| format!("{path}: no VmHWM line"))
+    status_field_kib(&text, "VmHWM").map(|kib| kib * 1024).ok_or_else(|| format!("{path}: no VmHWM line"))
 }
 
 fn status_field_kib(status: &str, field: &str) -> Option<u64> {
@@ -522,22 +416,14 @@ mod tests {
     #[test]
     fn config_sets_mode_and_cache_size() {
         assert_eq!(mcfs_config(TargetKind::McfsSync, None), "mode = \"sync\"\n");
-        assert_eq!(
-            mcfs_config(TargetKind::Mcfs, Some(4096)),
-            "mode = \"memory\"\ncache_size = 4096\n"
-        );
+        assert_eq!(mcfs_config(TargetKind::Mcfs, Some(4096)), "mode = \"memory\"\ncache_size = 4096\n");
     }
 
     #[test]
     fn a_process_is_found_by_its_mount_arguments() {
         // `read` keeps sh itself (not an exec'd child) alive until killed.
         let mut child = std::process::Command::new("sh")
-            .args([
-                "-c",
-                "read _line; :",
-                "mount",
-                "/tmp/mcfs-bench-test-mountpoint",
-            ])
+            .args(["-c", "read _line; :", "mount", "/tmp/mcfs-bench-test-mountpoint"])
             .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -553,9 +439,6 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(found, Some(child.id()));
-        assert_eq!(
-            find_mount_process(Path::new("/tmp/mcfs-bench-no-such-mountpoint")),
-            None
-        );
+        assert_eq!(find_mount_process(Path::new("/tmp/mcfs-bench-no-such-mountpoint")), None);
     }
 }
