@@ -67,7 +67,7 @@ impl Engine {
             (batch, live, skip)
         };
         let journal_before = journal.bytes_written();
-        let mut tree = self.tree.read().clone();
+        let mut tree = self.tree.read().latest().clone();
         let seq = self.counters.lock().checkpoints + 1;
         let still_live = |ino: Ino| live.contains(&ino);
         let mut compiler = Compiler {
@@ -85,14 +85,14 @@ impl Engine {
             }
             return Err(self.failed("writing the journal", &e));
         }
-        let applied = {
-            let mut committed = self.tree.write();
-            let r = journal.apply(&mut || {});
-            // The transaction is durable: if apply failed, recovery or the
-            // next checkpoint finishes it, so the tree moves on either way.
-            *committed = tree;
-            r
-        };
+        // Readers keep going during the apply except for inodes it moves.
+        self.tree.write().after = Some(tree);
+        let applied = journal.apply(&mut std::thread::yield_now);
+        // The transaction is durable: if apply failed, recovery or the next
+        // checkpoint finishes it, so the tree moves on either way.
+        let mut committed = self.tree.write();
+        committed.before = committed.after.take().expect("set above");
+        drop(committed);
         let flushed = journal.bytes_written() - journal_before + applied.as_ref().map_or(0, |r| r.data_bytes);
         let mut c = self.counters.lock();
         c.journal_bytes += journal.bytes_written() - journal_before;
@@ -121,10 +121,7 @@ impl Engine {
         if !journal.has_committed() {
             return Ok(());
         }
-        let report = {
-            let _committed = self.tree.write();
-            journal.apply(&mut || {})
-        };
+        let report = journal.apply(&mut std::thread::yield_now);
         match report {
             Ok(r) => {
                 let batch = std::mem::take(&mut *self.unapplied.lock());
@@ -150,7 +147,8 @@ impl Engine {
     /// Deletes orphans (unlinked files kept while open) nobody uses any more.
     fn delete_dead_orphans(&self) -> FsResult<()> {
         let dead: Vec<Ino> = std::mem::take(&mut self.state.lock().dead_orphans);
-        let mut tree = self.tree.write();
+        let mut committed = self.tree.write();
+        let tree = &mut committed.before;
         for ino in dead {
             if let Some(path) = tree.path(ino).filter(|_| tree.is_orphan(ino)) {
                 match self.backend.remove_file(&path) {
@@ -242,7 +240,7 @@ impl Engine {
     pub fn shutdown(&self) -> FsResult<()> {
         self.run_checkpoint(Trigger::Everything)?;
         let mut st = self.state.lock();
-        let orphans: Vec<Ino> = st.inodes.keys().copied().filter(|i| self.tree.read().is_orphan(*i)).collect();
+        let orphans: Vec<Ino> = st.inodes.keys().copied().filter(|i| self.tree.read().latest().is_orphan(*i)).collect();
         st.dead_orphans.extend(orphans);
         drop(st);
         self.delete_dead_orphans()?;

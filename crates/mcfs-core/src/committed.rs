@@ -1,8 +1,12 @@
 //! Where each inode is in the backing store as of the last commit: the
 //! checkpointer turns inode numbers in write logs into backing paths with it,
-//! and cache misses read file data through it. It is changed only while the
-//! backing store is locked for a checkpoint, so a reader never sees a path
-//! the backing store does not have.
+//! and cache misses read file data through it.
+//!
+//! While a checkpoint applies a transaction in place, `Committed` holds the
+//! tree before and after it. A reader may use a path that is the same in
+//! both (the transaction does not move that inode, and the pages it writes
+//! are pinned in the cache, so the reader never sees them half-written);
+//! only an inode the transaction moves has to wait for the apply to end.
 
 use crate::types::{Ino, ROOT_INO};
 use crate::STATE_DIR;
@@ -98,6 +102,43 @@ impl CommittedTree {
     }
 }
 
+/// The transaction being applied moves this inode: wait for it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Moving;
+
+#[derive(Default)]
+pub struct Committed {
+    /// The tree the backing store has (before the transaction in flight).
+    pub before: CommittedTree,
+    /// While a transaction is applied: the tree it leads to.
+    pub after: Option<CommittedTree>,
+}
+
+impl Committed {
+    /// The tree as of the newest durable commit.
+    pub fn latest(&self) -> &CommittedTree {
+        self.after.as_ref().unwrap_or(&self.before)
+    }
+
+    /// A backing path for reading `ino` that is valid throughout the apply
+    /// in flight; `Ok(None)` if the inode is not in the backing store.
+    pub fn stable_path(&self, ino: Ino) -> Result<Option<PathBuf>, Moving> {
+        let before = self.before.path(ino);
+        match &self.after {
+            Some(after) if after.path(ino) != before => Err(Moving),
+            _ => Ok(before),
+        }
+    }
+
+    /// Records a name found in the backing store (in both trees).
+    pub fn add_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) {
+        self.before.add_link(ino, parent, name);
+        if let Some(after) = &mut self.after {
+            after.add_link(ino, parent, name);
+        }
+    }
+}
+
 pub fn orphan_path(ino: Ino) -> PathBuf {
     PathBuf::from(STATE_DIR).join(ORPHAN_DIR).join(ino.to_string())
 }
@@ -120,6 +161,20 @@ mod tests {
         assert_eq!(t.path(3), None);
         t.make_orphan(3);
         assert_eq!(t.path(3), Some(PathBuf::from(".mcfs/orphans/3")));
+    }
+
+    #[test]
+    fn readers_wait_only_for_inodes_the_transaction_moves() {
+        let mut c = Committed::default();
+        c.add_link(2, ROOT_INO, OsStr::new("a"));
+        c.add_link(3, ROOT_INO, OsStr::new("b"));
+        let mut after = c.before.clone();
+        after.remove_link(2, ROOT_INO, OsStr::new("a"));
+        after.add_link(2, ROOT_INO, OsStr::new("z"));
+        c.after = Some(after);
+        assert_eq!(c.stable_path(2), Err(Moving));
+        assert_eq!(c.stable_path(3), Ok(Some(PathBuf::from("b"))));
+        assert_eq!(c.latest().path(2), Some(PathBuf::from("z")));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use crate::backend::Backend;
 use crate::checkpoint::{CheckpointCounters, Trigger};
 use crate::clock::Clock;
-use crate::committed::CommittedTree;
+use crate::committed::Committed;
 use crate::config::{Config, SyncMode};
 use crate::inode::Inode;
 use crate::journal::{self, Journal};
@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 pub struct Engine {
     pub(crate) state: Mutex<State>,
-    pub(crate) tree: RwLock<CommittedTree>,
+    pub(crate) tree: RwLock<Committed>,
     pub(crate) backend: Arc<dyn Backend>,
     pub(crate) clock: Arc<dyn Clock>,
     /// The journal; holding it is holding the right to checkpoint.
@@ -68,7 +68,7 @@ impl Engine {
         state.inodes.get_mut(&ROOT_INO).expect("root").app = app;
         Ok(Engine {
             state: Mutex::new(state),
-            tree: RwLock::new(CommittedTree::default()),
+            tree: RwLock::new(Committed::default()),
             backend,
             clock,
             journal: Mutex::new(journal),
@@ -597,7 +597,7 @@ impl Engine {
             return Ok(());
         }
         let mut map = std::collections::BTreeMap::new();
-        let path = self.tree.read().path(ino);
+        let path = self.store().stable_path(ino)?;
         if let Some(path) = path {
             for name in self.backend.list_xattr(&path)? {
                 if let Some(v) = self.backend.get_xattr(&path, &name)? {

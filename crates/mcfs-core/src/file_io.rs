@@ -139,8 +139,7 @@ fn read_backing_page(store: &Store, inode: &Inode, ino: Ino, idx: u64) -> FsResu
     let valid = inode.backing_valid_len.min(inode.attr.size);
     if start < valid {
         let want = (valid - start).min(PAGE_SIZE) as usize;
-        let tree = store.tree.read();
-        if let Some(path) = tree.path(ino) {
+        if let Some(path) = store.stable_path(ino)? {
             let mut got = 0;
             while got < want {
                 let n = store.backend.read_at(&path, start + got as u64, &mut buf[got..want])?;

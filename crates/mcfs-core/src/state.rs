@@ -10,7 +10,8 @@
 use crate::apps::Apps;
 use crate::backend::{Backend, BackendAttr};
 use crate::cache::Cache;
-use crate::committed::CommittedTree;
+use crate::committed::{Committed, Moving};
+use std::path::PathBuf;
 use crate::config::{Config, SyncMode};
 use crate::inode::Inode;
 use crate::types::*;
@@ -41,7 +42,20 @@ pub struct State {
 /// What loading from the backing store needs.
 pub struct Store<'a> {
     pub backend: &'a dyn Backend,
-    pub tree: &'a RwLock<CommittedTree>,
+    pub tree: &'a RwLock<Committed>,
+}
+
+impl Store<'_> {
+    /// The backing path to read an inode from; waits while a checkpoint in
+    /// flight moves it (see `committed`).
+    pub fn stable_path(&self, ino: Ino) -> FsResult<Option<PathBuf>> {
+        loop {
+            match self.tree.read().stable_path(ino) {
+                Ok(path) => return Ok(path),
+                Err(Moving) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        }
+    }
 }
 
 impl State {
@@ -123,8 +137,8 @@ impl State {
         if inode.children.is_some() {
             return Ok(());
         }
+        let path = store.stable_path(dir)?.ok_or(Errno::EIO)?;
         let mut tree = store.tree.write();
-        let path = tree.path(dir).ok_or(Errno::EIO)?;
         let listing = store.backend.list_dir(&path)?;
         let mut children = std::collections::BTreeMap::new();
         for (name, _) in listing {
@@ -234,7 +248,7 @@ impl State {
 
     /// Bookkeeping once a batch of VCTs is durable and applied: their pages
     /// become clean, their truncates stop hiding backing data.
-    pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<CommittedTree>) {
+    pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>) {
         let mut touched = Vec::new();
         let total: u64 = batch.iter().map(|v| v.bytes).sum::<u64>().max(1);
         for vct in batch {
@@ -270,14 +284,14 @@ impl State {
     }
 
     /// Forgets an inode nothing refers to any more.
-    pub fn drop_if_unreferenced(&mut self, ino: Ino, tree: &RwLock<CommittedTree>) {
+    pub fn drop_if_unreferenced(&mut self, ino: Ino, tree: &RwLock<Committed>) {
         let Some(inode) = self.inodes.get(&ino) else { return };
         if ino == ROOT_INO || !inode.unreferenced() || inode.pages.values().any(|p| p.pins > 0) {
             return;
         }
         let mut inode = self.inodes.remove(&ino).expect("present");
         self.cache.remove_from(&mut inode.pages, 0);
-        if tree.read().is_orphan(ino) {
+        if tree.read().latest().is_orphan(ino) {
             self.dead_orphans.push(ino);
         }
     }
