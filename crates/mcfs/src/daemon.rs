@@ -44,6 +44,7 @@ struct Running {
 /// Runs the daemon; returns its exit status. Must be called while the
 /// process has one thread (it blocks the stop signals for all threads).
 pub fn serve(mut plan: MountPlan, fuse: FuseSettings, report: StartupReport) -> i32 {
+    limit_malloc_arenas();
     if let Err(e) = plan.lock.record_pid() {
         tracing::warn!("cannot record the pid in the lock file: {e}");
     }
@@ -248,5 +249,16 @@ impl Running {
         };
         self.control.close(CONTROL_DRAIN_WAIT);
         status
+    }
+}
+
+/// glibc gives each thread its own heap arena and keeps freed cache pages in
+/// them, so the daemon's RSS grew well past `cache_size` (measured in
+/// docs/BENCHMARKS.md). Two arenas keep it close to the cache bound.
+fn limit_malloc_arenas() {
+    // SAFETY: mallopt only changes allocator tuning; called before the
+    // daemon starts its threads.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }

@@ -92,16 +92,18 @@ impl Metric {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// Three significant digits at most, never more than the value needs to
-/// stay distinguishable from zero (small ratios like 0.00048 stay visible).
+/// About three significant digits (a ratio of 0.253 must not read as the
+/// 0.25 it misses); tiny values keep two, so 0.00048 stays visible.
 pub fn format_number(v: f64) -> String {
     let magnitude = v.abs();
     if magnitude >= 100.0 {
         format!("{v:.0}")
     } else if magnitude >= 10.0 {
         format!("{v:.1}")
-    } else if magnitude >= 0.1 || magnitude == 0.0 || !v.is_finite() {
+    } else if magnitude >= 1.0 || magnitude == 0.0 || !v.is_finite() {
         format!("{v:.2}")
+    } else if magnitude >= 0.1 {
+        format!("{v:.3}")
     } else {
         let decimals = (1 - magnitude.log10().floor() as i32).clamp(2, 9) as usize;
         format!("{v:.decimals$}")
@@ -190,7 +192,7 @@ impl Goal {
         };
         match self.bound {
             Bound::Times(factor, reference) => {
-                format!("{cmp} {}x {}", format_number(factor), reference.name())
+                format!("{cmp} {factor}x {}", reference.name())
             }
             Bound::Absolute(limit, why) => {
                 format!("{cmp} {} {} ({why})", self.metric.format(limit), self.metric.unit())
@@ -228,7 +230,7 @@ mod tests {
     #[test]
     fn relative_goals_compare_against_the_scaled_reference() {
         let fsync = &goals(64 << 20)[0];
-        assert_eq!(fsync.describe(), "<= 0.50x ext4");
+        assert_eq!(fsync.describe(), "<= 0.5x ext4");
         let v = fsync.evaluate(lookup(&[(TargetKind::Ext4, 1000.0), (TargetKind::Mcfs, 400.0)]));
         assert_eq!((v.pass, v.ratio, v.bound), (Some(true), Some(0.4), Some(500.0)));
         let v = fsync.evaluate(lookup(&[(TargetKind::Ext4, 1000.0), (TargetKind::Mcfs, 600.0)]));
@@ -260,7 +262,8 @@ mod tests {
     fn values_are_shown_in_display_units() {
         assert_eq!(Metric::MobifsDeviceBytes.format(8.0 * MIB), "8.00");
         assert_eq!(Metric::FsyncP50Us.format(1234.4), "1234");
-        assert_eq!(format_number(0.25), "0.25");
+        assert_eq!(format_number(0.2527), "0.253");
+        assert_eq!(format_number(2.929), "2.93");
         assert_eq!(format_number(0.055), "0.055");
         assert_eq!(format_number(0.00048), "0.00048");
         assert_eq!(format_number(0.0), "0.00");

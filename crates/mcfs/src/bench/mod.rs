@@ -49,6 +49,10 @@ pub struct BenchArgs {
     /// [default: $TMPDIR or /tmp]. Put it on a disk: ext4 images on tmpfs measure memory.
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
+    /// A TOML line added to both mcfs configs, e.g. 'max_stale_bytes = 268435456' (repeatable;
+    /// `mode` is set by the target, `cache_size` by --cache-mib for the rss workload).
+    #[arg(long, value_name = "TOML")]
+    pub mcfs_option: Vec<String>,
     /// mcfs binary to benchmark [default: this program].
     #[arg(long, value_name = "FILE")]
     pub mcfs_bin: Option<PathBuf>,
@@ -174,7 +178,12 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         .prefix("mcfs-bench-")
         .tempdir_in(&scratch_parent)
         .map_err(|e| format!("cannot create a scratch directory in {}: {e}", scratch_parent.display()))?;
-    let env = TargetEnv { scratch: scratch.path(), image_bytes: sizes.image_bytes(), mcfs_bin: &mcfs_bin };
+    let env = TargetEnv {
+        scratch: scratch.path(),
+        image_bytes: sizes.image_bytes(),
+        mcfs_bin: &mcfs_bin,
+        mcfs_options: &args.mcfs_option,
+    };
     let context = json!({
         "machine": machine::describe(scratch.path()),
         "command": std::env::args().collect::<Vec<_>>(),
@@ -182,6 +191,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "seed": seed,
         "sizes": sizes,
         "mcfs_bin": mcfs_bin,
+        "mcfs_options": args.mcfs_option,
+        // Inherited by the mcfs daemons; it changes their peak RSS.
+        "malloc_arena_max": std::env::var("MALLOC_ARENA_MAX").ok(),
     });
     eprintln!(
         "mcfs bench: seed {seed}, scratch {}{}",

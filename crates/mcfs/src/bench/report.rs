@@ -154,7 +154,7 @@ mod tests {
         let fields: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(
             &fields[1..10],
-            ["fio", "fsync latency p50", "us", "1000", "-", "250 (0.25x)", "error", "<= 0.50x ext4", "pass (0.25x)"]
+            ["fio", "fsync latency p50", "us", "1000", "-", "250 (0.250x)", "error", "<= 0.5x ext4", "pass (0.250x)"]
         );
         assert!(table.contains("- fio on mcfs-sync: mount failed"), "{table}");
         assert!(!table.contains("sqlite"), "workloads that did not run get no rows:\n{table}");

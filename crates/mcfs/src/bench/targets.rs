@@ -57,6 +57,8 @@ pub struct TargetEnv<'a> {
     /// Size of each sparse ext4 image.
     pub image_bytes: u64,
     pub mcfs_bin: &'a Path,
+    /// TOML lines added to every mcfs config (`--mcfs-option`).
+    pub mcfs_options: &'a [String],
 }
 
 /// One set-up file system. Fields drop in declaration order, which is the
@@ -102,7 +104,8 @@ impl Target {
         if kind.is_mcfs() {
             // The config lives beside the image, off the measured device.
             let config = target.root.path().join("mcfs.toml");
-            fs::write(&config, mcfs_config(kind, cache_size)).map_err(|e| format!("{}: {e}", config.display()))?;
+            let text = mcfs_config(kind, cache_size, env.mcfs_options);
+            fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
             let mountpoint = make_dir(target.root.path(), "mcfs")?;
             target.mcfs = Some(McfsMount::attach(env.mcfs_bin, &config, &target.dir, &mountpoint)?);
             target.dir = mountpoint;
@@ -170,11 +173,17 @@ impl Target {
     }
 }
 
-fn mcfs_config(kind: TargetKind, cache_size: Option<u64>) -> String {
+/// The harness's own keys first; mcfs rejects a key given twice, so a
+/// clash with `options` fails the mount with TOML's message.
+fn mcfs_config(kind: TargetKind, cache_size: Option<u64>, options: &[String]) -> String {
     let mode = if kind == TargetKind::McfsSync { "sync" } else { "memory" };
     let mut text = format!("mode = \"{mode}\"\n");
     if let Some(bytes) = cache_size {
         text.push_str(&format!("cache_size = {bytes}\n"));
+    }
+    for option in options {
+        text.push_str(option);
+        text.push('\n');
     }
     text
 }
@@ -415,8 +424,12 @@ mod tests {
 
     #[test]
     fn config_sets_mode_and_cache_size() {
-        assert_eq!(mcfs_config(TargetKind::McfsSync, None), "mode = \"sync\"\n");
-        assert_eq!(mcfs_config(TargetKind::Mcfs, Some(4096)), "mode = \"memory\"\ncache_size = 4096\n");
+        assert_eq!(mcfs_config(TargetKind::McfsSync, None, &[]), "mode = \"sync\"\n");
+        let options = ["max_stale_bytes = 1".to_string(), "dirty_high_ratio = 0.5".to_string()];
+        assert_eq!(
+            mcfs_config(TargetKind::Mcfs, Some(4096), &options),
+            "mode = \"memory\"\ncache_size = 4096\nmax_stale_bytes = 1\ndirty_high_ratio = 0.5\n"
+        );
     }
 
     #[test]
