@@ -24,8 +24,9 @@ use std::time::{Duration, SystemTime};
 pub enum Trigger {
     /// `mcfs ctl checkpoint` and shutdown: every open VCT.
     Everything,
-    /// An fsync in sync mode: that app's open VCT.
-    Sync(AppId),
+    /// An fsync in sync mode, or a writer at its staleness bound: that
+    /// app's open VCT.
+    App(AppId),
     /// Dirty data passed the high watermark: every open VCT.
     Memory,
     /// The policy closed VCTs already.
@@ -53,7 +54,7 @@ impl Engine {
             let mut st = self.state.lock();
             match trigger {
                 Trigger::Everything | Trigger::Memory => st.close_all(),
-                Trigger::Sync(app) => st.close_vct(app),
+                Trigger::App(app) => st.close_vct(app),
                 Trigger::Policy => {}
             }
             if st.closed.is_empty() {
@@ -249,8 +250,13 @@ impl Engine {
     }
 }
 
+/// Bytes an app has written that are not committed yet (its staleness s).
+pub(crate) fn stale_bytes(st: &State, app: AppId) -> u64 {
+    st.apps.list[app].open.bytes + st.closed.iter().filter(|v| v.app == app).map(|v| v.bytes).sum::<u64>()
+}
+
 /// The limits in force for an app: low battery shortens the staleness window.
-fn limits_of(st: &State, app: AppId) -> Limits {
+pub(crate) fn limits_of(st: &State, app: AppId) -> Limits {
     let a = &st.apps.list[app];
     let mut max_stale = a.max_stale;
     if st.low_battery() {
@@ -303,8 +309,8 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, now: SystemTime) -> Sta
         ..Stats::default()
     };
     for (id, app) in st.apps.list.iter().enumerate() {
+        let stale_bytes = stale_bytes(st, id);
         let closed = st.closed.iter().filter(|v| v.app == id);
-        let stale_bytes = app.open.bytes + closed.clone().map(|v| v.bytes).sum::<u64>();
         let oldest = closed.filter_map(|v| v.first_entry_at).chain(app.open.first_entry_at).min();
         let stale_seconds = oldest.map_or(0.0, |t| now.duration_since(t).unwrap_or_default().as_secs_f64());
         let k = &app.counters;

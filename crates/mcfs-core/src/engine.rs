@@ -507,11 +507,20 @@ impl Engine {
     }
 
     /// Writes into the cache and the file's app's write log. Throttles the
-    /// writer with a checkpoint when dirty data passes the high watermark.
+    /// writer with a checkpoint first when dirty data passes the high
+    /// watermark, or when the write would take its app past `max_stale_bytes`
+    /// of uncommitted data (invariant 2: bounded staleness).
     pub fn write(&self, _caller: Option<Caller>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<u32> {
         let pages = (data.len() as u64).div_ceil(PAGE_SIZE) + 1;
         for _ in 0..3 {
             let mut st = self.state.lock();
+            let app = st.inode(ino)?.app;
+            let stale = crate::checkpoint::stale_bytes(&st, app);
+            if stale > 0 && stale + data.len() as u64 > crate::checkpoint::limits_of(&st, app).max_stale_bytes {
+                drop(st);
+                self.run_checkpoint(Trigger::App(app))?;
+                continue;
+            }
             let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
             if !full && st.make_room(pages) {
                 break;
@@ -570,7 +579,7 @@ impl Engine {
         }
         counters.fsync_honoured += 1;
         drop(st);
-        self.run_checkpoint(Trigger::Sync(app))
+        self.run_checkpoint(Trigger::App(app))
     }
 
     /// Entries of a directory (without `.` and `..`).

@@ -174,14 +174,32 @@ fn staleness_limits_close_and_commit_vcts() {
 
 #[test]
 fn a_page_of_a_closed_vct_is_copied_on_write() {
-    let f = fixture(Config { max_stale_bytes: 4096, ..Config::default() });
+    let f = fixture(Config::default());
     let ino = f.create(ROOT_INO, "f");
-    f.engine.write(Some(ME), ino, 0, &[1u8; 4096]).unwrap(); // closes the VCT (byte limit)
+    f.engine.write(Some(ME), ino, 0, &[1u8; 4096]).unwrap();
+    // Another app changing the file closes this app's open VCT (cross-app dependency).
+    let other = Caller { uid: 10002, gid: 10002, pid: 7 };
+    f.engine.setattr(other, ino, &SetAttr { perm: Some(0o600), ..SetAttr::default() }).unwrap();
+    assert_eq!(f.engine.stats().vcts_closed, 1);
     f.engine.write(Some(ME), ino, 0, &[2u8; 10]).unwrap(); // copies the page
+    assert_eq!(f.engine.stats().cache_total_bytes, 2 * 4096, "the closed VCT's version is a second page");
     f.engine.tick(); // commits the closed VCT only
     let on_disk = f.backing("f").unwrap();
     assert!(on_disk == vec![1u8; 4096], "the committed VCT holds its own version");
     assert_eq!(&f.engine.read(ino, 0, 10).unwrap(), &[2u8; 10]);
+    assert_eq!(f.engine.stats().cache_total_bytes, 4096, "the old version is gone once committed");
+}
+
+#[test]
+fn a_writer_at_its_staleness_bound_commits_before_it_goes_on() {
+    let f = fixture(Config { max_stale_bytes: 64 * 1024, ..Config::default() });
+    let ino = f.create(ROOT_INO, "log");
+    for i in 0..64u64 {
+        f.engine.write(Some(ME), ino, i * 4096, &[i as u8; 4096]).unwrap();
+        let s = f.engine.stats();
+        assert!(s.stale_bytes <= 64 * 1024, "after write {i}: {} bytes stale", s.stale_bytes);
+    }
+    assert!(f.engine.stats().checkpoints >= 3);
 }
 
 #[test]
