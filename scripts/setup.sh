@@ -118,4 +118,4 @@ rust_toolchain
 if [ "$want_pjdfstest" -eq 1 ]; then install_pjdfstest; fi
 say "building mcfs (release)"
 (cd "$repo" && cargo build --release --workspace)
-say "setup done: $repo/target/release/mcfs"
+say "setup done: ${CARGO_TARGET_DIR:-$repo/target}/release/mcfs"

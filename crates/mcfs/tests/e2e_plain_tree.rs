@@ -62,7 +62,8 @@ impl Builder<'_> {
         let node = self.model.nodes.get_mut(Path::new(rel)).unwrap_or_else(|| panic!("model has no {rel}"));
         change(node);
         let node = node.clone();
-        let group = self.model.links.iter().find(|g| g.iter().any(|p| p == Path::new(rel))).cloned().unwrap_or_default();
+        let group =
+            self.model.links.iter().find(|g| g.iter().any(|p| p == Path::new(rel))).cloned().unwrap_or_default();
         for p in group {
             self.model.nodes.insert(p, node.clone());
         }
@@ -128,7 +129,12 @@ impl Builder<'_> {
     fn mkfifo(&mut self, rel: &str, mode: u32) {
         let path = CString::new(self.at(rel).as_os_str().as_bytes()).unwrap();
         // SAFETY: `path` is a valid NUL-terminated string.
-        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo {rel}: {}", std::io::Error::last_os_error());
+        assert_eq!(
+            unsafe { libc::mkfifo(path.as_ptr(), 0o600) },
+            0,
+            "mkfifo {rel}: {}",
+            std::io::Error::last_os_error()
+        );
         self.model.nodes.insert(rel.into(), Node { kind: Kind::Fifo, mode: 0, uid: 0, gid: 0 });
         self.chmod(rel, mode);
     }
@@ -242,7 +248,11 @@ const FIXED_MTIME: Duration = Duration::new(1_000_000_000, 123_456_789);
 
 fn set_fixed_mtime(path: &Path) {
     let times = FileTimes::new().set_modified(UNIX_EPOCH + FIXED_MTIME);
-    File::options().write(true).open(path).and_then(|f| f.set_times(times)).unwrap_or_else(|e| panic!("utimens {}: {e}", path.display()));
+    File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_times(times))
+        .unwrap_or_else(|e| panic!("utimens {}: {e}", path.display()));
 }
 
 fn mtime(meta: &fs::Metadata) -> (i64, i64) {
@@ -257,7 +267,8 @@ fn read_tree(root: &Path, skip: Option<&str>) -> (Model, BTreeMap<PathBuf, (u64,
     let mut mtimes = BTreeMap::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(dir) = stack.pop() {
-        let entries = fs::read_dir(root.join(&dir)).unwrap_or_else(|e| panic!("readdir {}: {e}", root.join(&dir).display()));
+        let entries =
+            fs::read_dir(root.join(&dir)).unwrap_or_else(|e| panic!("readdir {}: {e}", root.join(&dir).display()));
         for entry in entries {
             let entry = entry.expect("directory entry");
             let rel = dir.join(entry.file_name());
@@ -313,7 +324,12 @@ fn compare(what: &str, root: &Path, skip: Option<&str>, expected: &Model) -> BTr
             problems.push(format!("hard links {group:?}: link counts {found:?}, expected {}", group.len()));
         }
     }
-    assert!(problems.is_empty(), "{what} ({}) differs from what was written:\n  {}", root.display(), problems.join("\n  "));
+    assert!(
+        problems.is_empty(),
+        "{what} ({}) differs from what was written:\n  {}",
+        root.display(),
+        problems.join("\n  ")
+    );
     mtimes
 }
 
@@ -322,9 +338,15 @@ fn describe_difference(path: &Path, want: &Node, got: &Node) -> String {
     match (&want.kind, &got.kind) {
         (Kind::File(a), Kind::File(b)) if a != b => {
             let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-            parts.push(format!("content: {} bytes expected, {} found, first difference at byte {at}", a.len(), b.len()));
+            parts.push(format!(
+                "content: {} bytes expected, {} found, first difference at byte {at}",
+                a.len(),
+                b.len()
+            ));
         }
-        (a, b) if std::mem::discriminant(a) != std::mem::discriminant(b) => parts.push(format!("kind {a:?} expected, {b:?} found")),
+        (a, b) if std::mem::discriminant(a) != std::mem::discriminant(b) => {
+            parts.push(format!("kind {a:?} expected, {b:?} found"))
+        }
         (a, b) if a != b => parts.push(format!("{a:?} expected, {b:?} found")),
         _ => {}
     }
@@ -353,9 +375,20 @@ fn clean_unmount_leaves_a_plain_identical_tree() {
     assert!(dirs.backing.join(".mcfs").is_dir(), "the backing directory lost .mcfs/");
     let backing_mtimes = compare("the backing directory after mcfs umount", &dirs.backing, Some(".mcfs"), &expected);
     let fixed = backing_mtimes[Path::new("readonly")];
-    assert_eq!(fixed, (FIXED_MTIME.as_secs() as i64, FIXED_MTIME.subsec_nanos() as i64), "mtime set with utimensat, in the backing directory");
-    let moved: Vec<_> = mount_mtimes.iter().filter(|(p, t)| backing_mtimes.get(*p) != Some(t)).map(|(p, t)| (p, t, backing_mtimes.get(p))).collect();
-    assert!(moved.is_empty(), "mtimes in the backing directory differ from what the mount showed (path, mount, backing): {moved:?}");
+    assert_eq!(
+        fixed,
+        (FIXED_MTIME.as_secs() as i64, FIXED_MTIME.subsec_nanos() as i64),
+        "mtime set with utimensat, in the backing directory"
+    );
+    let moved: Vec<_> = mount_mtimes
+        .iter()
+        .filter(|(p, t)| backing_mtimes.get(*p) != Some(t))
+        .map(|(p, t)| (p, t, backing_mtimes.get(p)))
+        .collect();
+    assert!(
+        moved.is_empty(),
+        "mtimes in the backing directory differ from what the mount showed (path, mount, backing): {moved:?}"
+    );
 
     // The plain tree is also what a new mount serves.
     let daemon = Daemon::daemonised(&dirs, &[]);

@@ -5,11 +5,13 @@
 //! to `file.tmp`, fsyncs it and renames it over `file`. After each kill and
 //! recovery `file` must hold one complete version — never empty, never a
 //! mix of two — no older than the version an earlier recovery showed and no
-//! newer than the writer reached.
+//! newer than the writer reached, and the versions lost may hold no more
+//! than about max_stale_bytes of writes (bounded staleness). Every other
+//! round, `mcfs recover` is itself SIGKILLed at a random moment first.
 
 mod common;
 
-use common::{ctl, mix, pattern, recover, Daemon, Dirs};
+use common::{ctl, mix, pattern, recover, recover_after_interrupted_recovery, Daemon, Dirs};
 use rand::{Rng, SeedableRng};
 use std::fs::{self, File};
 use std::io::Write;
@@ -20,6 +22,8 @@ use std::time::Duration;
 const KILL_ROUNDS: usize = 4;
 const MAX_VERSIONS_PER_ROUND: u64 = 50_000;
 
+/// The bytes bound of invariant 2 ("bounded staleness"), as in CONFIG.
+const MAX_STALE_BYTES: u64 = 1 << 20;
 const CONFIG: &str = "\
 max_stale_bytes = 1048576
 max_stale_seconds = 0.25
@@ -45,7 +49,8 @@ fn parse_version(content: &[u8]) -> Result<u64, String> {
         .ok_or_else(|| format!("bad header {:?}", String::from_utf8_lossy(header)))?;
     let expected = version_content(v);
     if content != expected.as_slice() {
-        let first_diff = content.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(content.len().min(expected.len()));
+        let first_diff =
+            content.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(content.len().min(expected.len()));
         return Err(format!(
             "version {v} is torn: {} bytes, expected {}, first difference at byte {first_diff}",
             content.len(),
@@ -79,7 +84,8 @@ fn replace_until_error(dir: PathBuf, first: u64) -> u64 {
 
 fn current_version(mnt: &Path) -> u64 {
     let path = mnt.join("file");
-    let content = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (the file must survive every crash)", path.display()));
+    let content =
+        fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (the file must survive every crash)", path.display()));
     parse_version(&content).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -105,7 +111,12 @@ fn rename_replacement_is_atomic_across_sigkill() {
         live.kill();
         let acked = writer.join().expect("writer thread");
 
-        let report = recover(&dirs);
+        // Every other round, recovery itself is killed once first.
+        let report = if round % 2 == 0 {
+            recover_after_interrupted_recovery(&dirs, Duration::from_millis(rng.gen_range(0..150)))
+        } else {
+            recover(&dirs)
+        };
         // The recovered backing directory is a plain tree: check it there too.
         let in_backing = parse_version(&fs::read(dirs.backing.join("file")).expect("file in the backing directory"))
             .unwrap_or_else(|e| panic!("backing file after recover: {e}"));
@@ -118,6 +129,17 @@ fn rename_replacement_is_atomic_across_sigkill() {
         assert_eq!(v, in_backing, "round {round}: the mount shows another version than the backing directory");
         assert!(v >= seen, "round {round}: version {seen} had survived an earlier crash, now version {v}");
         assert!(v <= acked + 1, "round {round}: version {v} present but the writer reached only {acked}");
+        // Bounded staleness: what a crash takes is at most max_stale_bytes of
+        // the app's writes. Twice that, plus one version, absorbs accounting
+        // details (page rounding, the write in flight).
+        let lost: u64 = (v + 1..=acked).map(|lost| version_content(lost).len() as u64).sum();
+        let allowed = 2 * MAX_STALE_BYTES + version_content(acked).len() as u64;
+        assert!(
+            lost <= allowed,
+            "round {round}: the crash lost versions {}..={acked}, {lost} bytes of acknowledged writes; \
+             max_stale_bytes is {MAX_STALE_BYTES}",
+            v + 1
+        );
         seen = v;
     }
 

@@ -6,11 +6,12 @@
 //! with their exact payloads: a prefix of what was inserted (point-in-time
 //! consistency), never shorter than what an earlier recovery showed
 //! (nothing committed is lost). A final clean unmount must lose nothing.
-//! Checkpoints are made frequent so that kills also land inside them.
+//! Checkpoints are made frequent so that kills also land inside them, and
+//! every other round `mcfs recover` is itself SIGKILLed once first.
 
 mod common;
 
-use common::{ctl, mix, pattern, recover, Daemon, Dirs};
+use common::{ctl, mix, pattern, recover, recover_after_interrupted_recovery, Daemon, Dirs};
 use rand::{Rng, SeedableRng};
 use rusqlite::{params, Connection};
 use std::path::Path;
@@ -120,7 +121,12 @@ fn sqlite_survives_sigkill(journal: Journal) {
         live.kill();
         let acked = writer.join().expect("writer thread");
 
-        let report = recover(&dirs);
+        // Every other round, recovery itself is killed once first.
+        let report = if round % 2 == 0 {
+            recover_after_interrupted_recovery(&dirs, Duration::from_millis(rng.gen_range(0..150)))
+        } else {
+            recover(&dirs)
+        };
         daemon = Some(Daemon::foreground(&dirs, &[]));
         let k = check_prefix(&db, journal);
         println!(

@@ -59,7 +59,13 @@ fn counter(all: &serde_json::Value, app: &str, key: &str) -> u64 {
 
 fn assert_file(path: &Path, content: &[u8], uid: u32) {
     let found = fs::read(path).unwrap_or_else(|e| panic!("{}: {e} (it was fsynced in sync mode)", path.display()));
-    assert!(found == content, "{}: {} bytes, expected the {} bytes fsynced in sync mode", path.display(), found.len(), content.len());
+    assert!(
+        found == content,
+        "{}: {} bytes, expected the {} bytes fsynced in sync mode",
+        path.display(),
+        found.len(),
+        content.len()
+    );
     let owner = fs::metadata(path).unwrap().uid();
     assert_eq!(owner, uid, "{}: owner", path.display());
 }
@@ -87,11 +93,21 @@ fn sync_mode_fsync_survives_sigkill() {
 
     let all = stats(&dirs);
     assert_eq!(app_stat(&all, "bank")["mode"], "sync", "mode of the app configured as sync:\n{all:#}");
+    assert!(
+        counter(&all, "bank", "bytes_written") >= ledger.len() as u64,
+        "bank's writes did not reach mcfs:\n{all:#}"
+    );
     assert!(counter(&all, "bank", "fsync_honoured") >= 1, "bank's fsync was not honoured:\n{all:#}");
     assert_eq!(counter(&all, "bank", "fsync_absorbed"), 0, "bank's fsync was absorbed:\n{all:#}");
     let notes_app = format!("uid:{NOTES_UID}");
-    assert!(counter(&all, &notes_app, "fsync_honoured") >= 1, "fsync after `ctl mode {notes_app} sync` was not honoured:\n{all:#}");
-    assert!(counter(&all, "uid:0", "fsync_absorbed") >= 1, "root (memory mode) had its fsync honoured instead of absorbed:\n{all:#}");
+    assert!(
+        counter(&all, &notes_app, "fsync_honoured") >= 1,
+        "fsync after `ctl mode {notes_app} sync` was not honoured:\n{all:#}"
+    );
+    assert!(
+        counter(&all, "uid:0", "fsync_absorbed") >= 1,
+        "root (memory mode) had its fsync honoured instead of absorbed:\n{all:#}"
+    );
 
     daemon.kill();
     let report = recover(&dirs);

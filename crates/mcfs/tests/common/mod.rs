@@ -121,9 +121,14 @@ impl Dirs {
     }
 
     fn next_log(&self, what: &str) -> PathBuf {
-        let n = std::fs::read_dir(&self.logs).map(|d| d.count()).unwrap_or(0);
-        self.logs.join(format!("{n:03}-{what}.log"))
+        next_log(&self.logs, what)
     }
+}
+
+/// A fresh, numbered log file name in `logs`, in the order things ran.
+fn next_log(logs: &Path, what: &str) -> PathBuf {
+    let n = std::fs::read_dir(logs).map(|d| d.count()).unwrap_or(0);
+    logs.join(format!("{n:03}-{what}.log"))
 }
 
 impl Drop for Dirs {
@@ -149,25 +154,31 @@ impl Finished {
     }
 }
 
+/// `mcfs ARGS` with stdin closed, not yet started.
+fn mcfs_command<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Command {
+    let mut cmd = Command::new(mcfs_bin());
+    cmd.args(args).stdin(Stdio::null());
+    cmd
+}
+
 /// Runs `mcfs ARGS` to completion (stdout and stderr together).
 pub fn mcfs(dirs: &Dirs, args: &[&str]) -> Finished {
     let log = dirs.next_log(args.first().copied().unwrap_or("mcfs"));
-    let mut cmd = Command::new(mcfs_bin());
-    cmd.args(args);
-    run_logged(cmd, &log)
+    run_logged(mcfs_command(args), &log)
 }
 
-/// Runs a command with its output in `log`, failing the test if it hangs.
-pub fn run_logged(mut cmd: Command, log: &Path) -> Finished {
-    let out = File::create(log).expect("create log");
+/// Starts a command with its stdout and stderr in `log`. Its stdin is
+/// whatever `cmd` says (the test's own unless set).
+fn spawn_logged(mut cmd: Command, log: &Path) -> Child {
+    let out = File::create(log).unwrap_or_else(|e| panic!("create {}: {e}", log.display()));
     let err = out.try_clone().expect("dup log");
+    cmd.stdout(out).stderr(err).spawn().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+/// Runs a command to completion with its output in `log`, failing the test if it hangs.
+pub fn run_logged(cmd: Command, log: &Path) -> Finished {
     let description = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {description}: {e}"));
+    let mut child = spawn_logged(cmd, log);
     let status = wait_with_deadline(&mut child, &description);
     Finished { status, output: std::fs::read_to_string(log).unwrap_or_default() }
 }
@@ -193,6 +204,20 @@ pub fn recover(dirs: &Dirs) -> String {
     mcfs(dirs, &["recover", &backing]).assert_success("mcfs recover")
 }
 
+/// A crash during recovery: `mcfs recover` SIGKILLed after `delay` (if
+/// still running), then run again to completion; returns the second report.
+pub fn recover_after_interrupted_recovery(dirs: &Dirs, delay: Duration) -> String {
+    let log = dirs.next_log("recover-killed");
+    let backing = dirs.backing.display().to_string();
+    let mut first = spawn_logged(mcfs_command(&["recover", &backing]), &log);
+    std::thread::sleep(delay);
+    let _ = first.kill();
+    let status = first.wait().expect("reap mcfs recover");
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success() || status.code().is_none(), "mcfs recover failed ({status}):\n{output}");
+    recover(dirs)
+}
+
 /// `mcfs stat --json MOUNTPOINT`.
 pub fn stats(dirs: &Dirs) -> serde_json::Value {
     let mnt = dirs.mnt.display().to_string();
@@ -209,7 +234,7 @@ pub fn ctl(dirs: &Dirs, action: &[&str]) {
 }
 
 /// Whether `path` is a mount point, and the file system type mounted there.
-pub fn mount_type(path: &Path) -> Option<String> {
+fn mount_type(path: &Path) -> Option<String> {
     let table = std::fs::read_to_string("/proc/self/mountinfo").expect("read /proc/self/mountinfo");
     let wanted = path.to_str().expect("utf-8 path");
     // Mount points are octal-escaped; later lines shadow earlier ones.
@@ -241,7 +266,7 @@ fn fuse_mounted(path: &Path) -> bool {
 }
 
 /// Detaches the mount at `mnt` (dead or busy) with `fusermount3 -u -z`.
-pub fn lazy_unmount(mnt: &Path) -> Result<(), String> {
+fn lazy_unmount(mnt: &Path) -> Result<(), String> {
     let out = Command::new("fusermount3")
         .args(["-u", "-z", "--"])
         .arg(mnt)
@@ -268,16 +293,10 @@ impl Daemon {
     /// daemon's, so the test can SIGKILL it.
     pub fn foreground(dirs: &Dirs, extra: &[&str]) -> Daemon {
         let log = dirs.next_log("daemon");
-        let out = File::create(&log).expect("create daemon log");
-        let err = out.try_clone().expect("dup log");
-        let child = Command::new(mcfs_bin())
-            .args(dirs.mount_args(true, extra))
-            .env("MCFS_LOG", std::env::var("MCFS_LOG").unwrap_or_else(|_| "info".into()))
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", mcfs_bin().display()));
+        let args = dirs.mount_args(true, extra);
+        let mut cmd = mcfs_command(&args);
+        cmd.env("MCFS_LOG", std::env::var("MCFS_LOG").unwrap_or_else(|_| "info".into()));
+        let child = spawn_logged(cmd, &log);
         let mut daemon = Daemon { child: Some(child), mnt: dirs.mnt.clone(), logs: dirs.logs.clone(), log };
         daemon.wait_until_mounted();
         daemon
@@ -286,10 +305,11 @@ impl Daemon {
     /// `mcfs mount` as a user runs it: it returns once the mount is live.
     pub fn daemonised(dirs: &Dirs, extra: &[&str]) -> Daemon {
         let log = dirs.next_log("mount");
-        let mut cmd = Command::new(mcfs_bin());
-        cmd.args(dirs.mount_args(false, extra));
-        run_logged(cmd, &log).assert_success("mcfs mount");
+        let args = dirs.mount_args(false, extra);
+        run_logged(mcfs_command(&args), &log).assert_success("mcfs mount");
         assert!(fuse_mounted(&dirs.mnt), "mcfs mount returned 0 but {} is not a FUSE mount", dirs.mnt.display());
+        // The daemon itself logs into the backing directory.
+        let log = dirs.backing.join(".mcfs/mcfs.log");
         Daemon { child: None, mnt: dirs.mnt.clone(), logs: dirs.logs.clone(), log }
     }
 
@@ -305,10 +325,6 @@ impl Daemon {
             }
             std::thread::sleep(POLL);
         }
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("only a foreground daemon has a known pid").id()
     }
 
     pub fn log_text(&self) -> String {
@@ -337,10 +353,9 @@ impl Daemon {
     }
 
     fn run_umount(&self) -> Finished {
-        let log = self.logs.join(format!("umount-{}.log", std::process::id()));
-        let mut cmd = Command::new(mcfs_bin());
-        cmd.arg("umount").arg("--timeout").arg("60").arg(&self.mnt);
-        run_logged(cmd, &log)
+        let log = next_log(&self.logs, "umount");
+        let mnt = self.mnt.display().to_string();
+        run_logged(mcfs_command(&["umount", "--timeout", "60", &mnt]), &log)
     }
 }
 

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The README's test command: sets the machine up (scripts/setup.sh
+# --pjdfstest), runs every unit and integration test of the workspace in
+# release mode (including the end-to-end tests that mount mcfs, kill it and
+# recover), then the pjdfstest POSIX suite against ext4 (scripts/pjdfstest.sh).
+# Every stage runs even if an earlier test stage failed; the exit status is
+# non-zero if any stage failed. Needs root and FUSE.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
+
+say() { printf '\n==> %s\n' "$*"; }
+timings=()
+failed=()
+
+# stage NAME COMMAND...: runs one stage, records its time and outcome.
+stage() {
+    local name=$1 start=$SECONDS status=0
+    shift
+    say "$name: $*"
+    "$@" || status=$?
+    timings+=("$(printf '%-12s %5ss  %s' "$name" "$((SECONDS - start))" "$([ "$status" -eq 0 ] && echo ok || echo "FAILED (exit $status)")")")
+    [ "$status" -eq 0 ] || failed+=("$name")
+    return 0
+}
+
+stage setup scripts/setup.sh --pjdfstest
+if [ ${#failed[@]} -eq 0 ]; then
+    stage "cargo test" cargo test --workspace --release --no-fail-fast
+    stage pjdfstest scripts/pjdfstest.sh
+fi
+
+say "summary"
+printf '    %s\n' "${timings[@]}"
+if [ ${#failed[@]} -ne 0 ]; then
+    echo "    failed: ${failed[*]}"
+    exit 1
+fi
+echo "    all stages passed"
