@@ -104,7 +104,7 @@ impl OpenVct {
         for (page, at) in cut {
             self.entries[at] = None;
             self.page_entries.remove(&(ino, page));
-            if page == boundary && size % PAGE_SIZE != 0 {
+            if page == boundary && !size.is_multiple_of(PAGE_SIZE) {
                 keep_boundary = true;
             } else {
                 dropped.push(page);

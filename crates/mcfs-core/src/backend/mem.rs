@@ -633,7 +633,7 @@ impl MemBackend {
 
 impl Backend for MemBackend {
     fn stat(&self, path: &Path) -> io::Result<BackendAttr> {
-        self.on_inode("stat", path, |tree, id| Ok(tree.get(id).attr(id as u64)))
+        self.on_inode("stat", path, |tree, id| Ok(tree.get(id).attr(id)))
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {
