@@ -502,8 +502,28 @@ impl Engine {
     }
 
     /// Reads up to `size` bytes; fewer only at end of file.
+    /// Cache misses are read from the backing store without the state lock,
+    /// so a slow device read does not stall other requests.
     pub fn read(&self, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
-        self.state.lock().read(&self.store(), ino, offset, size)
+        for _ in 0..3 {
+            let miss = match self.state.lock().read_cached(ino, offset, size)? {
+                Ok(data) => return Ok(data),
+                Err(miss) => miss,
+            };
+            let pages = crate::file_io::fetch(&self.store(), &miss)?;
+            self.state.lock().insert_fetched(&miss, pages);
+        }
+        // Writes to this file keep outdating what we fetch: finish under the lock.
+        let mut st = self.state.lock();
+        loop {
+            match st.read_cached(ino, offset, size)? {
+                Ok(data) => return Ok(data),
+                Err(miss) => {
+                    let pages = crate::file_io::fetch(&self.store(), &miss)?;
+                    st.insert_fetched(&miss, pages);
+                }
+            }
+        }
     }
 
     /// Writes into the cache and the file's app's write log. Throttles the

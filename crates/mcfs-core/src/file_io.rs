@@ -27,15 +27,15 @@ impl State {
         if self.inode(ino)?.pages.contains_key(&idx) {
             return Ok(());
         }
-        self.make_room(1);
-        let inode = self.inode(ino)?;
-        let data = read_backing_page(store, inode, ino, idx)?;
-        let inode = self.inodes.get_mut(&ino).expect("checked");
-        self.cache.insert(ino, &mut inode.pages, idx, data);
+        let miss = Miss::new(self.inode(ino)?, ino, idx, 1);
+        let pages = fetch(store, &miss)?;
+        self.insert_fetched(&miss, pages);
         Ok(())
     }
 
-    pub fn read(&mut self, store: &Store, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
+    /// Serves a read from the cache, or names the pages to fetch from the
+    /// backing store first (the caller fetches them without the state lock).
+    pub fn read_cached(&mut self, ino: Ino, offset: u64, size: u32) -> FsResult<Result<Vec<u8>, Miss>> {
         let inode = self.inode(ino)?;
         match inode.attr.kind {
             FileKind::File => {}
@@ -43,19 +43,40 @@ impl State {
             _ => return Err(Errno::EINVAL),
         }
         let end = (offset.saturating_add(size as u64)).min(inode.attr.size);
+        if offset < end {
+            let last_page = (end - 1) / PAGE_SIZE;
+            if let Some(first) = (offset / PAGE_SIZE..=last_page).find(|i| !inode.pages.contains_key(i)) {
+                let run = (first..=last_page).take_while(|i| !inode.pages.contains_key(i)).count() as u64;
+                return Ok(Err(Miss::new(inode, ino, first, run.min(MAX_FETCH_PAGES))));
+            }
+        }
         let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
         let mut at = offset;
         while at < end {
             let idx = at / PAGE_SIZE;
             let within = (at % PAGE_SIZE) as usize;
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
-            self.load_page(store, ino, idx)?;
             let inode = self.inodes.get_mut(&ino).expect("checked");
             self.cache.touch(ino, &mut inode.pages, idx);
             out.extend_from_slice(&inode.pages[&idx].data[within..within + take]);
             at += take as u64;
         }
-        Ok(out)
+        Ok(Ok(out))
+    }
+
+    /// Caches pages fetched for `miss`, unless the file's data changed since
+    /// (a write or truncate may have made them stale) or a page is there now.
+    pub fn insert_fetched(&mut self, miss: &Miss, pages: Vec<Arc<PageBuf>>) {
+        if self.inodes.get(&miss.ino).is_none_or(|i| i.data_gen != miss.gen) {
+            return;
+        }
+        self.make_room(pages.len() as u64);
+        let inode = self.inodes.get_mut(&miss.ino).expect("checked");
+        for (idx, data) in (miss.first..).zip(pages) {
+            if !inode.pages.contains_key(&idx) {
+                self.cache.insert(miss.ino, &mut inode.pages, idx, data);
+            }
+        }
     }
 
     /// Writes into the cache and logs the pages in the file's app's open VCT.
@@ -95,6 +116,7 @@ impl State {
         }
         let inode = self.inodes.get_mut(&ino).expect("checked");
         inode.attr.size = inode.attr.size.max(end);
+        inode.data_gen += 1;
         inode.touch_mtime(now);
         inode.last_change = Some((app, vct));
         self.apps.list[app].counters.bytes_written += data.len() as u64;
@@ -124,22 +146,44 @@ impl State {
             inode.backing_valid_len = inode.backing_valid_len.min(size);
         }
         inode.attr.size = size;
+        inode.data_gen += 1;
         inode.touch_mtime(now);
         inode.last_change = Some((app, vct));
         Ok(())
     }
 }
 
-/// Reads one page from the backing store; zeros where the backing store has
-/// nothing the file may show (beyond its end, or cut off by a pending truncate,
-/// or a file not yet in the backing store).
-fn read_backing_page(store: &Store, inode: &Inode, ino: Ino, idx: u64) -> FsResult<Arc<PageBuf>> {
-    let mut buf = [0u8; PAGE_SIZE as usize];
-    let start = idx * PAGE_SIZE;
-    let valid = inode.backing_valid_len.min(inode.attr.size);
-    if start < valid {
-        let want = (valid - start).min(PAGE_SIZE) as usize;
-        if let Some(path) = store.stable_path(ino)? {
+/// Pages to read from the backing store at most at once (128 KiB).
+const MAX_FETCH_PAGES: u64 = 32;
+
+/// A run of pages a read needs from the backing store.
+pub struct Miss {
+    ino: Ino,
+    first: u64,
+    pages: u64,
+    /// Bytes of backing data the file may show: its size, or less where a
+    /// pending truncate cut the backing data off.
+    valid: u64,
+    /// The file's data generation when the miss was found.
+    gen: u64,
+}
+
+impl Miss {
+    fn new(inode: &Inode, ino: Ino, first: u64, pages: u64) -> Miss {
+        let valid = inode.backing_valid_len.min(inode.attr.size);
+        Miss { ino, first, pages, valid, gen: inode.data_gen }
+    }
+}
+
+/// Reads a miss's pages from the backing store; zeros where it has nothing
+/// the file may show (beyond its end, cut off by a pending truncate, or a
+/// file not yet in the backing store). Runs without the state lock.
+pub fn fetch(store: &Store, miss: &Miss) -> FsResult<Vec<Arc<PageBuf>>> {
+    let start = miss.first * PAGE_SIZE;
+    let want = miss.valid.saturating_sub(start).min(miss.pages * PAGE_SIZE) as usize;
+    let mut buf = vec![0u8; (miss.pages * PAGE_SIZE) as usize];
+    if want > 0 {
+        if let Some(path) = store.stable_path(miss.ino)? {
             let mut got = 0;
             while got < want {
                 let n = store.backend.read_at(&path, start + got as u64, &mut buf[got..want])?;
@@ -150,5 +194,5 @@ fn read_backing_page(store: &Store, inode: &Inode, ino: Ino, idx: u64) -> FsResu
             }
         }
     }
-    Ok(Arc::new(buf))
+    Ok(buf.chunks_exact(PAGE_SIZE as usize).map(|c| Arc::new(<PageBuf>::try_from(c).expect("page-sized"))).collect())
 }

@@ -27,6 +27,9 @@ pub struct Inode {
     /// Sizes of truncates still pending in the write log, oldest first, with
     /// the sequence number of the log entry that made them.
     pub pending_truncates: Vec<(u64, u64)>,
+    /// Bumped by every write and truncate: a read that fetched pages without
+    /// the state lock caches them only if this did not change meanwhile.
+    pub data_gen: u64,
     /// Kernel references (lookup count) and open handles.
     pub lookups: u64,
     pub opens: u64,
@@ -47,6 +50,7 @@ impl Inode {
             xattrs: None,
             pages: PageMap::default(),
             pending_truncates: Vec::new(),
+            data_gen: 0,
             lookups: 0,
             opens: 0,
             last_change: None,
