@@ -104,9 +104,7 @@ impl Engine {
         match applied {
             Ok(_) => {
                 self.state.lock().committed(batch, flushed, &self.tree);
-                let mut c = self.counters.lock();
-                (c.last_error, c.retry_at) = (None, None);
-                drop(c);
+                self.succeeded();
                 self.delete_dead_orphans()
             }
             Err(e) => {
@@ -128,10 +126,16 @@ impl Engine {
                 let batch = std::mem::take(&mut *self.unapplied.lock());
                 self.counters.lock().bytes_flushed += r.data_bytes;
                 self.state.lock().committed(batch, r.data_bytes, &self.tree);
+                self.succeeded();
                 Ok(())
             }
             Err(e) => Err(self.failed("applying the journal", &e)),
         }
+    }
+
+    fn succeeded(&self) {
+        let mut c = self.counters.lock();
+        (c.last_error, c.retry_at) = (None, None);
     }
 
     fn failed(&self, what: &str, e: &std::io::Error) -> Errno {

@@ -111,6 +111,7 @@ conformance_suite!(
     list_dir_kinds_and_errors,
     paths_must_stay_inside_the_root,
     statfs_and_sync,
+    paths_longer_than_path_max,
 );
 
 mod suite {
@@ -592,6 +593,139 @@ mod suite {
         assert_eq!(read_all(b, "d/f/"), b"dotted");
         assert_eq!(b.stat(p("")).unwrap().kind, FileKind::Dir);
         assert_eq!(b.stat(p(".")).unwrap().kind, FileKind::Dir);
+    }
+
+    /// Every call works on a relative path longer than `PATH_MAX` (17 names
+    /// of 250 bytes), where a real directory must be walked, not named.
+    pub fn paths_longer_than_path_max(b: &dyn Backend) {
+        let mut dir = String::new();
+        for i in 0..17 {
+            let name = format!("{i:02}{}", "d".repeat(248));
+            dir = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            b.create(p(&dir), FileKind::Dir, 0o750, 0).unwrap();
+        }
+        assert!(dir.len() > libc::PATH_MAX as usize);
+        let deep = |name: &str| format!("{dir}/{name}");
+        let (f, g, s) = (deep("f"), deep("g"), deep("s"));
+        let (f, g, s) = (f.as_str(), g.as_str(), s.as_str());
+
+        new_file(b, f, b"deep data");
+        assert_eq!(read_all(b, f), b"deep data");
+        b.set_len(p(f), 4).unwrap();
+        assert_eq!(read_all(b, f), b"deep");
+        let a = b.stat(p(f)).unwrap();
+        assert_eq!(
+            (a.kind, a.perm, a.size, a.nlink),
+            (FileKind::File, 0o644, 4, 1)
+        );
+        assert_eq!(b.stat(p(&dir)).unwrap().perm, 0o750);
+        b.create(p(f), FileKind::File, 0o644, 0).unwrap();
+        assert_eq!(
+            b.stat(p(f)).unwrap().size,
+            0,
+            "create truncates at depth too"
+        );
+        b.write_at(p(f), 0, b"deep").unwrap();
+        assert_eq!(
+            errno(b.create(p(&dir), FileKind::Dir, 0o755, 0)),
+            libc::EEXIST
+        );
+        b.create(p(&deep("q")), FileKind::Fifo, 0o640, 0).unwrap();
+        assert_eq!(b.stat(p(&deep("q"))).unwrap().perm, 0o640);
+
+        b.link(p(f), p(g)).unwrap();
+        assert_eq!(b.stat(p(f)).unwrap().nlink, 2);
+        b.rename(p(g), p("shallow")).unwrap();
+        assert_eq!(read_all(b, "shallow"), b"deep");
+        b.rename(p("shallow"), p(&deep("h"))).unwrap();
+        assert_eq!(read_all(b, &deep("h")), b"deep");
+        assert_eq!(errno(b.rename(p(&deep("nope")), p(g))), libc::ENOENT);
+
+        let target = "t".repeat(300);
+        b.symlink(OsStr::new(&target), p(s)).unwrap();
+        assert_eq!(b.read_link(p(s)).unwrap(), OsString::from(&target));
+        assert_eq!(b.stat(p(s)).unwrap().kind, FileKind::Symlink);
+        assert_eq!(errno(b.read_link(p(f))), libc::EINVAL);
+
+        b.set_perm(p(f), 0o4640).unwrap();
+        b.set_perm(p(s), 0o600).unwrap();
+        assert_eq!(b.stat(p(f)).unwrap().perm, 0o4640);
+        let when = UNIX_EPOCH + Duration::new(1_000_000, 5);
+        b.set_times(p(f), when, when).unwrap();
+        b.set_times(p(s), when + Duration::from_secs(1), when)
+            .unwrap();
+        let (af, as_) = (b.stat(p(f)).unwrap(), b.stat(p(s)).unwrap());
+        assert_eq!((af.atime, af.mtime), (when, when));
+        assert_eq!(
+            as_.atime,
+            when + Duration::from_secs(1),
+            "the symlink's own times"
+        );
+        if is_root() {
+            b.set_owner(p(f), 1000, 1001).unwrap();
+            b.set_owner(p(s), 2000, 2001).unwrap();
+            let (af, as_) = (b.stat(p(f)).unwrap(), b.stat(p(s)).unwrap());
+            assert_eq!((af.uid, af.gid, as_.uid, as_.gid), (1000, 1001, 2000, 2001));
+        }
+
+        let name = |s: &str| OsString::from(s);
+        let user_names = |path: &str| -> Vec<OsString> {
+            let all = b.list_xattr(p(path)).unwrap();
+            all.into_iter()
+                .filter(|n| n.to_string_lossy().starts_with("user."))
+                .collect()
+        };
+        b.set_xattr(p(f), &name("user.a"), b"one").unwrap();
+        b.set_xattr(p(&dir), &name("user.d"), b"dir").unwrap();
+        assert_eq!(
+            b.get_xattr(p(f), &name("user.a")).unwrap().as_deref(),
+            Some(&b"one"[..])
+        );
+        assert_eq!(
+            b.get_xattr(p(&deep("h")), &name("user.a"))
+                .unwrap()
+                .as_deref(),
+            Some(&b"one"[..])
+        );
+        assert_eq!(user_names(f), [name("user.a")]);
+        assert_eq!(user_names(&dir), [name("user.d")]);
+        assert_eq!(errno(b.set_xattr(p(s), &name("user.a"), b"x")), libc::EPERM);
+        assert_eq!(b.get_xattr(p(s), &name("user.a")).unwrap(), None);
+        b.remove_xattr(p(f), &name("user.a")).unwrap();
+        b.remove_xattr(p(f), &name("user.a")).unwrap();
+        assert_eq!(b.get_xattr(p(f), &name("user.a")).unwrap(), None);
+        assert_eq!(
+            errno(b.get_xattr(p(&deep("nope")), &name("user.a"))),
+            libc::ENOENT
+        );
+
+        let listed: Vec<OsString> = b
+            .list_dir(p(&dir))
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(listed, [name("f"), name("h"), name("q"), name("s")]);
+        assert_eq!(errno(b.list_dir(p(f))), libc::ENOTDIR);
+        assert_eq!(errno(b.stat(p(&deep("f/x")))), libc::ENOTDIR);
+        assert_eq!(errno(b.stat(p(&deep("nope")))), libc::ENOENT);
+
+        assert_eq!(errno(b.remove_dir(p(&dir))), libc::ENOTEMPTY);
+        assert_eq!(errno(b.remove_file(p(&dir))), libc::EISDIR);
+        for leaf in ["f", "h", "q", "s"] {
+            b.remove_file(p(&deep(leaf))).unwrap();
+        }
+        assert_eq!(errno(b.remove_file(p(f))), libc::ENOENT);
+        let mut path = Path::new(&dir);
+        while !path.as_os_str().is_empty() {
+            b.remove_dir(path).unwrap();
+            path = path.parent().unwrap();
+        }
+        assert!(b.list_dir(p("")).unwrap().is_empty());
     }
 
     pub fn statfs_and_sync(b: &dyn Backend) {

@@ -1,6 +1,10 @@
 //! `DirBackend`: the backing store is a real directory. Each call is the
-//! matching system call on `root/path`; nothing is buffered here, so the
-//! directory is always an ordinary tree any tool can read.
+//! matching system call on the object below the root; nothing is buffered
+//! here, so the directory is always an ordinary tree any tool can read.
+//!
+//! Paths of any length: objects are addressed from an open descriptor of the
+//! root with the `*at` calls (see `at`), so a relative path the mount allows
+//! works even when the root's absolute path plus it exceeds `PATH_MAX`.
 //!
 //! Exact modes: new objects get exactly the requested permission bits (a
 //! `chmod` after creation undoes the umask). `write_at` and `set_len` never
@@ -12,19 +16,22 @@
 //! check). Changes made to the directory by other processes while the
 //! backend is in use are not noticed.
 
+mod at;
+
 use super::error::{at_path, two_path_error};
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr};
 use crate::types::{FileKind, FsStats, PAGE_SIZE};
+use at::{c_string, check, kind_of_mode, Location, XattrPath};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr, OsString};
-use std::fs::{self, File, FileType, Metadata, OpenOptions, Permissions};
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, OpenOptions, Permissions};
 use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{DirBuilderExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -99,7 +106,8 @@ impl FdCache {
 /// A backing store in a real directory.
 pub struct DirBackend {
     root: PathBuf,
-    /// The root, open, for `syncfs` and `fstatvfs`.
+    /// The root, open: every object is looked up from it, and `syncfs` and
+    /// `fstatvfs` act on it.
     root_dir: File,
     fds: Mutex<FdCache>,
 }
@@ -123,11 +131,13 @@ impl DirBackend {
         let mut snap = TreeSnapshot::default();
         let mut stack = vec![PathBuf::new()];
         while let Some(key) = stack.pop() {
-            let full = self.full(&key);
-            let fail = |e| at_path("snapshot", &full, e);
-            let meta = fs::symlink_metadata(&full).map_err(fail)?;
-            let kind = kind_of(meta.file_type()).map_err(fail)?;
-            if kind == FileKind::Dir {
+            let (inode, attr, content) = self.on_object("snapshot", &key, |_, at| {
+                let st = at.lstat()?;
+                let attr = attr_of(&st)?;
+                let content = if attr.kind == FileKind::File { Some(digest_file(at, attr.size)?) } else { None };
+                Ok(((st.st_dev, st.st_ino), attr, content))
+            })?;
+            if attr.kind == FileKind::Dir {
                 for (name, _) in self.list_dir(&key)? {
                     stack.push(key.join(name));
                 }
@@ -138,27 +148,25 @@ impl DirBackend {
                     xattrs.insert(name, value);
                 }
             }
+            let device = matches!(attr.kind, FileKind::CharDev | FileKind::BlockDev);
             let entry = SnapshotEntry {
-                kind,
-                perm: meta.mode() & 0o7777,
-                uid: meta.uid(),
-                gid: meta.gid(),
-                rdev: if matches!(kind, FileKind::CharDev | FileKind::BlockDev) { meta.rdev() as u32 } else { 0 },
-                content: if kind == FileKind::File {
-                    Some(digest_file(&full, meta.size()).map_err(fail)?)
-                } else {
-                    None
-                },
-                target: if kind == FileKind::Symlink { Some(self.read_link(&key)?) } else { None },
+                kind: attr.kind,
+                perm: attr.perm,
+                uid: attr.uid,
+                gid: attr.gid,
+                rdev: if device { attr.rdev } else { 0 },
+                content,
+                target: if attr.kind == FileKind::Symlink { Some(self.read_link(&key)?) } else { None },
                 xattrs,
-                mtime: Some(meta.modified().map_err(fail)?),
+                mtime: Some(attr.mtime),
                 first_link: PathBuf::new(),
             };
-            snap.insert(key, (meta.dev(), meta.ino()), entry);
+            snap.insert(key, inode, entry);
         }
         Ok(snap.finish())
     }
 
+    /// The absolute path of `key`, for messages and the xattr calls.
     fn full(&self, key: &Path) -> PathBuf {
         if key.as_os_str().is_empty() {
             self.root.clone()
@@ -167,26 +175,37 @@ impl DirBackend {
         }
     }
 
-    /// Checks `rel`, then runs `f` with its canonical form and its full
-    /// path; errors come back naming `op` and the full path.
-    fn on_path<T>(&self, op: &str, rel: &Path, f: impl FnOnce(&Path, &Path) -> io::Result<T>) -> io::Result<T> {
-        let key = relpath::canonical(rel).map_err(|errno| at_path(op, rel, io::Error::from_raw_os_error(errno)))?;
-        let full = self.full(&key);
-        f(&key, &full).map_err(|e| at_path(op, &full, e))
+    /// Where the canonical relative path `key` is, for the `*at` calls.
+    fn locate(&self, key: &Path) -> io::Result<Location<'_>> {
+        Location::find(self.root_dir.as_fd(), key)
     }
 
-    /// `on_path` for calls that name two paths: `f(from_key, from_full, to_key, to_full)`.
-    fn on_two_paths(
+    /// Checks `rel`, then runs `f` with its canonical form; errors come back
+    /// naming `op` and the full path.
+    fn on_path<T>(&self, op: &str, rel: &Path, f: impl FnOnce(&Path) -> io::Result<T>) -> io::Result<T> {
+        let key = relpath::canonical(rel).map_err(|errno| at_path(op, rel, io::Error::from_raw_os_error(errno)))?;
+        f(&key).map_err(|e| at_path(op, &self.full(&key), e))
+    }
+
+    /// `on_path` for calls that act on the object's location: `f(key, location)`.
+    fn on_object<T>(&self, op: &str, rel: &Path, f: impl FnOnce(&Path, &Location) -> io::Result<T>) -> io::Result<T> {
+        self.on_path(op, rel, |key| f(key, &self.locate(key)?))
+    }
+
+    /// `on_path` for calls that name two paths: `f(from_key, from, to_key, to)`.
+    fn on_two_objects(
         &self,
         op: &str,
         from: &Path,
         to: &Path,
-        f: impl FnOnce(&Path, &Path, &Path, &Path) -> io::Result<()>,
+        f: impl FnOnce(&Path, &Location, &Path, &Location) -> io::Result<()>,
     ) -> io::Result<()> {
         let keys = relpath::canonical(from).and_then(|from| Ok((from, relpath::canonical(to)?)));
         let (from_key, to_key) = keys.map_err(|errno| two_path_error(op, from, to, errno))?;
-        let (from_full, to_full) = (self.full(&from_key), self.full(&to_key));
-        f(&from_key, &from_full, &to_key, &to_full).map_err(|e| two_path_error(op, &from_full, &to_full, errno_of(&e)))
+        let located = self.locate(&from_key).and_then(|from| Ok((from, self.locate(&to_key)?)));
+        located
+            .and_then(|(from, to)| f(&from_key, &from, &to_key, &to))
+            .map_err(|e| two_path_error(op, &self.full(&from_key), &self.full(&to_key), errno_of(&e)))
     }
 
     /// Records a namespace change at `key`.
@@ -195,7 +214,7 @@ impl DirBackend {
     }
 
     /// An open descriptor of the regular file at `key`, from the cache or newly opened.
-    fn file(&self, key: &Path, full: &Path, access: Access) -> io::Result<Arc<File>> {
+    fn file(&self, key: &Path, access: Access) -> io::Result<Arc<File>> {
         let generation = {
             let mut fds = self.fds.lock();
             if let Some(file) = fds.get(key, access) {
@@ -203,36 +222,39 @@ impl DirBackend {
             }
             fds.generation
         };
-        let (file, readable, writable) = open_regular(full, access)?;
+        let (file, readable, writable) = open_regular(&self.locate(key)?, access)?;
         let file = Arc::new(file);
         let cached = CachedFd { file: file.clone(), readable, writable, last_use: 0 };
         self.fds.lock().insert(generation, key.to_owned(), cached);
         Ok(file)
     }
+
+    /// The path the xattr calls take to the object at `key`.
+    fn xattr_path(&self, key: &Path) -> io::Result<XattrPath> {
+        XattrPath::new(&self.full(key), || self.locate(key))
+    }
 }
 
-/// Opens the regular file at `full`, read-write when permitted, else just
-/// for `access`: (file, readable, writable). Never creates, never follows a
+/// Opens the regular file at `at`, read-write when permitted, else just for
+/// `access`: (file, readable, writable). Never creates, never follows a
 /// final symlink, never opens a device or a fifo (checked before and after
 /// the open, as the name may change in between).
-fn open_regular(full: &Path, access: Access) -> io::Result<(File, bool, bool)> {
-    must_be_regular(fs::symlink_metadata(full)?.file_type())?;
-    let open = |read: bool, write: bool| {
-        OpenOptions::new().read(read).write(write).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(full)
-    };
-    let (file, readable, writable) = match open(true, true) {
+fn open_regular(at: &Location, access: Access) -> io::Result<(File, bool, bool)> {
+    must_be_regular(at.lstat()?.st_mode)?;
+    let open = |mode: libc::c_int| at.open(mode | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0).map(File::from);
+    let (file, readable, writable) = match open(libc::O_RDWR) {
         Ok(file) => (file, true, true),
-        Err(_) if access == Access::Read => (open(true, false)?, true, false),
-        Err(_) => (open(false, true)?, false, true),
+        Err(_) if access == Access::Read => (open(libc::O_RDONLY)?, true, false),
+        Err(_) => (open(libc::O_WRONLY)?, false, true),
     };
-    must_be_regular(file.metadata()?.file_type())?;
+    must_be_regular(file.metadata()?.mode())?;
     Ok((file, readable, writable))
 }
 
 /// The errno a read or write of a non-regular object gives (the same as
-/// `MemBackend` gives).
-fn must_be_regular(t: FileType) -> io::Result<()> {
-    let errno = match kind_of(t)? {
+/// `MemBackend` gives); `mode` is an `st_mode`.
+fn must_be_regular(mode: u32) -> io::Result<()> {
+    let errno = match kind_of_mode(mode)? {
         FileKind::File => return Ok(()),
         FileKind::Dir => libc::EISDIR,
         FileKind::Symlink => libc::ELOOP,
@@ -241,39 +263,19 @@ fn must_be_regular(t: FileType) -> io::Result<()> {
     Err(io::Error::from_raw_os_error(errno))
 }
 
-fn kind_of(t: FileType) -> io::Result<FileKind> {
-    Ok(if t.is_file() {
-        FileKind::File
-    } else if t.is_dir() {
-        FileKind::Dir
-    } else if t.is_symlink() {
-        FileKind::Symlink
-    } else if t.is_fifo() {
-        FileKind::Fifo
-    } else if t.is_socket() {
-        FileKind::Socket
-    } else if t.is_char_device() {
-        FileKind::CharDev
-    } else if t.is_block_device() {
-        FileKind::BlockDev
-    } else {
-        return Err(io::Error::from_raw_os_error(libc::EIO));
-    })
-}
-
-fn attr_of(m: &Metadata) -> io::Result<BackendAttr> {
+fn attr_of(st: &libc::stat) -> io::Result<BackendAttr> {
     Ok(BackendAttr {
-        ino: m.ino(),
-        kind: kind_of(m.file_type())?,
-        perm: m.mode() & 0o7777,
-        nlink: m.nlink().try_into().unwrap_or(u32::MAX),
-        uid: m.uid(),
-        gid: m.gid(),
-        size: m.size(),
-        rdev: m.rdev() as u32,
-        atime: system_time(m.atime(), m.atime_nsec()),
-        mtime: system_time(m.mtime(), m.mtime_nsec()),
-        ctime: system_time(m.ctime(), m.ctime_nsec()),
+        ino: st.st_ino,
+        kind: kind_of_mode(st.st_mode)?,
+        perm: st.st_mode & 0o7777,
+        nlink: st.st_nlink.try_into().unwrap_or(u32::MAX),
+        uid: st.st_uid,
+        gid: st.st_gid,
+        size: st.st_size.try_into().unwrap_or(0),
+        rdev: st.st_rdev as u32,
+        atime: system_time(st.st_atime, st.st_atime_nsec),
+        mtime: system_time(st.st_mtime, st.st_mtime_nsec),
+        ctime: system_time(st.st_ctime, st.st_ctime_nsec),
     })
 }
 
@@ -303,44 +305,6 @@ fn timespec(t: SystemTime) -> libc::timespec {
     libc::timespec { tv_sec: secs, tv_nsec: nsec.into() }
 }
 
-fn c_path(path: &Path) -> io::Result<CString> {
-    c_string(path.as_os_str())
-}
-
-fn c_string(s: &OsStr) -> io::Result<CString> {
-    CString::new(s.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-}
-
-/// `0` → `Ok`, `-1` → the OS error.
-fn check(ret: libc::c_int) -> io::Result<()> {
-    if ret == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// Runs a "query the size, then fill the buffer" call (the xattr calls)
-/// until the value stops changing size in between.
-fn sized_query(mut call: impl FnMut(*mut libc::c_void, usize) -> libc::ssize_t) -> io::Result<Vec<u8>> {
-    loop {
-        let size = call(std::ptr::null_mut(), 0);
-        if size < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut buf = vec![0u8; size as usize];
-        let got = call(buf.as_mut_ptr().cast(), buf.len());
-        if got >= 0 {
-            buf.truncate(got as usize);
-            return Ok(buf);
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::ERANGE) {
-            return Err(e);
-        }
-    }
-}
-
 /// Reads until `buf` is full or the file ends.
 fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
     let mut done = 0;
@@ -355,8 +319,8 @@ fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
     Ok(done)
 }
 
-fn digest_file(full: &Path, size: u64) -> io::Result<super::snapshot::ContentDigest> {
-    let (file, _, _) = open_regular(full, Access::Read)?;
+fn digest_file(at: &Location, size: u64) -> io::Result<super::snapshot::ContentDigest> {
+    let (file, _, _) = open_regular(at, Access::Read)?;
     let mut hasher = ContentHasher::new();
     let mut buf = vec![0u8; DIGEST_CHUNK];
     let mut offset = 0;
@@ -380,37 +344,38 @@ fn busy_if_root(key: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// `Ok(None)` for an absent attribute.
+fn absent_is_none<T>(got: io::Result<T>) -> io::Result<Option<T>> {
+    match got {
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
 impl Backend for DirBackend {
     fn stat(&self, path: &Path) -> io::Result<BackendAttr> {
-        self.on_path("stat", path, |_, full| attr_of(&fs::symlink_metadata(full)?))
+        self.on_object("stat", path, |_, at| attr_of(&at.lstat()?))
     }
 
     fn list_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {
-        self.on_path("list", path, |_, full| {
-            let mut out = Vec::new();
-            for entry in fs::read_dir(full)? {
-                let entry = entry?;
-                out.push((entry.file_name(), kind_of(entry.file_type()?)?));
-            }
+        self.on_object("list", path, |_, at| {
+            let mut out = at.list()?;
             out.sort_by(|a, b| a.0.cmp(&b.0));
             Ok(out)
         })
     }
 
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.on_path("read", path, |key, full| {
-            let file = self.file(key, full, Access::Read)?;
-            read_full(&file, offset, buf)
-        })
+        self.on_path("read", path, |key| read_full(&*self.file(key, Access::Read)?, offset, buf))
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.on_path("write", path, |key, full| self.file(key, full, Access::Write)?.write_all_at(data, offset))
+        self.on_path("write", path, |key| self.file(key, Access::Write)?.write_all_at(data, offset))
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
-        self.on_path("truncate", path, |key, full| {
-            let file = self.file(key, full, Access::Write)?;
+        self.on_path("truncate", path, |key| {
+            let file = self.file(key, Access::Write)?;
             let size = libc::off_t::try_from(size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
             check(unsafe { libc::ftruncate(file.as_raw_fd(), size) })
         })
@@ -418,69 +383,68 @@ impl Backend for DirBackend {
 
     fn create(&self, path: &Path, kind: FileKind, perm: u32, rdev: u32) -> io::Result<()> {
         let perm = perm & 0o7777;
-        self.on_path("create", path, |key, full| {
+        self.on_object("create", path, |key, at| {
             let made = match kind {
-                FileKind::File => create_file(full, perm),
-                FileKind::Dir => fs::DirBuilder::new().mode(perm).create(full),
+                FileKind::File => create_file(at, perm),
+                FileKind::Dir => at.mkdir(perm),
                 FileKind::Symlink => Err(io::Error::from_raw_os_error(libc::EINVAL)),
                 FileKind::Fifo | FileKind::Socket | FileKind::CharDev | FileKind::BlockDev => {
-                    let mode = kind.mode_bits() | perm;
-                    check(unsafe { libc::mknod(c_path(full)?.as_ptr(), mode, rdev.into()) })
+                    at.mknod(kind.mode_bits() | perm, rdev)
                 }
             };
             self.forget_under(key);
             made?;
             if kind != FileKind::File {
                 // mkdir and mknod applied the umask
-                fs::set_permissions(full, Permissions::from_mode(perm))?;
+                at.chmod(perm)?;
             }
             Ok(())
         })
     }
 
     fn symlink(&self, target: &OsStr, path: &Path) -> io::Result<()> {
-        self.on_path("symlink", path, |key, full| {
-            let made = std::os::unix::fs::symlink(target, full);
+        self.on_object("symlink", path, |key, at| {
+            let made = at.symlink(target);
             self.forget_under(key);
             made
         })
     }
 
     fn read_link(&self, path: &Path) -> io::Result<OsString> {
-        self.on_path("readlink", path, |_, full| Ok(fs::read_link(full)?.into_os_string()))
+        self.on_object("readlink", path, |_, at| at.read_link())
     }
 
     fn link(&self, existing: &Path, new: &Path) -> io::Result<()> {
-        self.on_two_paths("link", existing, new, |_, existing, new_key, new| {
-            let made = fs::hard_link(existing, new);
+        self.on_two_objects("link", existing, new, |_, existing, new_key, new| {
+            let made = existing.link(new);
             self.forget_under(new_key);
             made
         })
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.on_path("unlink", path, |key, full| {
+        self.on_object("unlink", path, |key, at| {
             busy_if_root(key)?;
-            let removed = fs::remove_file(full);
+            let removed = at.unlink();
             self.forget_under(key);
             removed
         })
     }
 
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        self.on_path("rmdir", path, |key, full| {
+        self.on_object("rmdir", path, |key, at| {
             busy_if_root(key)?;
-            let removed = fs::remove_dir(full);
+            let removed = at.rmdir();
             self.forget_under(key);
             removed
         })
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.on_two_paths("rename", from, to, |from_key, from, to_key, to| {
+        self.on_two_objects("rename", from, to, |from_key, from, to_key, to| {
             busy_if_root(from_key)?;
             busy_if_root(to_key)?;
-            let renamed = fs::rename(from, to);
+            let renamed = from.rename(to);
             let mut fds = self.fds.lock();
             fds.forget_under(from_key);
             fds.forget_under(to_key);
@@ -489,42 +453,33 @@ impl Backend for DirBackend {
     }
 
     fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
-        self.on_path("chown", path, |_, full| check(unsafe { libc::lchown(c_path(full)?.as_ptr(), uid, gid) }))
+        self.on_object("chown", path, |_, at| at.chown(uid, gid))
     }
 
     fn set_perm(&self, path: &Path, perm: u32) -> io::Result<()> {
-        self.on_path("chmod", path, |_, full| {
+        self.on_object("chmod", path, |_, at| {
             // A symlink has no permissions of its own; chmod would follow it.
-            if fs::symlink_metadata(full)?.file_type().is_symlink() {
+            if kind_of_mode(at.lstat()?.st_mode)? == FileKind::Symlink {
                 return Ok(());
             }
-            fs::set_permissions(full, Permissions::from_mode(perm & 0o7777))
+            at.chmod(perm & 0o7777)
         })
     }
 
     fn set_times(&self, path: &Path, atime: SystemTime, mtime: SystemTime) -> io::Result<()> {
-        self.on_path("utimens", path, |_, full| {
-            let times = [timespec(atime), timespec(mtime)];
-            let flags = libc::AT_SYMLINK_NOFOLLOW;
-            check(unsafe { libc::utimensat(libc::AT_FDCWD, c_path(full)?.as_ptr(), times.as_ptr(), flags) })
-        })
+        self.on_object("utimens", path, |_, at| at.set_times(&[timespec(atime), timespec(mtime)]))
     }
 
     fn get_xattr(&self, path: &Path, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
-        self.on_path("getxattr", path, |_, full| {
-            let (path, name) = (c_path(full)?, c_string(name)?);
-            let got = sized_query(|buf, len| unsafe { libc::lgetxattr(path.as_ptr(), name.as_ptr(), buf, len) });
-            match got {
-                Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(None),
-                other => other.map(Some),
-            }
+        self.on_path("getxattr", path, |key| {
+            let name = c_string(name)?;
+            absent_is_none(self.xattr_path(key)?.get(&name))
         })
     }
 
     fn list_xattr(&self, path: &Path) -> io::Result<Vec<OsString>> {
-        self.on_path("listxattr", path, |_, full| {
-            let path = c_path(full)?;
-            let names = sized_query(|buf, len| unsafe { libc::llistxattr(path.as_ptr(), buf.cast(), len) })?;
+        self.on_path("listxattr", path, |key| {
+            let names = self.xattr_path(key)?.list()?;
             let mut out: Vec<OsString> =
                 names.split(|b| *b == 0).filter(|n| !n.is_empty()).map(|n| OsString::from_vec(n.to_vec())).collect();
             out.sort();
@@ -533,20 +488,16 @@ impl Backend for DirBackend {
     }
 
     fn set_xattr(&self, path: &Path, name: &OsStr, value: &[u8]) -> io::Result<()> {
-        self.on_path("setxattr", path, |_, full| {
-            let (path, name) = (c_path(full)?, c_string(name)?);
-            let value_ptr = value.as_ptr().cast();
-            check(unsafe { libc::lsetxattr(path.as_ptr(), name.as_ptr(), value_ptr, value.len(), 0) })
+        self.on_path("setxattr", path, |key| {
+            let name = c_string(name)?;
+            self.xattr_path(key)?.set(&name, value)
         })
     }
 
     fn remove_xattr(&self, path: &Path, name: &OsStr) -> io::Result<()> {
-        self.on_path("removexattr", path, |_, full| {
-            let (path, name) = (c_path(full)?, c_string(name)?);
-            match check(unsafe { libc::lremovexattr(path.as_ptr(), name.as_ptr()) }) {
-                Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(()),
-                other => other,
-            }
+        self.on_path("removexattr", path, |key| {
+            let name = c_string(name)?;
+            absent_is_none(self.xattr_path(key)?.remove(&name)).map(drop)
         })
     }
 
@@ -573,21 +524,20 @@ impl Backend for DirBackend {
     }
 }
 
-/// Creates or truncates the regular file at `full` with mode exactly `perm`;
+/// Creates or truncates the regular file at `at` with mode exactly `perm`;
 /// `EEXIST` if anything else is there.
-fn create_file(full: &Path, perm: u32) -> io::Result<()> {
-    let fresh = OpenOptions::new().write(true).create_new(true).mode(perm).custom_flags(libc::O_NOFOLLOW).open(full);
+fn create_file(at: &Location, perm: u32) -> io::Result<()> {
+    let fresh = at.open(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW, perm);
     let file = match fresh {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            if !fs::symlink_metadata(full)?.file_type().is_file() {
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+            if kind_of_mode(at.lstat()?.st_mode)? != FileKind::File {
                 return Err(e);
             }
-            let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK;
-            let file = OpenOptions::new().write(true).truncate(true).custom_flags(flags).open(full)?;
-            must_be_regular(file.metadata()?.file_type())?;
+            let file = File::from(at.open(libc::O_WRONLY | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0)?);
+            must_be_regular(file.metadata()?.mode())?;
             file
         }
-        other => other?,
+        other => File::from(other?),
     };
     // open applied the umask
     file.set_permissions(Permissions::from_mode(perm))
@@ -640,20 +590,20 @@ mod tests {
 
     #[test]
     fn an_open_that_raced_with_a_namespace_change_is_not_cached() {
-        let (dir, _) = backend();
-        let path = dir.path().join("x");
-        fs::write(&path, b"old").unwrap();
+        let (dir, b) = backend();
+        fs::write(dir.path().join("x"), b"old").unwrap();
+        let x = || b.locate(Path::new("x")).unwrap();
         let mut cache = FdCache::default();
         // A reader misses and notes the generation, then opens "x" ...
         let opened_in = cache.generation;
-        let (file, readable, writable) = open_regular(&path, Access::Read).unwrap();
+        let (file, readable, writable) = open_regular(&x(), Access::Read).unwrap();
         // ... while a rename replaces "x" and drops what was cached for it ...
         cache.forget_under(Path::new("x"));
         // ... so the descriptor of the replaced file must not be kept.
         let fd = CachedFd { file: Arc::new(file), readable, writable, last_use: 0 };
         cache.insert(opened_in, PathBuf::from("x"), fd);
         assert!(cache.get(Path::new("x"), Access::Read).is_none());
-        let (file, readable, writable) = open_regular(&path, Access::Read).unwrap();
+        let (file, readable, writable) = open_regular(&x(), Access::Read).unwrap();
         let fd = CachedFd { file: Arc::new(file), readable, writable, last_use: 0 };
         cache.insert(cache.generation, PathBuf::from("x"), fd);
         assert!(cache.get(Path::new("x"), Access::Read).is_some());
@@ -682,6 +632,83 @@ mod tests {
         assert!(e.to_string().contains(" -> "), "{e}");
         assert_eq!(errno_of(&e), libc::ENOENT);
         drop(dir);
+    }
+
+    /// A file whose relative path is exactly `len` bytes, below a chain of
+    /// 200-byte directory names made as needed.
+    fn file_of_length(b: &DirBackend, len: usize) -> PathBuf {
+        let mut dir = PathBuf::new();
+        loop {
+            let rest = len - dir.as_os_str().len() - usize::from(!dir.as_os_str().is_empty());
+            if rest <= 201 {
+                let path = dir.join("f".repeat(rest));
+                assert_eq!(path.as_os_str().len(), len);
+                return path;
+            }
+            dir.push("d".repeat(200));
+            if b.stat(&dir).is_err() {
+                b.create(&dir, FileKind::Dir, 0o755, 0).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn every_length_around_the_path_max_limits_works() {
+        let (_dir, b) = backend();
+        let path_max = libc::PATH_MAX as usize;
+        // Longest relative path whose absolute path still fits (the xattr
+        // calls use it), one more, the longest handed to the kernel whole,
+        // and the shortest that is walked.
+        let fits_absolute = path_max - 2 - b.root().as_os_str().len();
+        for len in [fits_absolute, fits_absolute + 1, path_max - 1, path_max] {
+            let f = file_of_length(&b, len);
+            b.create(&f, FileKind::File, 0o600, 0).unwrap();
+            b.write_at(&f, 0, b"data").unwrap();
+            let mut buf = [0u8; 8];
+            assert_eq!(b.read_at(&f, 0, &mut buf).unwrap(), 4, "length {len}");
+            assert_eq!(b.stat(&f).unwrap().size, 4, "length {len}");
+            let name = OsStr::new("user.k");
+            b.set_xattr(&f, name, b"v").unwrap();
+            assert_eq!(b.get_xattr(&f, name).unwrap().as_deref(), Some(&b"v"[..]), "length {len}");
+            assert!(b.list_xattr(&f).unwrap().contains(&name.to_owned()), "length {len}");
+            b.remove_xattr(&f, name).unwrap();
+            assert_eq!(b.get_xattr(&f, name).unwrap(), None, "length {len}");
+            // A symlink's own attributes, not its target's, and not the
+            // `/proc/self/fd` link's when the path is long.
+            let link = f.with_file_name("s");
+            b.symlink(f.file_name().unwrap(), &link).unwrap();
+            if unsafe { libc::geteuid() } == 0 {
+                let len = link.as_os_str().len();
+                let trusted = OsStr::new("trusted.k");
+                b.set_xattr(&link, trusted, b"on the link").unwrap();
+                assert_eq!(b.get_xattr(&link, trusted).unwrap().as_deref(), Some(&b"on the link"[..]), "length {len}");
+                assert_eq!(b.list_xattr(&link).unwrap(), [trusted.to_owned()], "length {len}");
+                assert_eq!(b.get_xattr(&f, trusted).unwrap(), None, "length {len}");
+            }
+            b.remove_file(&link).unwrap();
+            b.remove_file(&f).unwrap();
+            assert_eq!(errno_of(&b.stat(&f).unwrap_err()), libc::ENOENT, "length {len}");
+        }
+    }
+
+    #[test]
+    fn errors_on_walked_paths_keep_the_errno_and_name_the_full_path() {
+        let (_dir, b) = backend();
+        let missing = file_of_length(&b, libc::PATH_MAX as usize + 10);
+        let e = b.stat(&missing).unwrap_err();
+        assert_eq!(errno_of(&e), libc::ENOENT);
+        assert!(e.to_string().starts_with(&format!("stat {}: ", b.root().join(&missing).display())), "{e}");
+        // A walk goes through neither a file nor a symlink (as in a `MemBackend`).
+        let plain = missing.with_file_name("plain");
+        b.create(&plain, FileKind::File, 0o644, 0).unwrap();
+        let up = missing.with_file_name("up");
+        b.symlink(OsStr::new("."), &up).unwrap();
+        for through in [plain, up] {
+            let beyond = through.join("y".repeat(250));
+            assert!(beyond.as_os_str().len() >= libc::PATH_MAX as usize);
+            let e = b.create(&beyond, FileKind::Dir, 0o755, 0).unwrap_err();
+            assert_eq!(errno_of(&e), libc::ENOTDIR, "{e}");
+        }
     }
 
     #[test]

@@ -35,7 +35,7 @@
 //! garbage in blocks allocated but never written, and a file size that
 //! survives without the data that grew it.
 
-use super::{Backend, BackendAttr, MemBackend};
+use super::{Backend, BackendAttr, BackendError, MemBackend};
 use crate::types::{FileKind, FsStats, PAGE_SIZE};
 use parking_lot::Mutex;
 use std::collections::HashSet;
@@ -218,10 +218,17 @@ impl CrashState {
     }
 }
 
+/// A fault to inject: mutating calls whose op matches fail with `errno`.
+struct Fault {
+    matches: Box<dyn Fn(&Op) -> bool + Send + Sync>,
+    errno: i32,
+}
+
 /// A `MemBackend` that records its changes (see the module comment).
 pub struct RecordingBackend {
     live: MemBackend,
     log: Mutex<Log>,
+    fault: Mutex<Option<Fault>>,
 }
 
 impl RecordingBackend {
@@ -235,7 +242,22 @@ impl RecordingBackend {
         RecordingBackend {
             live: initial,
             log: Mutex::new(log),
+            fault: Mutex::new(None),
         }
+    }
+
+    /// From now on every mutating call whose op matches `predicate` fails
+    /// with `errno` and changes nothing (a full or failing disk), until
+    /// `clear_fault`. For fault-injection tests; a failed call is not recorded.
+    pub fn fail_when(&self, predicate: impl Fn(&Op) -> bool + Send + Sync + 'static, errno: i32) {
+        *self.fault.lock() = Some(Fault {
+            matches: Box::new(predicate),
+            errno,
+        });
+    }
+
+    pub fn clear_fault(&self) {
+        *self.fault.lock() = None;
     }
 
     /// The current state: every op applied (what a process crash leaves).
@@ -314,6 +336,11 @@ impl RecordingBackend {
     /// Applies `op` to the live state and, if it succeeds, logs it as `ops`.
     fn record(&self, op: Op, logged_as: impl FnOnce(Op) -> Vec<Op>) -> io::Result<()> {
         let mut log = self.log.lock();
+        if let Some(fault) = self.fault.lock().as_ref().filter(|f| (f.matches)(&op)) {
+            let context = format!("{op} (injected fault)");
+            let kind = io::Error::from_raw_os_error(fault.errno).kind();
+            return Err(io::Error::new(kind, BackendError { errno: fault.errno, context }));
+        }
         op.apply(&self.live)?;
         let at = self.live.now();
         log.ops
