@@ -1,14 +1,23 @@
 //! Applies a committed transaction in place, crash-safely, from its durable
 //! progress point. The live checkpointer and recovery run this same code.
 //!
+//! Ops are applied in *groups*. A group starts at a durable progress record
+//! and takes ops without further barriers; a namespace op starts a new group
+//! when one of its paths is related (equal, ancestor, descendant) to a path
+//! an earlier op of the group touched. A data op that reaches through a name
+//! a rename re-pointed since the last sync is preceded by a sync.
+//!
 //! Invariant (argued in docs/JOURNAL.md): when the durable progress of
-//! transaction `seq` says `j`, every op before `j` is durable, no namespace
-//! op after `j` has been started, and the backing store is either "before op
-//! `j`" or "after op `j`, plus any subset of the data ops up to the next
-//! namespace op". So restarting at `j` — op `j` with its "already done" test,
-//! then everything after it — always ends in the post-transaction state.
+//! transaction `seq` says `j`, op `j` starts a group, every op before `j` is
+//! durable, no op of a later group has been issued, each namespace op of the
+//! group has either happened or not (no other op of the group touches its
+//! names), and each data op that took effect reached the object it reaches in
+//! a clean apply. So restarting at `j` — every op of the group again,
+//! namespace ops with their "already done" tests — always ends in the
+//! post-transaction state.
 
 use super::encode::TxnHeader;
+use super::group::PathSet;
 use super::progress::{Progress, ProgressFile};
 use super::reader::{OpReader, ReadError};
 use super::{journal_error, journal_path, ApplyReport, JournalOp};
@@ -28,8 +37,14 @@ pub fn apply_txn(
     segment_bytes: u64,
     between_segments: &mut dyn FnMut(),
 ) -> io::Result<ApplyReport> {
-    let mut run =
-        Applier { backend, progress, unsynced: true, report: ApplyReport { seq: txn.seq, ..ApplyReport::default() } };
+    let mut run = Applier {
+        backend,
+        progress,
+        unsynced: true,
+        group: PathSet::default(),
+        renamed: PathSet::default(),
+        report: ApplyReport { seq: txn.seq, ..ApplyReport::default() },
+    };
     if run.progress.has_pending() {
         // An earlier attempt failed after writing a record: make it durable
         // before resuming from it (an op may only follow a durable record).
@@ -56,6 +71,10 @@ struct Applier<'a> {
     progress: &'a mut ProgressFile,
     /// Something may have been written since the last sync.
     unsynced: bool,
+    /// The paths the ops of the current group touched.
+    group: PathSet,
+    /// The names renames re-pointed since the last sync.
+    renamed: PathSet,
     report: ApplyReport,
 }
 
@@ -81,19 +100,22 @@ impl Applier<'_> {
                 Err(e) => return Err(read_error(e, txn, index)),
             };
             if op.is_namespace() {
-                // At `start` the record is already durable (or absent, meaning 0).
-                if index > start {
-                    self.sync()?;
-                    self.record(Progress { seq: txn.seq, next: index })?;
-                    self.sync()?;
+                // Empty at `start`, whose record is already durable (or absent, meaning 0).
+                if self.group.related_op(&op) {
+                    self.start_group(Progress { seq: txn.seq, next: index })?;
                 }
                 self.namespace_op(&op)?;
                 if matches!(op, JournalOp::Rename { .. }) {
-                    // A rename re-points a name that may already exist; the data
-                    // ops after it must not reach the old object in a crash state.
-                    self.sync()?;
+                    self.renamed.insert_op(&op);
                 }
             } else {
+                if self.renamed.related_op(&op) {
+                    // Until the rename is durable, a crash image may hold
+                    // this op without it: acting through the old binding, it
+                    // would change an object the rename unlinked from the name
+                    // but that other hard links keep visible.
+                    self.sync()?;
+                }
                 self.data_op(&op)?;
                 data_since_yield += op.data_len();
                 if data_since_yield >= segment_bytes {
@@ -101,8 +123,19 @@ impl Applier<'_> {
                     data_since_yield = 0;
                 }
             }
+            self.group.insert_op(&op);
             self.report.ops += 1;
         }
+        Ok(())
+    }
+
+    /// A durable record saying "resume at `p.next`", written after every
+    /// earlier op is durable and durable before op `p.next` starts.
+    fn start_group(&mut self, p: Progress) -> io::Result<()> {
+        self.sync()?;
+        self.record(p)?;
+        self.sync()?;
+        self.group.clear();
         Ok(())
     }
 
@@ -113,6 +146,7 @@ impl Applier<'_> {
             self.unsynced = false;
         }
         self.progress.synced();
+        self.renamed.clear();
         Ok(())
     }
 

@@ -11,6 +11,7 @@
 
 mod apply;
 mod encode;
+mod group;
 mod progress;
 mod reader;
 mod recovery;
@@ -246,10 +247,14 @@ impl Journal {
     /// committed transaction is refused.
     pub fn open(backend: Arc<dyn Backend>) -> io::Result<Journal> {
         let b = &*backend;
-        ensure(b, Path::new(crate::STATE_DIR), FileKind::Dir, 0o700)?;
-        ensure(b, &orphans_dir(), FileKind::Dir, 0o700)?;
-        ensure(b, &journal_path(), FileKind::File, 0o600)?;
-        ensure(b, &progress_path(), FileKind::File, 0o600)?;
+        let mut created = ensure(b, Path::new(crate::STATE_DIR), FileKind::Dir, 0o700)?;
+        created |= ensure(b, &orphans_dir(), FileKind::Dir, 0o700)?;
+        created |= ensure(b, &journal_path(), FileKind::File, 0o600)?;
+        created |= ensure(b, &progress_path(), FileKind::File, 0o600)?;
+        if created {
+            // A commit record must never be durable without these files.
+            b.sync()?;
+        }
         let mut progress = ProgressFile::load(b)?;
         let stale = match inspect(b)? {
             JournalContent::Empty => false,
@@ -419,13 +424,14 @@ impl Journal {
 
 /// Creates `path` as `kind` unless it exists; an object of another kind
 /// there is an error naming it.
-fn ensure(backend: &dyn Backend, path: &Path, kind: FileKind, perm: u32) -> io::Result<()> {
+/// Makes `path` exist as `kind`; true if it had to be created.
+fn ensure(backend: &dyn Backend, path: &Path, kind: FileKind, perm: u32) -> io::Result<bool> {
     match backend.stat(path) {
-        Ok(attr) if attr.kind == kind => Ok(()),
+        Ok(attr) if attr.kind == kind => Ok(false),
         Ok(attr) => {
             Err(state_error(path, libc::EEXIST, format!("is a {:?}, mcfs needs a {:?} there", attr.kind, kind)))
         }
-        Err(e) if is_not_found(&e) => backend.create(path, kind, perm, 0),
+        Err(e) if is_not_found(&e) => backend.create(path, kind, perm, 0).map(|()| true),
         Err(e) => Err(e),
     }
 }

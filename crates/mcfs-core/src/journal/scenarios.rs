@@ -140,8 +140,145 @@ pub fn scenarios() -> Vec<(&'static str, Vec<JournalOp>)> {
                 JournalOp::SetXattr { path: "b".into(), name: "user.big".into(), value: vec![9; 1000] },
             ],
         ),
+        ("many creates in one directory", {
+            let mut ops = many_creates("e", 5);
+            // The directory's times were set in this group: a create in it splits.
+            ops.extend([create("e/late", File, 0o600), write("e/late", 0, b"late")]);
+            ops
+        }),
+        (
+            "create, write and chmod the same files",
+            vec![
+                create("n1", File, 0o644),
+                write("n1", 0, b"one"),
+                create("n2", File, 0o600),
+                JournalOp::SetPerm { path: "n1".into(), perm: 0o4755 },
+                write("n2", 100, &[7; 9000]),
+                JournalOp::SetOwner { path: "n1".into(), uid: 5, gid: 5 },
+                write("n1", 5000, b"far"),
+                set_len("n2", 4097),
+                JournalOp::SetTimes { path: "n1".into(), atime: at(3), mtime: at(4) },
+                JournalOp::SetXattr { path: "n2".into(), name: "user.n".into(), value: b"2".to_vec() },
+                create("d/n3", Fifo, 0o640),
+            ],
+        ),
+        (
+            "mkdir, then create inside it",
+            vec![
+                create("d2", Dir, 0o750),
+                create("d2/f", File, 0o644),
+                write("d2/f", 0, b"f"),
+                create("d2/sub", Dir, 0o700),
+                create("d2/sub/g", File, 0o600),
+                write("d2/sub/g", 0, b"g"),
+                create("n", File, 0o644),
+                JournalOp::SetPerm { path: "d2".into(), perm: 0o755 },
+            ],
+        ),
+        (
+            "rename a directory over an empty one, then create inside",
+            vec![
+                create("n", File, 0o644),
+                write("d/x", 0, b"before the move"),
+                rename("d", "e"),
+                create("e/new", File, 0o644),
+                write("e/new", 0, b"new"),
+                write("e/x", 0, b"moved"),
+                create("d", Dir, 0o700),
+            ],
+        ),
+        (
+            "rename a to b, then create a",
+            vec![
+                create("n", File, 0o644),
+                rename("a", "b"),
+                create("a", File, 0o600),
+                write("a", 0, b"new a"),
+                JournalOp::SetTimes { path: "b".into(), atime: at(1), mtime: at(1) },
+                write("b_link", 0, b"old b"),
+                rename("c", "e/c2"),
+                write("e/c2", 0, b"C"),
+                create("n2", File, 0o644),
+            ],
+        ),
+        (
+            "remove x, then create x",
+            vec![
+                JournalOp::RemoveFile { path: "b".into() },
+                create("b", File, 0o600),
+                write("b", 0, b"new b"),
+                JournalOp::RemoveFile { path: "c".into() },
+                create("c", Fifo, 0o644),
+                JournalOp::RemoveDir { path: "e".into() },
+                create("e", File, 0o644),
+                write("b_link", 2, b"!"),
+            ],
+        ),
+        (
+            "hard links in one group",
+            vec![
+                JournalOp::Link { existing: "a".into(), new: "e/a1".into() },
+                JournalOp::Link { existing: "b".into(), new: "e/b1".into() },
+                write("e/a1", 0, b"via a1"),
+                JournalOp::Link { existing: "c".into(), new: "d/c1".into() },
+                write("b_link", 0, b"bl"),
+                JournalOp::SetPerm { path: "e/b1".into(), perm: 0o640 },
+                JournalOp::RemoveFile { path: "b_link".into() },
+                JournalOp::RemoveFile { path: "c".into() },
+                create("e/new", File, 0o644),
+                JournalOp::Link { existing: "e/new".into(), new: "e/new2".into() },
+                write("e/new2", 0, b"two names"),
+            ],
+        ),
         ("empty", vec![]),
     ]
+}
+
+/// The shape the engine gives a checkpoint that creates `files` files in the
+/// existing directory `dir`: per file a create, a chown and a write; at the
+/// close of the VCT the times of every file, then of the directory.
+pub fn many_creates(dir: &str, files: usize) -> Vec<JournalOp> {
+    let name = |i: usize| format!("{dir}/f{i}");
+    let mut ops = Vec::new();
+    for i in 0..files {
+        ops.push(create(&name(i), FileKind::File, 0o644));
+        ops.push(JournalOp::SetOwner { path: name(i).into(), uid: 1000, gid: 1000 });
+        ops.push(write(&name(i), 0, format!("file {i}").as_bytes()));
+    }
+    for i in 0..files {
+        ops.push(JournalOp::SetTimes { path: name(i).into(), atime: at(i as u64), mtime: at(i as u64) });
+    }
+    ops.push(JournalOp::SetTimes { path: dir.into(), atime: at(0), mtime: at(0) });
+    ops
+}
+
+/// An engine-shaped mix on `base_tree`, several VCTs in one transaction,
+/// each ending with the times of what it changed: a new directory filled
+/// with `files` files; atomic saves (write a temporary file, rename it over
+/// the real name) in `e`; half of the new files removed; an in-place
+/// overwrite and a hard link.
+pub fn mixed_txn(files: usize) -> Vec<JournalOp> {
+    let times = |path: &str, secs: u64| JournalOp::SetTimes { path: path.into(), atime: at(secs), mtime: at(secs) };
+    let mut ops = vec![create("m", FileKind::Dir, 0o755)];
+    ops.extend(many_creates("m", files));
+    let saves = files / 4;
+    for i in 0..saves {
+        let tmp = format!("e/s{i}.tmp");
+        ops.push(create(&tmp, FileKind::File, 0o600));
+        ops.push(JournalOp::SetOwner { path: tmp.clone().into(), uid: 1000, gid: 1000 });
+        ops.push(write(&tmp, 0, b"saved"));
+        ops.push(rename(&tmp, &format!("e/s{i}")));
+    }
+    ops.extend((0..saves).map(|i| times(&format!("e/s{i}"), 7)));
+    ops.push(times("e", 7));
+    ops.extend((0..files).step_by(2).map(|i| JournalOp::RemoveFile { path: format!("m/f{i}").into() }));
+    ops.push(times("m", 8));
+    ops.push(write("a", 100, b"in place"));
+    ops.push(set_len("a", 4000));
+    ops.push(JournalOp::Link { existing: "c".into(), new: "m/c".into() });
+    ops.push(times("a", 9));
+    ops.push(times("m", 9));
+    ops
 }
 
 /// A random transaction that is valid on `base_tree` (each op is kept only

@@ -1,9 +1,10 @@
 //! Tests of the journal against `MemBackend`: commit and apply, streaming,
 //! segments, torn and foreign journals, misuse, resumption after injected
-//! errors, and run idempotence. The crash test lives in `crash_tests.rs`;
-//! the transactions both use are in `scenarios.rs`.
+//! errors, run idempotence, and how many syncs grouping leaves. The crash
+//! test lives in `crash_tests.rs`; the transactions both use are in
+//! `scenarios.rs`.
 
-use super::scenarios::{apply_directly, base_tree, copy, scenarios, tree_of};
+use super::scenarios::{apply_directly, base_tree, copy, many_creates, mixed_txn, scenarios, tree_of};
 use super::*;
 use crate::backend::MemBackend;
 use std::ffi::OsStr;
@@ -281,6 +282,52 @@ fn journal_apply_resumes_after_an_error_at_every_step() {
             assert!(k >= least, "{name}: the fault reached only {k} calls");
         }
     }
+}
+
+/// Applies `ops` as one transaction on the base tree, checks the result
+/// against the oracle, and returns the report.
+fn apply_on_base(ops: &[JournalOp]) -> ApplyReport {
+    let b = mem_with_base();
+    let expected = apply_directly(&b, ops);
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 1, ops);
+    let report = j.apply(&mut || {}).unwrap();
+    assert_eq!(tree_of(&b), expected, "{:?}", tree_of(&b).diff(&expected));
+    report
+}
+
+/// Progress records one apply wrote: each is one slot (28 bytes, see progress.rs).
+fn records(report: &ApplyReport) -> u64 {
+    report.journal_bytes / 28
+}
+
+/// 3,000 creates in one directory, each with its chown and write, then the
+/// times: no op's paths meet an earlier op's, so the whole transaction is one
+/// group — no barrier but the one before the "done" record (the old
+/// protocol took two per create: 5,999).
+#[test]
+fn journal_creates_in_one_directory_share_one_group() {
+    let ops = many_creates("e", 3000);
+    let report = apply_on_base(&ops);
+    assert_eq!(report.ops, ops.len() as u64);
+    assert_eq!(records(&report), 1, "only the done record: {report:?}");
+    assert!(report.syncs <= 2, "{report:?}");
+}
+
+/// An engine-shaped mix. New groups start exactly where the rule says: at
+/// the first create inside the new directory `m`, at each atomic save's
+/// rename (its source was created and written in the group), and at the
+/// link into `m` after `m`'s times were set. The first rename target that
+/// gets its times set costs one more sync. (The old protocol: 1,604 syncs.)
+#[test]
+fn journal_groups_split_where_paths_meet() {
+    let files = 400;
+    let saves = files as u64 / 4;
+    let ops = mixed_txn(files);
+    let report = apply_on_base(&ops);
+    let group_starts = 1 + saves + 1;
+    assert_eq!(records(&report), group_starts + 1, "group starts and the done record: {report:?}");
+    assert_eq!(report.syncs, 2 * group_starts + 1 + 1, "{report:?}");
 }
 
 /// A run of data ops replayed on a state where any subset of it already
