@@ -36,8 +36,8 @@ fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
     }
 }
 
-/// Inodes created and removed within one batch, never linked or renamed, and
-/// no longer open: a batch commits atomically, so they need no operation at
+/// Non-directory inodes created and removed within one batch, never linked
+/// or renamed, and no longer open: a batch commits atomically, so they need no operation at
 /// all (SQLite's rollback journal and temporary files are the common case).
 pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &dyn Fn(Ino) -> bool) -> HashSet<Ino> {
     #[derive(Default)]
@@ -50,8 +50,10 @@ pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &
     for entry in entries {
         let ClosedEntry::Other(e) = entry else { continue };
         match e {
-            LogEntry::Create { ino, .. } | LogEntry::Symlink { ino, .. } => lives.entry(*ino).or_default().created = true,
-            LogEntry::Unlink { ino, .. } | LogEntry::Rmdir { ino, .. } => lives.entry(*ino).or_default().removed = true,
+            // Directories never qualify: entries of other inodes name them.
+            LogEntry::Create { ino, kind, .. } if *kind != FileKind::Dir => lives.entry(*ino).or_default().created = true,
+            LogEntry::Symlink { ino, .. } => lives.entry(*ino).or_default().created = true,
+            LogEntry::Unlink { ino, .. } => lives.entry(*ino).or_default().removed = true,
             LogEntry::Link { ino, .. } | LogEntry::Rename { ino, .. } => lives.entry(*ino).or_default().moved = true,
             LogEntry::Exchange { .. } => return HashSet::new(), // rare: keep everything
             _ => {}
