@@ -1004,8 +1004,8 @@ mod recording_backend_crash_states {
             4,
             "a write across a page boundary is two ops"
         );
-        assert_eq!(rec.op(2).unwrap().to_string(), "write \"f\" @4090 +6");
-        assert_eq!(rec.op(3).unwrap().to_string(), "write \"f\" @4096 +4");
+        assert_eq!(rec.op(2).unwrap().to_string(), "write f @4090+6");
+        assert_eq!(rec.op(3).unwrap().to_string(), "write f @4096+4");
         rec.write_at(p("f"), 0, &[1u8; 3 * 4096]).unwrap();
         assert_eq!(rec.op_count(), 7);
         rec.write_at(p("f"), 0, b"").unwrap();

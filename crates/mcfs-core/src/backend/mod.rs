@@ -11,6 +11,7 @@
 mod dir;
 pub mod error;
 mod mem;
+mod mutation;
 mod recording;
 mod relpath;
 pub mod snapshot;
@@ -18,6 +19,7 @@ pub mod snapshot;
 pub use dir::DirBackend;
 pub use error::{errno_of, BackendError};
 pub use mem::{mem_epoch, MemBackend};
+pub use mutation::Mutation;
 pub use recording::{CrashState, Op, RecordingBackend};
 pub use snapshot::{ContentDigest, SnapshotEntry, TreeSnapshot};
 

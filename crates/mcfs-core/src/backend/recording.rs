@@ -40,147 +40,29 @@ use crate::types::{FileKind, FsStats, PAGE_SIZE};
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::SystemTime;
 
-/// One recorded change.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Op {
-    /// Part of a `write_at` that lies within one page of the file.
-    Write {
-        path: PathBuf,
-        offset: u64,
-        data: Vec<u8>,
-    },
-    SetLen {
-        path: PathBuf,
-        size: u64,
-    },
-    Create {
-        path: PathBuf,
-        kind: FileKind,
-        perm: u32,
-        rdev: u32,
-    },
-    Symlink {
-        target: OsString,
-        path: PathBuf,
-    },
-    Link {
-        existing: PathBuf,
-        new: PathBuf,
-    },
-    RemoveFile {
-        path: PathBuf,
-    },
-    RemoveDir {
-        path: PathBuf,
-    },
-    Rename {
-        from: PathBuf,
-        to: PathBuf,
-    },
-    SetOwner {
-        path: PathBuf,
-        uid: u32,
-        gid: u32,
-    },
-    SetPerm {
-        path: PathBuf,
-        perm: u32,
-    },
-    SetTimes {
-        path: PathBuf,
-        atime: SystemTime,
-        mtime: SystemTime,
-    },
-    SetXattr {
-        path: PathBuf,
-        name: OsString,
-        value: Vec<u8>,
-    },
-    RemoveXattr {
-        path: PathBuf,
-        name: OsString,
-    },
-}
+/// One recorded change (a `write_at` is recorded one page at a time).
+pub type Op = super::Mutation;
 
-impl Op {
-    /// Makes this change on `to`.
-    pub fn apply(&self, to: &dyn Backend) -> io::Result<()> {
-        match self {
-            Op::Write { path, offset, data } => to.write_at(path, *offset, data),
-            Op::SetLen { path, size } => to.set_len(path, *size),
-            Op::Create {
-                path,
-                kind,
-                perm,
-                rdev,
-            } => to.create(path, *kind, *perm, *rdev),
-            Op::Symlink { target, path } => to.symlink(target, path),
-            Op::Link { existing, new } => to.link(existing, new),
-            Op::RemoveFile { path } => to.remove_file(path),
-            Op::RemoveDir { path } => to.remove_dir(path),
-            Op::Rename { from, to: dest } => to.rename(from, dest),
-            Op::SetOwner { path, uid, gid } => to.set_owner(path, *uid, *gid),
-            Op::SetPerm { path, perm } => to.set_perm(path, *perm),
-            Op::SetTimes { path, atime, mtime } => to.set_times(path, *atime, *mtime),
-            Op::SetXattr { path, name, value } => to.set_xattr(path, name, value),
-            Op::RemoveXattr { path, name } => to.remove_xattr(path, name),
-        }
+/// The ops a successful `write_at` is recorded as: one per page touched.
+fn write_pieces(path: &Path, offset: u64, data: &[u8]) -> Vec<Op> {
+    let mut pieces = Vec::new();
+    let mut done = 0;
+    while done < data.len() {
+        let at = offset + done as u64;
+        let room = (PAGE_SIZE - at % PAGE_SIZE) as usize;
+        let len = room.min(data.len() - done);
+        pieces.push(Op::Write {
+            path: path.to_owned(),
+            offset: at,
+            data: data[done..done + len].to_vec(),
+        });
+        done += len;
     }
-
-    /// The ops a successful `write_at` is recorded as: one per page touched.
-    fn write_pieces(path: &Path, offset: u64, data: &[u8]) -> Vec<Op> {
-        let mut pieces = Vec::new();
-        let mut done = 0;
-        while done < data.len() {
-            let at = offset + done as u64;
-            let room = (PAGE_SIZE - at % PAGE_SIZE) as usize;
-            let len = room.min(data.len() - done);
-            pieces.push(Op::Write {
-                path: path.to_owned(),
-                offset: at,
-                data: data[done..done + len].to_vec(),
-            });
-            done += len;
-        }
-        pieces
-    }
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Op::Write { path, offset, data } => {
-                write!(f, "write {path:?} @{offset} +{}", data.len())
-            }
-            Op::SetLen { path, size } => write!(f, "truncate {path:?} to {size}"),
-            Op::Create {
-                path, kind, perm, ..
-            } => write!(f, "create {kind:?} {path:?} {perm:o}"),
-            Op::Symlink { target, path } => write!(f, "symlink {path:?} -> {target:?}"),
-            Op::Link { existing, new } => write!(f, "link {existing:?} as {new:?}"),
-            Op::RemoveFile { path } => write!(f, "unlink {path:?}"),
-            Op::RemoveDir { path } => write!(f, "rmdir {path:?}"),
-            Op::Rename { from, to } => write!(f, "rename {from:?} -> {to:?}"),
-            Op::SetOwner { path, uid, gid } => write!(f, "chown {path:?} {uid}:{gid}"),
-            Op::SetPerm { path, perm } => write!(f, "chmod {path:?} {perm:o}"),
-            Op::SetTimes { path, mtime, .. } => write!(f, "utimens {path:?} mtime {mtime:?}"),
-            Op::SetXattr { path, name, value } => {
-                write!(f, "setxattr {path:?} {name:?} +{}", value.len())
-            }
-            Op::RemoveXattr { path, name } => write!(f, "removexattr {path:?} {name:?}"),
-        }
-    }
-}
-
-impl fmt::Debug for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
+    pieces
 }
 
 /// An op and the backend's time stamp when it was applied, so a replay
@@ -460,7 +342,7 @@ impl Backend for RecordingBackend {
             offset,
             data: data.to_vec(),
         };
-        self.record(op, |_| Op::write_pieces(path, offset, data))
+        self.record(op, |_| write_pieces(path, offset, data))
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {

@@ -198,18 +198,7 @@ impl Applier<'_> {
     /// already removed or moved it, so the op no longer matters.
     fn data_op(&mut self, op: &JournalOp) -> io::Result<()> {
         self.unsynced = true;
-        let b = self.backend;
-        let result = match op {
-            JournalOp::Write { path, offset, data } => b.write_at(path, *offset, data),
-            JournalOp::SetLen { path, size } => b.set_len(path, *size),
-            JournalOp::SetOwner { path, uid, gid } => b.set_owner(path, *uid, *gid),
-            JournalOp::SetPerm { path, perm } => b.set_perm(path, *perm),
-            JournalOp::SetTimes { path, atime, mtime } => b.set_times(path, *atime, *mtime),
-            JournalOp::SetXattr { path, name, value } => b.set_xattr(path, name, value),
-            JournalOp::RemoveXattr { path, name } => b.remove_xattr(path, name),
-            _ => misdispatched(op),
-        };
-        match result {
+        match op.apply(self.backend) {
             Ok(()) => self.report.data_bytes += op.data_len(),
             Err(e) if is_not_found(&e) => {
                 tracing::warn!("journal txn {}: skipped {op} (object gone)", self.report.seq);

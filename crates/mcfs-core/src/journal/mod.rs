@@ -23,6 +23,7 @@ mod scenarios;
 #[cfg(test)]
 mod tests;
 
+pub use crate::backend::Mutation as JournalOp;
 pub use encode::HEADER_LEN;
 pub use recovery::{recover, RecoveryReport};
 
@@ -32,143 +33,9 @@ use crate::types::FileKind;
 use encode::{encode_op, TxnHeader};
 use progress::ProgressFile;
 use recovery::{inspect, JournalContent};
-use std::ffi::OsString;
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
-
-/// One change to the backing store. Paths are relative to the backing root,
-/// as of the moment the op is applied (after every earlier op of the txn).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JournalOp {
-    Write {
-        path: PathBuf,
-        offset: u64,
-        data: Vec<u8>,
-    },
-    SetLen {
-        path: PathBuf,
-        size: u64,
-    },
-    /// A regular file is create-or-truncate; other kinds must not exist.
-    Create {
-        path: PathBuf,
-        kind: FileKind,
-        perm: u32,
-        rdev: u32,
-    },
-    Symlink {
-        path: PathBuf,
-        target: OsString,
-    },
-    Link {
-        existing: PathBuf,
-        new: PathBuf,
-    },
-    RemoveFile {
-        path: PathBuf,
-    },
-    RemoveDir {
-        path: PathBuf,
-    },
-    /// `rename(2)`, replacing the target.
-    Rename {
-        from: PathBuf,
-        to: PathBuf,
-    },
-    SetOwner {
-        path: PathBuf,
-        uid: u32,
-        gid: u32,
-    },
-    SetPerm {
-        path: PathBuf,
-        perm: u32,
-    },
-    SetTimes {
-        path: PathBuf,
-        atime: SystemTime,
-        mtime: SystemTime,
-    },
-    SetXattr {
-        path: PathBuf,
-        name: OsString,
-        value: Vec<u8>,
-    },
-    RemoveXattr {
-        path: PathBuf,
-        name: OsString,
-    },
-}
-
-impl JournalOp {
-    /// Namespace ops add, remove or move names; they are applied one at a
-    /// time behind a durable progress record. The others change the object a
-    /// name refers to and may be replayed as a run.
-    pub fn is_namespace(&self) -> bool {
-        matches!(
-            self,
-            JournalOp::Create { .. }
-                | JournalOp::Symlink { .. }
-                | JournalOp::Link { .. }
-                | JournalOp::RemoveFile { .. }
-                | JournalOp::RemoveDir { .. }
-                | JournalOp::Rename { .. }
-        )
-    }
-
-    /// File data this op writes in place.
-    pub fn data_len(&self) -> u64 {
-        match self {
-            JournalOp::Write { data, .. } => data.len() as u64,
-            _ => 0,
-        }
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            JournalOp::Write { .. } => "write",
-            JournalOp::SetLen { .. } => "truncate",
-            JournalOp::Create { .. } => "create",
-            JournalOp::Symlink { .. } => "symlink",
-            JournalOp::Link { .. } => "link",
-            JournalOp::RemoveFile { .. } => "unlink",
-            JournalOp::RemoveDir { .. } => "rmdir",
-            JournalOp::Rename { .. } => "rename",
-            JournalOp::SetOwner { .. } => "chown",
-            JournalOp::SetPerm { .. } => "chmod",
-            JournalOp::SetTimes { .. } => "utimens",
-            JournalOp::SetXattr { .. } => "setxattr",
-            JournalOp::RemoveXattr { .. } => "removexattr",
-        }
-    }
-}
-
-impl fmt::Display for JournalOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = self.name();
-        match self {
-            JournalOp::Write { path, offset, data } => {
-                write!(f, "{name} {} @{offset}+{}", path.display(), data.len())
-            }
-            JournalOp::SetLen { path, size } => write!(f, "{name} {} to {size}", path.display()),
-            JournalOp::Link { existing: a, new: b } | JournalOp::Rename { from: a, to: b } => {
-                write!(f, "{name} {} -> {}", a.display(), b.display())
-            }
-            JournalOp::Create { path, .. }
-            | JournalOp::Symlink { path, .. }
-            | JournalOp::RemoveFile { path }
-            | JournalOp::RemoveDir { path }
-            | JournalOp::SetOwner { path, .. }
-            | JournalOp::SetPerm { path, .. }
-            | JournalOp::SetTimes { path, .. }
-            | JournalOp::SetXattr { path, .. }
-            | JournalOp::RemoveXattr { path, .. } => write!(f, "{name} {}", path.display()),
-        }
-    }
-}
 
 /// What one `apply` (or the replay inside `recover`) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

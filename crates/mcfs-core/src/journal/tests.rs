@@ -7,10 +7,10 @@
 use super::scenarios::{apply_directly, base_tree, copy, many_creates, mixed_txn, scenarios, tree_of};
 use super::*;
 use crate::backend::MemBackend;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::time::UNIX_EPOCH;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 fn mem_with_base() -> Arc<MemBackend> {
     let b = Arc::new(MemBackend::new());

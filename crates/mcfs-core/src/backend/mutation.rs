@@ -1,0 +1,160 @@
+//! `Mutation`: one change to a backing store, as data.
+
+use super::Backend;
+use crate::types::FileKind;
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+/// One change to the backing store: a call of one of `Backend`'s mutating
+/// methods. The journal stores these (as `JournalOp`); the crash recorder
+/// logs them. Paths are relative to the backing root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mutation {
+    Write {
+        path: PathBuf,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    SetLen {
+        path: PathBuf,
+        size: u64,
+    },
+    /// A regular file is create-or-truncate; other kinds must not exist.
+    Create {
+        path: PathBuf,
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+    },
+    Symlink {
+        path: PathBuf,
+        target: OsString,
+    },
+    Link {
+        existing: PathBuf,
+        new: PathBuf,
+    },
+    RemoveFile {
+        path: PathBuf,
+    },
+    RemoveDir {
+        path: PathBuf,
+    },
+    /// `rename(2)`, replacing the target.
+    Rename {
+        from: PathBuf,
+        to: PathBuf,
+    },
+    SetOwner {
+        path: PathBuf,
+        uid: u32,
+        gid: u32,
+    },
+    SetPerm {
+        path: PathBuf,
+        perm: u32,
+    },
+    SetTimes {
+        path: PathBuf,
+        atime: SystemTime,
+        mtime: SystemTime,
+    },
+    SetXattr {
+        path: PathBuf,
+        name: OsString,
+        value: Vec<u8>,
+    },
+    RemoveXattr {
+        path: PathBuf,
+        name: OsString,
+    },
+}
+
+impl Mutation {
+    /// Makes this change on `to`.
+    pub fn apply(&self, to: &dyn Backend) -> io::Result<()> {
+        match self {
+            Mutation::Write { path, offset, data } => to.write_at(path, *offset, data),
+            Mutation::SetLen { path, size } => to.set_len(path, *size),
+            Mutation::Create { path, kind, perm, rdev } => to.create(path, *kind, *perm, *rdev),
+            Mutation::Symlink { target, path } => to.symlink(target, path),
+            Mutation::Link { existing, new } => to.link(existing, new),
+            Mutation::RemoveFile { path } => to.remove_file(path),
+            Mutation::RemoveDir { path } => to.remove_dir(path),
+            Mutation::Rename { from, to: dest } => to.rename(from, dest),
+            Mutation::SetOwner { path, uid, gid } => to.set_owner(path, *uid, *gid),
+            Mutation::SetPerm { path, perm } => to.set_perm(path, *perm),
+            Mutation::SetTimes { path, atime, mtime } => to.set_times(path, *atime, *mtime),
+            Mutation::SetXattr { path, name, value } => to.set_xattr(path, name, value),
+            Mutation::RemoveXattr { path, name } => to.remove_xattr(path, name),
+        }
+    }
+
+    /// Namespace ops add, remove or move names; they are applied one at a
+    /// time behind a durable progress record. The others change the object a
+    /// name refers to and may be replayed as a run.
+    pub fn is_namespace(&self) -> bool {
+        matches!(
+            self,
+            Mutation::Create { .. }
+                | Mutation::Symlink { .. }
+                | Mutation::Link { .. }
+                | Mutation::RemoveFile { .. }
+                | Mutation::RemoveDir { .. }
+                | Mutation::Rename { .. }
+        )
+    }
+
+    /// File data this op writes in place.
+    pub fn data_len(&self) -> u64 {
+        match self {
+            Mutation::Write { data, .. } => data.len() as u64,
+            _ => 0,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mutation::Write { .. } => "write",
+            Mutation::SetLen { .. } => "truncate",
+            Mutation::Create { .. } => "create",
+            Mutation::Symlink { .. } => "symlink",
+            Mutation::Link { .. } => "link",
+            Mutation::RemoveFile { .. } => "unlink",
+            Mutation::RemoveDir { .. } => "rmdir",
+            Mutation::Rename { .. } => "rename",
+            Mutation::SetOwner { .. } => "chown",
+            Mutation::SetPerm { .. } => "chmod",
+            Mutation::SetTimes { .. } => "utimens",
+            Mutation::SetXattr { .. } => "setxattr",
+            Mutation::RemoveXattr { .. } => "removexattr",
+        }
+    }
+}
+
+impl fmt::Display for Mutation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name();
+        match self {
+            Mutation::Write { path, offset, data } => {
+                write!(f, "{name} {} @{offset}+{}", path.display(), data.len())
+            }
+            Mutation::SetLen { path, size } => write!(f, "{name} {} to {size}", path.display()),
+            Mutation::Link { existing: a, new: b } | Mutation::Rename { from: a, to: b } => {
+                write!(f, "{name} {} -> {}", a.display(), b.display())
+            }
+            Mutation::Create { path, .. }
+            | Mutation::Symlink { path, .. }
+            | Mutation::RemoveFile { path }
+            | Mutation::RemoveDir { path }
+            | Mutation::SetOwner { path, .. }
+            | Mutation::SetPerm { path, .. }
+            | Mutation::SetTimes { path, .. }
+            | Mutation::SetXattr { path, .. }
+            | Mutation::RemoveXattr { path, .. } => write!(f, "{name} {}", path.display()),
+        }
+    }
+}
