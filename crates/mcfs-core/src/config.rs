@@ -69,7 +69,8 @@ impl Default for Config {
             dirty_high_ratio: 0.75,
             dirty_background_ratio: 0.5,
             mode: SyncMode::Memory,
-            max_stale_bytes: 64 * MIB,
+            // Seed 000's background ratio (50 %) of the default cache.
+            max_stale_bytes: 128 * MIB,
             max_stale_seconds: 120.0,
             writeback_interval_seconds: 60.0,
             low_battery_percent: 15,
