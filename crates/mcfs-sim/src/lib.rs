@@ -1,0 +1,18 @@
+//! mcfs-sim: the trace side of the simulator.
+//!
+//! This crate holds the trace model ([`trace`]), its two on-disk forms (readable text in [`text`], compact
+//! binary in [`binary`]) and importers that turn other people's traces into ours ([`import`]). Every reader
+//! streams (an `Iterator` of `Result<TraceEvent, TraceError>`), stops at the first bad line or record with its
+//! position and reason, and never panics on any input. The format is documented in `docs/TRACE_FORMAT.md`.
+
+pub mod binary;
+pub mod error;
+pub mod escape;
+pub mod import;
+mod lines;
+pub mod text;
+pub mod timefmt;
+pub mod trace;
+
+pub use error::{Position, TraceError};
+pub use trace::{EventKind, InputKind, TraceEvent};

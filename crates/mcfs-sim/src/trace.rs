@@ -1,0 +1,103 @@
+//! The trace model: one [`TraceEvent`] per thing that happened, in the order it happened.
+//!
+//! An event says when (nanoseconds on the trace's own clock), who (app and process) and what ([`EventKind`]).
+//! Paths are raw byte strings, as the kernel sees them, so any file name survives every format. The model is
+//! the same for both on-disk forms; `FORMAT_NAME` and `FORMAT_VERSION` name it in both headers.
+
+/// Name of the format, written in the text header and implied by the binary magic.
+pub const FORMAT_NAME: &str = "mcfs-trace";
+/// Version of the format; readers reject other versions (see docs/TRACE_FORMAT.md, "Version policy").
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A file path as raw bytes (not necessarily UTF-8).
+pub type PathBytes = Vec<u8>;
+
+/// One event of a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceEvent {
+    /// Time on the trace's clock, in nanoseconds.
+    pub time_ns: u64,
+    /// The app the event belongs to (the unit of policy, e.g. `com.twitter.android`).
+    pub app: String,
+    /// Process (or thread) id that issued it; 0 when unknown.
+    pub pid: u32,
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind {
+    /// Open an existing file.
+    Open {
+        path: PathBytes,
+    },
+    /// Open a file, creating it if missing (`creat`, `O_CREAT`).
+    Create {
+        path: PathBytes,
+    },
+    Read {
+        path: PathBytes,
+        offset: u64,
+        len: u64,
+    },
+    Write {
+        path: PathBytes,
+        offset: u64,
+        len: u64,
+    },
+    Fsync {
+        path: PathBytes,
+    },
+    Fdatasync {
+        path: PathBytes,
+    },
+    /// Set the file's size to `size` bytes.
+    Truncate {
+        path: PathBytes,
+        size: u64,
+    },
+    Unlink {
+        path: PathBytes,
+    },
+    Rename {
+        from: PathBytes,
+        to: PathBytes,
+    },
+    Mkdir {
+        path: PathBytes,
+    },
+    Rmdir {
+        path: PathBytes,
+    },
+    Close {
+        path: PathBytes,
+    },
+    /// A user-input operation (a tap, or a drag merged into one operation) lasting `duration_ns`.
+    Input {
+        input: InputKind,
+        duration_ns: u64,
+    },
+    /// App lifecycle.
+    Launch,
+    Foreground,
+    Background,
+    Exit,
+    /// Battery level in percent (0..=100).
+    Battery {
+        percent: u8,
+    },
+    /// Screen switched on or off.
+    Screen {
+        on: bool,
+    },
+}
+
+/// Kind of a user-input operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    Tap,
+    Drag,
+}
+
+/// Highest battery level accepted by the readers.
+pub const MAX_BATTERY_PERCENT: u8 = 100;
