@@ -1,9 +1,10 @@
 //! Apps: the owners of data and the unit of policy. A caller's uid picks its
 //! app — one named in the config, or `uid:N` made on first sight (Android
 //! gives every app its own uid). Each app has its write log's open VCT, its
-//! sync mode and its counters.
+//! own instance of the transactioning policy, its sync mode and its counters.
 
 use crate::config::{Config, SyncMode};
+use crate::policy::{self, StalenessLimit, TransactionPolicy};
 use crate::vct::{AppId, OpenVct};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -25,6 +26,8 @@ pub struct App {
     pub max_stale_bytes: u64,
     pub max_stale: Duration,
     pub open: OpenVct,
+    /// Decides when `open` closes; per app, as it may learn the app's writes.
+    pub policy: Box<dyn TransactionPolicy>,
     pub counters: AppCounters,
 }
 
@@ -33,6 +36,7 @@ pub struct Apps {
     by_uid: HashMap<u32, AppId>,
     default_max_stale_bytes: u64,
     default_max_stale: Duration,
+    policy_name: String,
 }
 
 impl Apps {
@@ -42,6 +46,7 @@ impl Apps {
             by_uid: HashMap::new(),
             default_max_stale_bytes: config.max_stale_bytes,
             default_max_stale: Duration::from_secs_f64(config.max_stale_seconds),
+            policy_name: config.transaction_policy.clone(),
         };
         for a in &config.apps {
             let id = apps.add(a.name.clone());
@@ -65,6 +70,9 @@ impl Apps {
             max_stale_bytes: self.default_max_stale_bytes,
             max_stale: self.default_max_stale,
             open: OpenVct::default(),
+            // `Config::validate` rejects unknown names; the fallback keeps an
+            // unvalidated config from panicking and still bounds staleness.
+            policy: policy::by_name(&self.policy_name).unwrap_or_else(|| Box::new(StalenessLimit)),
             counters: AppCounters::default(),
         });
         self.list.len() - 1
@@ -87,5 +95,46 @@ impl Apps {
         }
         let uid = name.strip_prefix("uid:")?.parse().ok()?;
         Some(self.of_uid(uid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Limits;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn every_app_gets_its_own_policy_instance() {
+        let config = Config { transaction_policy: "tpl".to_string(), ..Config::default() };
+        let mut apps = Apps::new(&config);
+        let (a, b) = (apps.of_uid(10001), apps.of_uid(10002));
+        let limits = Limits { max_stale_bytes: 1 << 40, max_stale: Duration::from_secs(3600) };
+        let now = UNIX_EPOCH + Duration::from_secs(1);
+        // App a's e curve rises (rewrites of one page); app b's only falls.
+        let mut closes = |app: AppId, page: u64| {
+            let App { open, policy, .. } = &mut apps.list[app];
+            open.record_write(1, page, 4096, now);
+            policy.should_close(open, &limits, now)
+        };
+        for _ in 0..40 {
+            assert!(!closes(a, 0));
+        }
+        for page in 1..=40 {
+            assert!(!closes(b, page), "b's policy must not see a's rise");
+        }
+        assert!((1..=20).any(|page| closes(a, page)), "a's own curve peaked");
+    }
+
+    #[test]
+    fn an_unknown_policy_name_still_bounds_staleness() {
+        let config = Config { transaction_policy: "no-such-policy".to_string(), ..Config::default() };
+        let mut apps = Apps::new(&config);
+        let app = apps.of_uid(10001);
+        let App { open, policy, max_stale_bytes, max_stale, .. } = &mut apps.list[app];
+        let limits = Limits { max_stale_bytes: *max_stale_bytes, max_stale: *max_stale };
+        let t0 = UNIX_EPOCH + Duration::from_secs(1);
+        open.record_write(1, 0, 4096, t0);
+        assert!(policy.should_close(open, &limits, t0 + *max_stale));
     }
 }

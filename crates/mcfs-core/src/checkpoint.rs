@@ -11,7 +11,7 @@
 use crate::compile::{born_and_gone, Compiler};
 use crate::engine::Engine;
 use crate::journal::Journal;
-use crate::policy::{self, Limits};
+use crate::policy::Limits;
 use crate::state::State;
 use crate::stats::{AppStats, Stats};
 use crate::types::*;
@@ -170,8 +170,8 @@ impl Engine {
     /// Closes the app's open VCT if the policy says so; true if it did.
     pub(crate) fn policy_closes(&self, st: &mut State, app: AppId) -> bool {
         let limits = limits_of(st, app);
-        let policy = policy::by_name(&st.config.transaction_policy).expect("validated");
-        if policy.should_close(&st.apps.list[app].open, &limits, self.clock.now()) {
+        let a = &mut st.apps.list[app];
+        if a.policy.should_close(&a.open, &limits, self.clock.now()) {
             st.close_vct(app);
             return true;
         }

@@ -595,6 +595,10 @@ impl Engine {
         let counters = &mut st.apps.list[app].counters;
         if mode == SyncMode::Memory {
             counters.fsync_absorbed += 1;
+            st.apps.list[app].policy.on_fsync(self.clock.now());
+            if self.policy_closes(&mut st, app) {
+                self.wake_background();
+            }
             return Ok(());
         }
         counters.fsync_honoured += 1;

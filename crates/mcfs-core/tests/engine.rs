@@ -268,3 +268,15 @@ fn hard_links_in_the_backing_store_are_one_inode() {
     f.engine.write(Some(ME), a.ino, 0, b"SHARED").unwrap();
     assert_eq!(f.engine.read(b.ino, 0, 6).unwrap(), b"SHARED");
 }
+
+#[test]
+fn close_on_fsync_makes_every_fsync_a_vct_boundary() {
+    let f = fixture(Config { transaction_policy: "close-on-fsync".into(), ..Config::default() });
+    let ino = f.create(ROOT_INO, "db");
+    f.engine.write(Some(ME), ino, 0, b"one").unwrap();
+    f.engine.fsync(Some(ME), ino).unwrap();
+    assert_eq!(f.engine.stats().vcts_closed, 1);
+    f.engine.fsync(Some(ME), ino).unwrap();
+    assert_eq!(f.engine.stats().vcts_closed, 1, "an fsync with nothing new closes nothing");
+    assert_eq!(f.backing("db"), None, "closing is not committing: fsync stays asynchronous");
+}

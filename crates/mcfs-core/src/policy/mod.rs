@@ -1,16 +1,35 @@
-//! Policies: when to close an app's open VCT (the transactioning policy of
-//! MobiFS §4.4). Each policy is one file behind `TransactionPolicy`, made by
-//! name with `transaction_policy` so the mount and the simulator share them.
+//! Policies of MobiFS §5. Each algorithm is one file.
+//!
+//! Transactioning policies decide when to close an app's open VCT (MobiFS
+//! §4.4, §5.2). Each sits behind `TransactionPolicy`, is made by name with
+//! `transaction_policy` so the mount and the simulator share them, and every
+//! app owns its own instance (a policy may keep state about that app's
+//! writes). Whatever a policy decides, `Limits` bound the open VCT: it closes
+//! once it holds `max_stale_bytes` or its first entry is `max_stale` old
+//! (invariant 2).
+//!
+//! `interval` (user-idle interval prediction, §5.3) and `schedule`
+//! (multi-app checkpoint scheduling, §5.4) are the other two modules of the
+//! policy engine; the engine does not use them yet.
 
+pub mod interval;
+pub mod schedule;
+
+mod fixed_interval;
+mod on_fsync;
 mod staleness_limit;
+mod tpl;
 
+pub use fixed_interval::FixedInterval;
+pub use on_fsync::CloseOnFsync;
 pub use staleness_limit::StalenessLimit;
+pub use tpl::TradeoffPointLocation;
 
 use crate::vct::OpenVct;
 use std::time::{Duration, SystemTime};
 
 /// Names accepted by `transaction_policy` in the config.
-pub const POLICY_NAMES: &[&str] = &["staleness-limit"];
+pub const POLICY_NAMES: &[&str] = &["staleness-limit", "tpl", "fixed-interval", "close-on-fsync"];
 
 /// The limits an app runs under right now.
 #[derive(Clone, Copy, Debug)]
@@ -19,15 +38,48 @@ pub struct Limits {
     pub max_stale: Duration,
 }
 
-pub trait TransactionPolicy: Send + Sync {
-    /// Whether the open VCT should close now.
-    fn should_close(&self, vct: &OpenVct, limits: &Limits, now: SystemTime) -> bool;
+impl Limits {
+    /// Whether `vct` has reached either bound: every policy closes then.
+    pub fn reached(&self, vct: &OpenVct, now: SystemTime) -> bool {
+        let too_old = vct.first_entry_at.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= self.max_stale);
+        vct.bytes >= self.max_stale_bytes || too_old
+    }
 }
 
-/// The policy registered under `name` (validated by `Config::validate`).
+/// One app's transactioning policy. The engine keeps one instance per app and
+/// calls `should_close` after each write of the app and at each `tick`; when
+/// it returns true the engine closes the open VCT (the VCT's `id` changes, so
+/// a policy can tell a new VCT from the old one). VCTs also close for reasons
+/// of their own (memory pressure, sync mode, `mcfs ctl checkpoint`).
+pub trait TransactionPolicy: Send + Sync {
+    /// Whether the open VCT should close now.
+    fn should_close(&mut self, vct: &OpenVct, limits: &Limits, now: SystemTime) -> bool;
+
+    /// The app called fsync / fdatasync / sync while in memory mode.
+    fn on_fsync(&mut self, _now: SystemTime) {}
+}
+
+/// A fresh instance of the policy registered under `name` (validated by
+/// `Config::validate`).
 pub fn by_name(name: &str) -> Option<Box<dyn TransactionPolicy>> {
     match name {
         "staleness-limit" => Some(Box::new(StalenessLimit)),
+        "tpl" => Some(Box::new(TradeoffPointLocation::default())),
+        "fixed-interval" => Some(Box::new(FixedInterval::default())),
+        "close-on-fsync" => Some(Box::new(CloseOnFsync::default())),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_name_makes_a_policy() {
+        for name in POLICY_NAMES {
+            assert!(by_name(name).is_some(), "{name} is listed but not made");
+        }
+        assert!(by_name("lru").is_none());
     }
 }

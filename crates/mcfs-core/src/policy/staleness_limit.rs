@@ -1,5 +1,6 @@
 //! The first policy (persistent file cache, seed 000): an open VCT closes when
 //! it holds `max_stale_bytes` or its oldest entry is `max_stale_seconds` old.
+//! Stateless: it looks at nothing but the limits.
 
 use super::{Limits, TransactionPolicy};
 use crate::vct::OpenVct;
@@ -8,11 +9,8 @@ use std::time::SystemTime;
 pub struct StalenessLimit;
 
 impl TransactionPolicy for StalenessLimit {
-    fn should_close(&self, vct: &OpenVct, limits: &Limits, now: SystemTime) -> bool {
-        let too_old = vct
-            .first_entry_at
-            .is_some_and(|t| now.duration_since(t).unwrap_or_default() >= limits.max_stale);
-        vct.bytes >= limits.max_stale_bytes || too_old
+    fn should_close(&mut self, vct: &OpenVct, limits: &Limits, now: SystemTime) -> bool {
+        limits.reached(vct, now)
     }
 }
 
@@ -26,11 +24,12 @@ mod tests {
         let limits = Limits { max_stale_bytes: 8192, max_stale: Duration::from_secs(120) };
         let t0 = UNIX_EPOCH + Duration::from_secs(1000);
         let mut v = OpenVct::new(1);
-        assert!(!StalenessLimit.should_close(&v, &limits, t0), "an empty VCT never closes");
+        let mut p = StalenessLimit;
+        assert!(!p.should_close(&v, &limits, t0), "an empty VCT never closes");
         v.record_write(2, 0, 4096, t0);
-        assert!(!StalenessLimit.should_close(&v, &limits, t0 + Duration::from_secs(119)));
-        assert!(StalenessLimit.should_close(&v, &limits, t0 + Duration::from_secs(120)));
+        assert!(!p.should_close(&v, &limits, t0 + Duration::from_secs(119)));
+        assert!(p.should_close(&v, &limits, t0 + Duration::from_secs(120)));
         v.record_write(2, 1, 4096, t0);
-        assert!(StalenessLimit.should_close(&v, &limits, t0));
+        assert!(p.should_close(&v, &limits, t0));
     }
 }
