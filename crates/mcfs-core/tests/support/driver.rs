@@ -1,0 +1,354 @@
+//! Runs a workload script on an engine over a `RecordingBackend` and the
+//! reference model side by side, and records what the crash checks need:
+//!
+//! * for every step, the app whose write log it went to (and its position
+//!   there), and how many backend ops had been issued when it returned;
+//! * for every app, its VCT boundaries — observed as `vcts_closed` changes —
+//!   each as the number of that app's logged steps it includes, and the
+//!   app's `app<j>/` tree at that point;
+//! * after every step, how many VCTs of each app were committed (durable),
+//!   with the backend op count at that moment.
+//!
+//! Where a boundary falls, precisely: a dependency close (another app's
+//! step touched this app's open VCT) happens before that step, but that
+//! step is not in this app's log, so before and after are the same count.
+//! A policy close (`write`, `tick`), `checkpoint()` and a sync-mode fsync
+//! close after the step. The one ambiguous case is a write that had to
+//! checkpoint first because the cache was full of dirty data (`Trigger::
+//! Memory`): that closes the writer's VCT *before* the write, and the
+//! policy may close it again after. There the boundary is recorded as
+//! "before or after" (both accepted), unless "before" would make it an
+//! empty VCT, which the engine never counts.
+//!
+//! After every step the engine's live view must equal the model's tree:
+//! a difference is reported as a problem and ends the run.
+
+use super::model::{app_dir, Model};
+use super::script::{write_data, Step, Target, APPS, UID_BASE};
+use super::tree::{from_engine, subtree, Tree};
+use mcfs_core::backend::RecordingBackend;
+use mcfs_core::*;
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One step as it ran.
+pub struct StepRecord {
+    pub step: Step,
+    /// The model refused it (only in shrunk or hand-written scripts).
+    pub skipped: bool,
+    /// (app, position in that app's write log) if the step was logged.
+    pub log: Option<(usize, usize)>,
+    /// Backend ops issued before the step started and when it returned.
+    pub ops_before: usize,
+    pub ops_after: usize,
+}
+
+/// A VCT boundary of one app: the counts of that app's logged steps it may
+/// stand for (one, or two when ambiguous), and the step that closed it.
+pub struct Boundary {
+    pub counts: Vec<usize>,
+    pub step: Option<usize>,
+}
+
+pub struct Run {
+    pub steps: Vec<StepRecord>,
+    /// Per app, in closing order; entry 0 is the initial (empty) state.
+    pub boundaries: Vec<Vec<Boundary>>,
+    /// Per app: its `app<j>/` tree after a count of its logged steps, for
+    /// every count some boundary stands for.
+    pub app_states: Vec<HashMap<usize, Tree>>,
+    /// (backend op count, committed VCTs per app) after each step.
+    pub acks: Vec<(usize, Vec<u64>)>,
+    pub recorder: Arc<RecordingBackend>,
+    pub config: Config,
+    /// The engine disagreed with the model (the run stopped there).
+    pub problem: Option<String>,
+}
+
+/// Engine configurations the test rotates through, by name.
+pub const VARIANTS: &[&str] = &["memory", "app2-sync", "tight-cache", "small-vcts"];
+
+pub fn config(variant: &str) -> Config {
+    let app = |j: usize, mode: Option<SyncMode>| AppConfig {
+        name: app_dir(j),
+        uids: vec![UID_BASE + j as u32],
+        mode,
+        max_stale_bytes: None,
+        max_stale_seconds: None,
+    };
+    let mut config = Config {
+        max_stale_bytes: 32 * 1024,
+        max_stale_seconds: 60.0,
+        apps: (0..APPS).map(|j| app(j, None)).collect(),
+        ..Config::default()
+    };
+    match variant {
+        "memory" => {}
+        "app2-sync" => config.apps[2].mode = Some(SyncMode::Sync),
+        // 24 pages: writers run into dirty data and checkpoint first.
+        "tight-cache" => config.cache_size = 24 * 4096,
+        "small-vcts" => {
+            config.max_stale_bytes = 6 * 1024;
+            config.max_stale_seconds = 10.0;
+            config.checkpoint_segment_bytes = 4096;
+            config.apps[1].mode = Some(SyncMode::Sync);
+        }
+        other => panic!("unknown variant {other}"),
+    }
+    config
+}
+
+fn caller(app: usize) -> Caller {
+    let uid = UID_BASE + app as u32;
+    Caller { uid, gid: uid, pid: 100 + app as u32 }
+}
+
+/// Splits `a/b/c` into (`a/b`, `c`).
+fn split(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
+}
+
+/// The engine, driven the way the FUSE adapter drives it: names resolved
+/// with lookup (each reference given back with forget), files opened for
+/// the duration of a path write, handles released and forgotten on close.
+struct Harness {
+    engine: Engine,
+    clock: Arc<ManualClock>,
+    handles: HashMap<u32, Ino>,
+}
+
+impl Harness {
+    fn resolve(&self, app: usize, path: &str) -> FsResult<Ino> {
+        let mut ino = ROOT_INO;
+        for name in path.split('/').filter(|n| !n.is_empty()) {
+            let attr = self.engine.lookup(caller(app), ino, OsStr::new(name))?;
+            self.engine.forget(attr.ino, 1);
+            ino = attr.ino;
+        }
+        Ok(ino)
+    }
+
+    fn parent_and_name<'p>(&self, app: usize, path: &'p str) -> FsResult<(Ino, &'p OsStr)> {
+        let (dir, name) = split(path);
+        Ok((self.resolve(app, dir)?, OsStr::new(name)))
+    }
+
+    fn file(&self, app: usize, target: &Target) -> FsResult<Ino> {
+        match target {
+            Target::Handle(h) => self.handles.get(h).copied().ok_or(Errno::EBADF),
+            Target::Path(p) => self.resolve(app, p),
+        }
+    }
+
+    fn exec(&mut self, step: &Step) -> FsResult<()> {
+        let e = &self.engine;
+        match step {
+            Step::Mkdir { app, path, perm } => {
+                let (parent, name) = self.parent_and_name(*app, path)?;
+                let attr = e.mkdir(caller(*app), parent, name, *perm)?;
+                e.forget(attr.ino, 1);
+            }
+            Step::Rmdir { app, path } => {
+                let (parent, name) = self.parent_and_name(*app, path)?;
+                e.rmdir(caller(*app), parent, name)?;
+            }
+            Step::Create { app, path, perm, open } => {
+                let (parent, name) = self.parent_and_name(*app, path)?;
+                let ino = e.create(caller(*app), parent, name, *perm, true)?.ino;
+                match open {
+                    Some(h) => {
+                        self.handles.insert(*h, ino);
+                    }
+                    None => {
+                        e.release(ino);
+                        e.forget(ino, 1);
+                    }
+                }
+            }
+            Step::Write { app, file, offset, len, pattern } => {
+                let ino = self.file(*app, file)?;
+                let by_path = matches!(file, Target::Path(_));
+                if by_path {
+                    e.open_file(ino)?;
+                }
+                let written = e.write(Some(caller(*app)), ino, *offset, &write_data(*pattern, *offset, *len));
+                if by_path {
+                    e.release(ino);
+                }
+                if written? as u64 != *len {
+                    return Err(Errno::EIO);
+                }
+            }
+            Step::Truncate { app, file, size } => {
+                let ino = self.file(*app, file)?;
+                e.setattr(caller(*app), ino, &SetAttr { size: Some(*size), ..SetAttr::default() })?;
+            }
+            Step::Chmod { app, path, perm } => {
+                let ino = self.resolve(*app, path)?;
+                e.setattr(caller(*app), ino, &SetAttr { perm: Some(*perm), ..SetAttr::default() })?;
+            }
+            Step::Rename { app, from, to } | Step::Exchange { app, a: from, b: to } => {
+                let mode =
+                    if matches!(step, Step::Exchange { .. }) { RenameMode::Exchange } else { RenameMode::Replace };
+                let (p1, n1) = self.parent_and_name(*app, from)?;
+                let (p2, n2) = self.parent_and_name(*app, to)?;
+                e.rename(caller(*app), p1, n1, p2, n2, mode)?;
+            }
+            Step::Link { app, from, to } => {
+                let ino = self.resolve(*app, from)?;
+                let (parent, name) = self.parent_and_name(*app, to)?;
+                let attr = e.link(caller(*app), ino, parent, name)?;
+                e.forget(attr.ino, 1);
+            }
+            Step::Symlink { app, path, target } => {
+                let (parent, name) = self.parent_and_name(*app, path)?;
+                let attr = e.symlink(caller(*app), parent, name, OsStr::new(target))?;
+                e.forget(attr.ino, 1);
+            }
+            Step::Unlink { app, path } => {
+                let (parent, name) = self.parent_and_name(*app, path)?;
+                e.unlink(caller(*app), parent, name)?;
+            }
+            Step::Fsync { app, file } => {
+                let ino = self.file(*app, file)?;
+                e.fsync(Some(caller(*app)), ino)?;
+            }
+            Step::Close { handle, .. } => {
+                let ino = self.handles.remove(handle).ok_or(Errno::EBADF)?;
+                e.release(ino);
+                e.forget(ino, 1);
+            }
+            Step::Checkpoint => e.checkpoint()?,
+            Step::Tick { seconds } => {
+                self.clock.advance(Duration::from_secs(*seconds));
+                e.tick();
+            }
+            Step::Battery { percent } => e.set_battery(*percent),
+            Step::Shutdown => e.shutdown()?,
+        }
+        Ok(())
+    }
+
+    /// (VCTs closed, VCTs committed) per app, and checkpoints run.
+    fn counters(&self) -> (Vec<u64>, Vec<u64>, u64) {
+        let stats = self.engine.stats();
+        let app = |j: usize| stats.apps.get(&app_dir(j)).cloned().unwrap_or_default();
+        let closed = (0..APPS).map(|j| app(j).vcts_closed).collect();
+        let committed = (0..APPS).map(|j| app(j).vcts_committed).collect();
+        (closed, committed, stats.checkpoints)
+    }
+}
+
+/// The backing store a run starts from.
+#[derive(Clone, Copy, Debug)]
+pub enum Start {
+    /// Empty: the first mount makes `.mcfs/` while being recorded.
+    Empty,
+    /// Mounted once before (not recorded), as on every later mount.
+    Mounted,
+}
+
+fn initial_store(start: Start) -> MemBackend {
+    let store = Arc::new(MemBackend::new());
+    if let Start::Mounted = start {
+        let engine = Engine::start(store.clone(), Arc::new(ManualClock::new()), Config::default());
+        engine.expect("the engine starts on an empty store").shutdown().expect("an idle engine stops");
+    }
+    MemBackend::clone(&store)
+}
+
+/// Runs `script` from `start` under `config`.
+pub fn run(script: &[Step], config: Config, start: Start) -> Run {
+    let recorder = Arc::new(RecordingBackend::new(initial_store(start)));
+    let clock = Arc::new(ManualClock::new());
+    let mut run = Run {
+        steps: Vec::new(),
+        boundaries: (0..APPS).map(|_| vec![Boundary { counts: vec![0], step: None }]).collect(),
+        app_states: (0..APPS).map(|_| HashMap::from([(0, Tree::new())])).collect(),
+        acks: Vec::new(),
+        recorder: Arc::clone(&recorder),
+        config: config.clone(),
+        problem: None,
+    };
+    let engine = match Engine::start(recorder.clone(), clock.clone(), config) {
+        Ok(engine) => engine,
+        Err(e) => {
+            run.problem = Some(format!("the engine does not start on an empty backing store: {e}"));
+            return run;
+        }
+    };
+    let mut harness = Harness { engine, clock, handles: HashMap::new() };
+    let mut model = Model::default();
+    let mut logged = vec![0usize; APPS];
+    for (index, step) in script.iter().enumerate() {
+        let ops_before = recorder.op_count();
+        let mut record =
+            StepRecord { step: step.clone(), skipped: false, log: None, ops_before, ops_after: ops_before };
+        let before = model.tree();
+        let log_app = match model.apply(step) {
+            Ok(app) => app,
+            Err(_) => {
+                record.skipped = true;
+                run.steps.push(record);
+                continue;
+            }
+        };
+        let (closed_before, _, checkpoints_before) = harness.counters();
+        let result = harness.exec(step);
+        record.ops_after = recorder.op_count();
+        if let Some(app) = log_app {
+            record.log = Some((app, logged[app]));
+            logged[app] += 1;
+        }
+        run.steps.push(record);
+        if let Err(e) = result {
+            run.problem = Some(format!("step {index} ({step}) failed in the engine: {e}; the model accepts it"));
+            return run;
+        }
+        let (closed, committed, checkpoints) = harness.counters();
+        let after = model.tree();
+        for j in 0..APPS {
+            let new_closes = (closed[j] - closed_before[j]) as usize;
+            let ambiguous =
+                matches!(step, Step::Write { .. }) && log_app == Some(j) && checkpoints > checkpoints_before;
+            let previous = run.boundaries[j].last().map(|b| b.counts.clone()).unwrap_or_default();
+            for n in 0..new_closes {
+                let count_after = logged[j];
+                let count_before = count_after - usize::from(log_app == Some(j));
+                let counts = match (ambiguous, n, new_closes) {
+                    (true, 0, 1) if !previous.contains(&count_before) => vec![count_before, count_after],
+                    (true, 0, _) if new_closes > 1 => vec![count_before],
+                    _ => vec![count_after],
+                };
+                for c in &counts {
+                    let tree = if *c == count_after { &after } else { &before };
+                    run.app_states[j].entry(*c).or_insert_with(|| subtree(tree, &app_dir(j)));
+                }
+                run.boundaries[j].push(Boundary { counts, step: Some(index) });
+            }
+        }
+        run.acks.push((record_ops(&run), committed));
+        match from_engine(&harness.engine) {
+            Ok(live) if live == after => {}
+            Ok(live) => {
+                let diff = super::tree::diff(&live, &after);
+                run.problem = Some(format!(
+                    "after step {index} ({step}) the engine shows a different tree (engine vs model):\n  {}",
+                    diff.join("\n  ")
+                ));
+                return run;
+            }
+            Err(e) => {
+                run.problem = Some(format!("after step {index} ({step}) the engine's tree cannot be read: {e}"));
+                return run;
+            }
+        }
+    }
+    run
+}
+
+fn record_ops(run: &Run) -> usize {
+    run.steps.last().map_or(0, |s| s.ops_after)
+}

@@ -1,0 +1,299 @@
+//! The seeded workload generator: three apps, each mostly working in its own
+//! `app<j>/` (as MobiFS assumes) and now and then in `shared/`, with the
+//! patterns crash bugs hide behind — writes at any offset (page-crossing,
+//! whole pages, sparse), truncates down and up, write-temp-then-rename over
+//! an existing file, unlink and re-create of one name, files unlinked while
+//! open, hard links, symlinks, chmod, fsync, checkpoints, clock ticks and
+//! battery changes (low battery puts every app in sync mode).
+//!
+//! Every step it emits is valid in the reference model at that point, so
+//! the engine must accept each one. The same seed gives the same script.
+
+use super::model::{app_dir, Model, SHARED};
+use super::script::{Step, Target, APPS};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
+
+const FILE_NAMES: &[&str] = &["f0", "f1", "f2", "db", "db-journal", "tmp"];
+const DIR_NAMES: &[&str] = &["d0", "d1"];
+const LINK_NAMES: &[&str] = &["s0", "s1"];
+const PERMS: &[u32] = &[0o644, 0o600, 0o640, 0o755];
+/// Files stay below this size so crash states stay cheap to compare.
+const MAX_FILE: u64 = 48 * 1024;
+const PAGE: u64 = 4096;
+
+struct Generator {
+    rng: StdRng,
+    model: Model,
+    steps: Vec<Step>,
+    handle_app: HashMap<u32, usize>,
+    next_handle: u32,
+    next_pattern: u32,
+}
+
+/// A script of about `len` steps (plus set-up and the final shutdown).
+pub fn generate(seed: u64, len: usize) -> Vec<Step> {
+    let mut g = Generator {
+        rng: StdRng::seed_from_u64(seed),
+        model: Model::default(),
+        steps: Vec::new(),
+        handle_app: HashMap::new(),
+        next_handle: 1,
+        next_pattern: 1,
+    };
+    for app in 0..APPS {
+        g.emit(Step::Mkdir { app, path: app_dir(app), perm: 0o755 });
+    }
+    g.emit(Step::Mkdir { app: 0, path: SHARED.into(), perm: 0o777 });
+    while g.steps.len() < len {
+        let app = g.rng.gen_range(0..APPS);
+        let area = if g.rng.gen_bool(0.12) { SHARED.to_string() } else { app_dir(app) };
+        g.action(app, &area);
+    }
+    g.emit(Step::Shutdown);
+    g.steps
+}
+
+impl Generator {
+    /// Appends `step` if the model accepts it; false if it refused.
+    fn emit(&mut self, step: Step) -> bool {
+        if self.model.apply(&step).is_err() {
+            return false;
+        }
+        match &step {
+            Step::Create { app, open: Some(h), .. } => {
+                self.handle_app.insert(*h, *app);
+            }
+            Step::Close { handle, .. } => {
+                self.handle_app.remove(handle);
+            }
+            _ => {}
+        }
+        self.steps.push(step);
+        true
+    }
+
+    fn pick<T: Clone>(&mut self, items: &[T]) -> Option<T> {
+        (!items.is_empty()).then(|| items[self.rng.gen_range(0..items.len())].clone())
+    }
+
+    fn own_handles(&self, app: usize) -> Vec<u32> {
+        self.model.handles().into_iter().filter(|h| self.handle_app.get(h) == Some(&app)).collect()
+    }
+
+    /// A file of the area, or now and then an open handle of the app.
+    fn pick_file(&mut self, app: usize, area: &str) -> Option<Target> {
+        let handles = self.own_handles(app);
+        if !handles.is_empty() && self.rng.gen_bool(0.3) {
+            return self.pick(&handles).map(Target::Handle);
+        }
+        let (files, _, _) = self.model.paths_under(area);
+        self.pick(&files).map(Target::Path)
+    }
+
+    /// A name not in use, in the area or one of its subdirectories.
+    fn new_path(&mut self, area: &str, names: &[&str]) -> Option<String> {
+        let (_, dirs, _) = self.model.paths_under(area);
+        for _ in 0..8 {
+            let dir = self.pick(&dirs)?;
+            let name = self.pick(names)?;
+            let path = format!("{dir}/{name}");
+            if !self.model.exists(&path) {
+                return Some(path);
+            }
+        }
+        None
+    }
+
+    fn perm(&mut self) -> u32 {
+        self.pick(PERMS).expect("non-empty")
+    }
+
+    fn write_step(&mut self, app: usize, file: Target) -> Step {
+        let size = self.model.size_of(app, &file).unwrap_or(0);
+        let r = &mut self.rng;
+        let (mut offset, len) = match r.gen_range(0..5) {
+            0 => (size, r.gen_range(1..3000)),
+            1 => (r.gen_range(0..=size), r.gen_range(1..2000)),
+            2 => {
+                let page = r.gen_range(1..8) * PAGE;
+                (page - r.gen_range(1..200), r.gen_range(2..600))
+            }
+            3 => (r.gen_range(0..8) * PAGE, PAGE * r.gen_range(1..3)),
+            _ => (size + r.gen_range(PAGE..5 * PAGE), r.gen_range(1..500)),
+        };
+        offset = offset.min(MAX_FILE - len);
+        let pattern = self.next_pattern;
+        self.next_pattern += 1;
+        Step::Write { app, file, offset, len, pattern }
+    }
+
+    /// One action of app `app` in `area`: usually one step, for a few
+    /// patterns a short sequence.
+    fn action(&mut self, app: usize, area: &str) {
+        match self.rng.gen_range(0..100) {
+            0..=27 => {
+                if let Some(file) = self.pick_file(app, area) {
+                    let step = self.write_step(app, file);
+                    self.emit(step);
+                }
+            }
+            28..=36 => {
+                if let Some(path) = self.new_path(area, FILE_NAMES) {
+                    let perm = self.perm();
+                    let open = self.rng.gen_bool(0.3).then(|| self.take_handle());
+                    self.emit(Step::Create { app, path, perm, open });
+                }
+            }
+            37..=41 => self.write_temp_then_rename(app, area),
+            42..=44 => self.unlink_while_open(app, area),
+            45..=50 => {
+                if let Some(file) = self.pick_file(app, area) {
+                    let size = self.model.size_of(app, &file).unwrap_or(0);
+                    let size = if size > 0 && self.rng.gen_bool(0.6) {
+                        self.rng.gen_range(0..size)
+                    } else {
+                        (size + self.rng.gen_range(1..10_000)).min(MAX_FILE)
+                    };
+                    self.emit(Step::Truncate { app, file, size });
+                }
+            }
+            51..=55 => self.rename(app, area),
+            56 => {
+                let (files, _, links) = self.model.paths_under(area);
+                let all: Vec<String> = files.into_iter().chain(links).collect();
+                if let (Some(a), Some(b)) = (self.pick(&all), self.pick(&all)) {
+                    self.emit(Step::Exchange { app, a, b });
+                }
+            }
+            57..=61 => {
+                let (files, _, links) = self.model.paths_under(area);
+                let all: Vec<String> = files.into_iter().chain(links).collect();
+                if let Some(path) = self.pick(&all) {
+                    self.emit(Step::Unlink { app, path });
+                }
+            }
+            62..=64 => {
+                if let Some(path) = self.new_path(area, DIR_NAMES) {
+                    let perm = self.perm();
+                    self.emit(Step::Mkdir { app, path, perm });
+                }
+            }
+            65..=67 => {
+                let (_, dirs, _) = self.model.paths_under(area);
+                let empty: Vec<String> =
+                    dirs.into_iter().filter(|d| d.contains('/') && self.model.is_empty_dir(d)).collect();
+                if let Some(path) = self.pick(&empty) {
+                    self.emit(Step::Rmdir { app, path });
+                }
+            }
+            68..=70 => {
+                let (files, _, _) = self.model.paths_under(area);
+                if let (Some(from), Some(to)) = (self.pick(&files), self.new_path(area, FILE_NAMES)) {
+                    self.emit(Step::Link { app, from, to });
+                }
+            }
+            71..=73 => {
+                if let Some(path) = self.new_path(area, LINK_NAMES) {
+                    let target = format!("../t{}", self.rng.gen_range(0..100));
+                    self.emit(Step::Symlink { app, path, target });
+                }
+            }
+            74..=77 => {
+                let (files, dirs, _) = self.model.paths_under(area);
+                let all: Vec<String> = files.into_iter().chain(dirs).collect();
+                if let Some(path) = self.pick(&all) {
+                    let perm = self.perm();
+                    self.emit(Step::Chmod { app, path, perm });
+                }
+            }
+            78..=83 => {
+                if let Some(file) = self.pick_file(app, area) {
+                    self.emit(Step::Fsync { app, file });
+                }
+            }
+            84..=87 => {
+                let handles = self.own_handles(app);
+                if let Some(handle) = self.pick(&handles) {
+                    self.emit(Step::Close { app, handle });
+                }
+            }
+            88..=90 => {
+                self.emit(Step::Checkpoint);
+            }
+            91 => {
+                let percent = self.pick(&[5, 60]).expect("non-empty");
+                self.emit(Step::Battery { percent });
+            }
+            _ => {
+                let seconds = self.pick(&[1, 5, 20, 45, 130]).expect("non-empty");
+                self.emit(Step::Tick { seconds });
+            }
+        }
+    }
+
+    fn take_handle(&mut self) -> u32 {
+        self.next_handle += 1;
+        self.next_handle - 1
+    }
+
+    /// Renames a file or symlink over another file or to a new name, or a
+    /// directory to a new name.
+    fn rename(&mut self, app: usize, area: &str) {
+        let (files, dirs, links) = self.model.paths_under(area);
+        let subdirs: Vec<String> = dirs.into_iter().filter(|d| d.contains('/')).collect();
+        let (from, to) = if !subdirs.is_empty() && self.rng.gen_bool(0.15) {
+            (self.pick(&subdirs), self.new_path(area, DIR_NAMES))
+        } else {
+            let movable: Vec<String> = files.iter().cloned().chain(links).collect();
+            let to = if self.rng.gen_bool(0.5) { self.pick(&files) } else { self.new_path(area, FILE_NAMES) };
+            (self.pick(&movable), to)
+        };
+        if let (Some(from), Some(to)) = (from, to) {
+            if from != to {
+                self.emit(Step::Rename { app, from, to });
+            }
+        }
+    }
+
+    /// Write a new version under a temporary name, maybe fsync it, rename it
+    /// over the real file (SQLite-style atomic replace).
+    fn write_temp_then_rename(&mut self, app: usize, area: &str) {
+        let (files, _, _) = self.model.paths_under(area);
+        let Some(dest) = self.pick(&files) else { return };
+        let dir = dest.rsplit_once('/').map_or(area.to_string(), |(d, _)| d.to_string());
+        let temp = format!("{dir}/new.{}", self.rng.gen_range(0..3));
+        let perm = self.perm();
+        if !self.emit(Step::Create { app, path: temp.clone(), perm, open: None }) {
+            return;
+        }
+        for _ in 0..self.rng.gen_range(1..3) {
+            let step = self.write_step(app, Target::Path(temp.clone()));
+            self.emit(step);
+        }
+        if self.rng.gen_bool(0.5) {
+            self.emit(Step::Fsync { app, file: Target::Path(temp.clone()) });
+        }
+        self.emit(Step::Rename { app, from: temp, to: dest });
+    }
+
+    /// Create a file and keep it open, write, unlink it, write through the
+    /// handle again (the data must not come back under any name).
+    fn unlink_while_open(&mut self, app: usize, area: &str) {
+        let Some(path) = self.new_path(area, FILE_NAMES) else { return };
+        let handle = self.take_handle();
+        let perm = self.perm();
+        if !self.emit(Step::Create { app, path: path.clone(), perm, open: Some(handle) }) {
+            return;
+        }
+        let step = self.write_step(app, Target::Handle(handle));
+        self.emit(step);
+        if self.rng.gen_bool(0.5) {
+            self.emit(Step::Checkpoint);
+        }
+        self.emit(Step::Unlink { app, path });
+        let step = self.write_step(app, Target::Handle(handle));
+        self.emit(step);
+    }
+}

@@ -1,0 +1,337 @@
+//! The reference model: a plain in-memory file system that applies workload
+//! steps by path, with the POSIX rules the workload relies on. It answers two
+//! questions for the crash test: what the tree is after a sequence of steps,
+//! and into which app's write log the engine puts each step.
+//!
+//! It refuses a step that is not valid in its current state (or that would
+//! break the workload's rule that app `j` changes only `app<j>/` and
+//! `shared/`); the driver skips refused steps, so a shrunk or filtered
+//! script still runs.
+
+use super::script::{write_data, Step, Target};
+use super::tree::{link_files, Node, Tree};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+type Fid = u64;
+
+#[derive(Clone)]
+struct File {
+    data: Arc<Vec<u8>>,
+    perm: u32,
+    /// The app that created it: its data steps go to that app's log.
+    app: usize,
+    names: u32,
+}
+
+#[derive(Clone)]
+enum Name {
+    File(Fid),
+    Dir { perm: u32 },
+    Symlink(String),
+}
+
+#[derive(Clone, Default)]
+pub struct Model {
+    names: BTreeMap<PathBuf, Name>,
+    files: HashMap<Fid, File>,
+    handles: HashMap<u32, Fid>,
+    next_fid: Fid,
+}
+
+/// Top-level directory every app may change besides its own.
+pub const SHARED: &str = "shared";
+
+/// The top-level directory of app `j`.
+pub fn app_dir(j: usize) -> String {
+    format!("app{j}")
+}
+
+type Refusal = &'static str;
+
+impl Model {
+    /// Applies `step`. Returns the app whose write log the engine records it
+    /// in (`None` for steps that log nothing), or why the step is refused.
+    pub fn apply(&mut self, step: &Step) -> Result<Option<usize>, Refusal> {
+        match step {
+            Step::Mkdir { app, path, perm } => {
+                self.check_new(*app, path)?;
+                self.names.insert(path.into(), Name::Dir { perm: perm & 0o7777 });
+                Ok(Some(*app))
+            }
+            Step::Rmdir { app, path } => {
+                self.check_owner(*app, path)?;
+                let p = Path::new(path);
+                match self.names.get(p) {
+                    Some(Name::Dir { .. }) => {}
+                    _ => return Err("rmdir of a non-directory"),
+                }
+                if self.children(p).next().is_some() {
+                    return Err("rmdir of a non-empty directory");
+                }
+                self.names.remove(p);
+                Ok(Some(*app))
+            }
+            Step::Create { app, path, perm, open } => {
+                self.check_new(*app, path)?;
+                if open.is_some_and(|h| self.handles.contains_key(&h)) {
+                    return Err("handle already open");
+                }
+                let fid = self.next_fid;
+                self.next_fid += 1;
+                let file = File { data: Arc::new(Vec::new()), perm: perm & 0o7777, app: *app, names: 1 };
+                self.files.insert(fid, file);
+                self.names.insert(path.into(), Name::File(fid));
+                if let Some(h) = open {
+                    self.handles.insert(*h, fid);
+                }
+                Ok(Some(*app))
+            }
+            Step::Write { app, file, offset, len, pattern } => {
+                let fid = self.file(*app, file)?;
+                let f = self.files.get_mut(&fid).expect("live");
+                let data = Arc::make_mut(&mut f.data);
+                let end = (offset + len) as usize;
+                if data.len() < end {
+                    data.resize(end, 0);
+                }
+                data[*offset as usize..end].copy_from_slice(&write_data(*pattern, *offset, *len));
+                Ok(Some(f.app))
+            }
+            Step::Truncate { app, file, size } => {
+                let fid = self.file(*app, file)?;
+                let f = self.files.get_mut(&fid).expect("live");
+                Arc::make_mut(&mut f.data).resize(*size as usize, 0);
+                Ok(Some(f.app))
+            }
+            Step::Chmod { app, path, perm } => {
+                self.check_owner(*app, path)?;
+                match self.names.get_mut(Path::new(path)) {
+                    Some(Name::Dir { perm: p }) => *p = perm & 0o7777,
+                    Some(Name::File(fid)) => self.files.get_mut(fid).expect("live").perm = perm & 0o7777,
+                    _ => return Err("chmod of a missing path or a symlink"),
+                }
+                Ok(Some(*app))
+            }
+            Step::Rename { app, from, to } => {
+                self.check_owner(*app, from)?;
+                self.check_owner(*app, to)?;
+                self.check_parent(to)?;
+                if top(from) != top(to) {
+                    return Err("rename across top-level directories");
+                }
+                let (from, to) = (PathBuf::from(from), PathBuf::from(to));
+                let source = self.names.get(&from).ok_or("rename of a missing path")?.clone();
+                if let Name::Dir { .. } = source {
+                    if to.starts_with(&from) {
+                        return Err("rename of a directory into itself");
+                    }
+                }
+                match (&source, self.names.get(&to)) {
+                    // Two names of one file: rename(2) does nothing, and logs nothing.
+                    (Name::File(a), Some(Name::File(b))) if a == b => return Ok(None),
+                    (_, None) => {}
+                    (Name::Dir { .. }, Some(Name::Dir { .. })) if self.children(&to).next().is_none() => {}
+                    (Name::Dir { .. }, Some(_)) | (_, Some(Name::Dir { .. })) => {
+                        return Err("rename between a directory and a non-directory, or over a full one")
+                    }
+                    (_, Some(_)) => {}
+                }
+                self.remove_name(&to);
+                let moved: Vec<(PathBuf, Name)> = self
+                    .names
+                    .range(from.clone()..)
+                    .take_while(|(p, _)| p.starts_with(&from))
+                    .map(|(p, n)| (p.clone(), n.clone()))
+                    .collect();
+                for (p, n) in moved {
+                    self.names.remove(&p);
+                    let rest = p.strip_prefix(&from).expect("under from");
+                    let dest = if rest.as_os_str().is_empty() { to.clone() } else { to.join(rest) };
+                    self.names.insert(dest, n);
+                }
+                Ok(Some(*app))
+            }
+            Step::Exchange { app, a, b } => {
+                self.check_owner(*app, a)?;
+                self.check_owner(*app, b)?;
+                if top(a) != top(b) || a == b {
+                    return Err("exchange across top-level directories or with itself");
+                }
+                let (pa, pb) = (PathBuf::from(a), PathBuf::from(b));
+                match (self.names.get(&pa), self.names.get(&pb)) {
+                    (Some(Name::File(_) | Name::Symlink(_)), Some(Name::File(_) | Name::Symlink(_))) => {}
+                    _ => return Err("exchange needs two existing non-directories"),
+                }
+                let na = self.names.remove(&pa).expect("checked");
+                let nb = self.names.insert(pb, na).expect("checked");
+                self.names.insert(pa, nb);
+                Ok(Some(*app))
+            }
+            Step::Link { app, from, to } => {
+                self.check_owner(*app, from)?;
+                self.check_new(*app, to)?;
+                if top(from) != top(to) {
+                    return Err("link across top-level directories");
+                }
+                let Some(Name::File(fid)) = self.names.get(Path::new(from)).cloned() else {
+                    return Err("link of a missing path or a non-file");
+                };
+                self.files.get_mut(&fid).expect("live").names += 1;
+                self.names.insert(to.into(), Name::File(fid));
+                Ok(Some(*app))
+            }
+            Step::Symlink { app, path, target } => {
+                self.check_new(*app, path)?;
+                self.names.insert(path.into(), Name::Symlink(target.clone()));
+                Ok(Some(*app))
+            }
+            Step::Unlink { app, path } => {
+                self.check_owner(*app, path)?;
+                match self.names.get(Path::new(path)) {
+                    Some(Name::File(_) | Name::Symlink(_)) => {}
+                    _ => return Err("unlink of a missing path or a directory"),
+                }
+                self.remove_name(Path::new(path));
+                Ok(Some(*app))
+            }
+            Step::Fsync { app, file } => {
+                self.file(*app, file)?;
+                Ok(None)
+            }
+            Step::Close { handle, .. } => {
+                let fid = self.handles.remove(handle).ok_or("close of a handle that is not open")?;
+                self.drop_if_gone(fid);
+                Ok(None)
+            }
+            Step::Checkpoint | Step::Tick { .. } | Step::Battery { .. } | Step::Shutdown => Ok(None),
+        }
+    }
+
+    /// The file a data step is about.
+    fn file(&self, app: usize, target: &Target) -> Result<Fid, Refusal> {
+        match target {
+            Target::Handle(h) => self.handles.get(h).copied().ok_or("handle not open"),
+            Target::Path(p) => {
+                self.check_owner(app, p)?;
+                match self.names.get(Path::new(p)) {
+                    Some(Name::File(fid)) => Ok(*fid),
+                    _ => Err("not a regular file"),
+                }
+            }
+        }
+    }
+
+    /// App `app` may change `path`: it is under its own directory or `shared/`
+    /// (or it is that top-level directory itself).
+    fn check_owner(&self, app: usize, path: &str) -> Result<(), Refusal> {
+        let t = top(path);
+        if t == app_dir(app) || t == SHARED {
+            Ok(())
+        } else {
+            Err("path outside the app's directories")
+        }
+    }
+
+    fn check_parent(&self, path: &str) -> Result<(), Refusal> {
+        match Path::new(path).parent() {
+            Some(p) if p.as_os_str().is_empty() => Ok(()),
+            Some(p) if matches!(self.names.get(p), Some(Name::Dir { .. })) => Ok(()),
+            _ => Err("parent is not a directory"),
+        }
+    }
+
+    fn check_new(&self, app: usize, path: &str) -> Result<(), Refusal> {
+        self.check_owner(app, path)?;
+        self.check_parent(path)?;
+        if self.names.contains_key(Path::new(path)) {
+            return Err("path exists");
+        }
+        Ok(())
+    }
+
+    fn children<'a>(&'a self, dir: &'a Path) -> impl Iterator<Item = &'a PathBuf> + 'a {
+        self.names
+            .range(dir.to_path_buf()..)
+            .map(|(p, _)| p)
+            .filter(move |p| *p != dir)
+            .take_while(move |p| p.starts_with(dir))
+    }
+
+    fn remove_name(&mut self, path: &Path) {
+        if let Some(Name::File(fid)) = self.names.remove(path) {
+            self.files.get_mut(&fid).expect("live").names -= 1;
+            self.drop_if_gone(fid);
+        }
+    }
+
+    fn drop_if_gone(&mut self, fid: Fid) {
+        let open = self.handles.values().any(|h| *h == fid);
+        if self.files[&fid].names == 0 && !open {
+            self.files.remove(&fid);
+        }
+    }
+
+    /// The whole tree as the crash test compares it.
+    pub fn tree(&self) -> Tree {
+        let mut tree = Tree::new();
+        let mut ids = HashMap::new();
+        for (path, name) in &self.names {
+            let node = match name {
+                Name::Dir { perm } => Node::Dir { perm: *perm },
+                Name::Symlink(target) => Node::Symlink { target: target.into() },
+                Name::File(fid) => {
+                    let f = &self.files[fid];
+                    ids.insert(path.clone(), *fid);
+                    Node::File { perm: f.perm, data: Arc::clone(&f.data), link_of: None }
+                }
+            };
+            tree.insert(path.clone(), node);
+        }
+        link_files(&mut tree, &ids);
+        tree
+    }
+
+    // Queries the generator uses to pick valid steps.
+
+    /// Paths under `top` (a top-level directory), of files, directories
+    /// (including `top` itself) and symlinks.
+    pub fn paths_under(&self, top: &str) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let (mut files, mut dirs, mut links) = (Vec::new(), Vec::new(), Vec::new());
+        for (p, n) in self.names.range(PathBuf::from(top)..).take_while(|(p, _)| p.starts_with(top)) {
+            let s = p.to_string_lossy().into_owned();
+            match n {
+                Name::File(_) => files.push(s),
+                Name::Dir { .. } => dirs.push(s),
+                Name::Symlink(_) => links.push(s),
+            }
+        }
+        (files, dirs, links)
+    }
+
+    pub fn exists(&self, path: &str) -> bool {
+        self.names.contains_key(Path::new(path))
+    }
+
+    pub fn is_empty_dir(&self, path: &str) -> bool {
+        matches!(self.names.get(Path::new(path)), Some(Name::Dir { .. }))
+            && self.children(Path::new(path)).next().is_none()
+    }
+
+    pub fn size_of(&self, app: usize, target: &Target) -> Option<u64> {
+        self.file(app, target).ok().map(|fid| self.files[&fid].data.len() as u64)
+    }
+
+    /// The open handles, ascending.
+    pub fn handles(&self) -> Vec<u32> {
+        let mut h: Vec<u32> = self.handles.keys().copied().collect();
+        h.sort_unstable();
+        h
+    }
+}
+
+/// The top-level directory a relative path is under.
+pub fn top(path: &str) -> &str {
+    path.split('/').next().unwrap_or("")
+}
