@@ -51,7 +51,9 @@ pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &
         let ClosedEntry::Other(e) = entry else { continue };
         match e {
             // Directories never qualify: entries of other inodes name them.
-            LogEntry::Create { ino, kind, .. } if *kind != FileKind::Dir => lives.entry(*ino).or_default().created = true,
+            LogEntry::Create { ino, kind, .. } if *kind != FileKind::Dir => {
+                lives.entry(*ino).or_default().created = true
+            }
             LogEntry::Symlink { ino, .. } => lives.entry(*ino).or_default().created = true,
             LogEntry::Unlink { ino, .. } => lives.entry(*ino).or_default().removed = true,
             LogEntry::Link { ino, .. } | LogEntry::Rename { ino, .. } => lives.entry(*ino).or_default().moved = true,
@@ -148,11 +150,9 @@ impl Compiler<'_> {
             LogEntry::SetTimes { ino, atime, mtime } => {
                 self.on_path(*ino, |path| JournalOp::SetTimes { path, atime: *atime, mtime: *mtime })
             }
-            LogEntry::SetXattr { ino, name, value } => self.on_path(*ino, |path| JournalOp::SetXattr {
-                path,
-                name: name.clone(),
-                value: value.clone(),
-            }),
+            LogEntry::SetXattr { ino, name, value } => {
+                self.on_path(*ino, |path| JournalOp::SetXattr { path, name: name.clone(), value: value.clone() })
+            }
             LogEntry::RemoveXattr { ino, name } => {
                 self.on_path(*ino, |path| JournalOp::RemoveXattr { path, name: name.clone() })
             }

@@ -94,10 +94,9 @@ impl Config {
         if self.cache_size < 16 * 4096 {
             return Err(format!("cache_size {} is below the minimum of 64 KiB", self.cache_size));
         }
-        for (key, v) in [
-            ("dirty_high_ratio", self.dirty_high_ratio),
-            ("dirty_background_ratio", self.dirty_background_ratio),
-        ] {
+        for (key, v) in
+            [("dirty_high_ratio", self.dirty_high_ratio), ("dirty_background_ratio", self.dirty_background_ratio)]
+        {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(format!("{key} must be in (0, 1], got {v}"));
             }

@@ -168,7 +168,15 @@ impl Engine {
     }
 
     /// Creates a special file or a regular file without opening it. Takes a kernel reference.
-    pub fn mknod(&self, caller: Caller, parent: Ino, name: &OsStr, kind: FileKind, perm: u32, rdev: u32) -> FsResult<Attr> {
+    pub fn mknod(
+        &self,
+        caller: Caller,
+        parent: Ino,
+        name: &OsStr,
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+    ) -> FsResult<Attr> {
         self.make_node(caller, parent, name, kind, perm, rdev, None)
     }
 
@@ -254,14 +262,9 @@ impl Engine {
             dir.attr.nlink += 1;
         }
         let entry = match target {
-            Some(target) => LogEntry::Symlink {
-                ino,
-                parent,
-                name: name.to_owned(),
-                target: target.to_owned(),
-                uid: attr.uid,
-                gid,
-            },
+            Some(target) => {
+                LogEntry::Symlink { ino, parent, name: name.to_owned(), target: target.to_owned(), uid: attr.uid, gid }
+            }
             None => LogEntry::Create { ino, parent, name: name.to_owned(), kind, perm, rdev, uid: attr.uid, gid },
         };
         st.log(app, entry, &[parent, ino], now);
@@ -699,7 +702,8 @@ impl Engine {
     /// Sets an app's mode; the app is named as in the config or as `uid:N`.
     pub fn set_app_mode(&self, app: &str, mode: SyncMode) -> Result<(), String> {
         let mut st = self.state.lock();
-        let id = st.app_by_name(app).ok_or_else(|| format!("no app named \"{app}\" (use a configured name or uid:N)"))?;
+        let id =
+            st.app_by_name(app).ok_or_else(|| format!("no app named \"{app}\" (use a configured name or uid:N)"))?;
         st.apps.list[id].mode = Some(mode);
         Ok(())
     }

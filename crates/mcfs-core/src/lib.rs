@@ -15,12 +15,12 @@ pub mod config;
 mod engine;
 mod file_io;
 mod inode;
-mod state;
-mod vct;
 pub mod journal;
 pub mod policy;
+mod state;
 pub mod stats;
 pub mod types;
+mod vct;
 
 pub use backend::{Backend, DirBackend, MemBackend};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -11,7 +11,6 @@ use crate::apps::Apps;
 use crate::backend::{Backend, BackendAttr};
 use crate::cache::Cache;
 use crate::committed::{Committed, Moving};
-use std::path::PathBuf;
 use crate::config::{Config, SyncMode};
 use crate::inode::Inode;
 use crate::types::*;
@@ -20,6 +19,7 @@ use crate::STATE_DIR;
 use parking_lot::RwLock;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 

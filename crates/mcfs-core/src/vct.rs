@@ -23,20 +23,84 @@ pub type AppId = usize;
 #[derive(Clone, Debug)]
 pub enum LogEntry {
     /// Page `page` of `ino` (its content is taken when the VCT closes).
-    Write { ino: Ino, page: u64 },
-    SetLen { ino: Ino, size: u64 },
-    Create { ino: Ino, parent: Ino, name: OsString, kind: FileKind, perm: u32, rdev: u32, uid: u32, gid: u32 },
-    Symlink { ino: Ino, parent: Ino, name: OsString, target: OsString, uid: u32, gid: u32 },
-    Link { ino: Ino, parent: Ino, name: OsString },
-    Unlink { ino: Ino, parent: Ino, name: OsString },
-    Rmdir { ino: Ino, parent: Ino, name: OsString },
-    Rename { ino: Ino, parent: Ino, name: OsString, new_parent: Ino, new_name: OsString, replaced: Option<Ino> },
-    Exchange { parent: Ino, name: OsString, new_parent: Ino, new_name: OsString },
-    SetPerm { ino: Ino, perm: u32 },
-    SetOwner { ino: Ino, uid: u32, gid: u32 },
-    SetTimes { ino: Ino, atime: SystemTime, mtime: SystemTime },
-    SetXattr { ino: Ino, name: OsString, value: Vec<u8> },
-    RemoveXattr { ino: Ino, name: OsString },
+    Write {
+        ino: Ino,
+        page: u64,
+    },
+    SetLen {
+        ino: Ino,
+        size: u64,
+    },
+    Create {
+        ino: Ino,
+        parent: Ino,
+        name: OsString,
+        kind: FileKind,
+        perm: u32,
+        rdev: u32,
+        uid: u32,
+        gid: u32,
+    },
+    Symlink {
+        ino: Ino,
+        parent: Ino,
+        name: OsString,
+        target: OsString,
+        uid: u32,
+        gid: u32,
+    },
+    Link {
+        ino: Ino,
+        parent: Ino,
+        name: OsString,
+    },
+    Unlink {
+        ino: Ino,
+        parent: Ino,
+        name: OsString,
+    },
+    Rmdir {
+        ino: Ino,
+        parent: Ino,
+        name: OsString,
+    },
+    Rename {
+        ino: Ino,
+        parent: Ino,
+        name: OsString,
+        new_parent: Ino,
+        new_name: OsString,
+        replaced: Option<Ino>,
+    },
+    Exchange {
+        parent: Ino,
+        name: OsString,
+        new_parent: Ino,
+        new_name: OsString,
+    },
+    SetPerm {
+        ino: Ino,
+        perm: u32,
+    },
+    SetOwner {
+        ino: Ino,
+        uid: u32,
+        gid: u32,
+    },
+    SetTimes {
+        ino: Ino,
+        atime: SystemTime,
+        mtime: SystemTime,
+    },
+    SetXattr {
+        ino: Ino,
+        name: OsString,
+        value: Vec<u8>,
+    },
+    RemoveXattr {
+        ino: Ino,
+        name: OsString,
+    },
 }
 
 /// The open VCT of an app.
@@ -94,11 +158,8 @@ impl OpenVct {
         self.note_time(now);
         self.data_inodes.insert(ino);
         let boundary = size / PAGE_SIZE;
-        let cut: Vec<(u64, usize)> = self
-            .page_entries
-            .range((ino, boundary)..=(ino, u64::MAX))
-            .map(|(&(_, page), &at)| (page, at))
-            .collect();
+        let cut: Vec<(u64, usize)> =
+            self.page_entries.range((ino, boundary)..=(ino, u64::MAX)).map(|(&(_, page), &at)| (page, at)).collect();
         let mut dropped = Vec::new();
         let mut keep_boundary = false;
         for (page, at) in cut {

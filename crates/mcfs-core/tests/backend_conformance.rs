@@ -7,9 +7,7 @@
 //!
 //! Some checks need root (chown, device nodes); they are skipped otherwise.
 
-use mcfs_core::backend::{
-    errno_of, Backend, DirBackend, MemBackend, RecordingBackend, TreeSnapshot,
-};
+use mcfs_core::backend::{errno_of, Backend, DirBackend, MemBackend, RecordingBackend, TreeSnapshot};
 use mcfs_core::FileKind;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -31,24 +29,15 @@ fn dir_fixture() -> Fixture {
     let backend = DirBackend::new(dir.path()).expect("backend on the temporary directory");
     // Same root as a fresh MemBackend.
     backend.set_perm(Path::new(""), 0o755).unwrap();
-    Fixture {
-        backend: Box::new(backend),
-        _dir: Some(dir),
-    }
+    Fixture { backend: Box::new(backend), _dir: Some(dir) }
 }
 
 fn mem_fixture() -> Fixture {
-    Fixture {
-        backend: Box::new(MemBackend::new()),
-        _dir: None,
-    }
+    Fixture { backend: Box::new(MemBackend::new()), _dir: None }
 }
 
 fn recording_fixture() -> Fixture {
-    Fixture {
-        backend: Box::new(RecordingBackend::new(MemBackend::new())),
-        _dir: None,
-    }
+    Fixture { backend: Box::new(RecordingBackend::new(MemBackend::new())), _dir: None }
 }
 
 fn is_root() -> bool {
@@ -120,20 +109,13 @@ mod suite {
     pub fn create_write_read(b: &dyn Backend) {
         b.create(p("f"), FileKind::File, 0o640, 0).unwrap();
         let a = b.stat(p("f")).unwrap();
-        assert_eq!(
-            (a.kind, a.perm, a.size, a.nlink),
-            (FileKind::File, 0o640, 0, 1)
-        );
+        assert_eq!((a.kind, a.perm, a.size, a.nlink), (FileKind::File, 0o640, 0, 1));
         b.write_at(p("f"), 0, b"hello").unwrap();
         b.write_at(p("f"), 10, b"x").unwrap();
         assert_eq!(b.stat(p("f")).unwrap().size, 11);
         assert_eq!(read_all(b, "f"), b"hello\0\0\0\0\0x");
         let mut buf = [9u8; 4];
-        assert_eq!(
-            b.read_at(p("f"), 9, &mut buf).unwrap(),
-            2,
-            "short only at end of file"
-        );
+        assert_eq!(b.read_at(p("f"), 9, &mut buf).unwrap(), 2, "short only at end of file");
         assert_eq!(&buf[..2], b"\0x");
         assert_eq!(b.read_at(p("f"), 11, &mut buf).unwrap(), 0);
         assert_eq!(b.read_at(p("f"), 1000, &mut buf).unwrap(), 0);
@@ -150,51 +132,20 @@ mod suite {
         new_file(b, "f", b"content");
         b.create(p("f"), FileKind::File, 0o600, 0).unwrap();
         let a = b.stat(p("f")).unwrap();
-        assert_eq!(
-            (a.size, a.perm),
-            (0, 0o600),
-            "a replayed create truncates and sets the mode"
-        );
+        assert_eq!((a.size, a.perm), (0, 0o600), "a replayed create truncates and sets the mode");
         b.create(p("d"), FileKind::Dir, 0o755, 0).unwrap();
         b.symlink(OsStr::new("f"), p("s")).unwrap();
         b.create(p("q"), FileKind::Fifo, 0o644, 0).unwrap();
         for existing in ["d", "s", "q", ""] {
-            assert_eq!(
-                errno(b.create(p(existing), FileKind::File, 0o644, 0)),
-                libc::EEXIST,
-                "file over {existing:?}"
-            );
-            assert_eq!(
-                errno(b.create(p(existing), FileKind::Dir, 0o755, 0)),
-                libc::EEXIST,
-                "dir over {existing:?}"
-            );
+            assert_eq!(errno(b.create(p(existing), FileKind::File, 0o644, 0)), libc::EEXIST, "file over {existing:?}");
+            assert_eq!(errno(b.create(p(existing), FileKind::Dir, 0o755, 0)), libc::EEXIST, "dir over {existing:?}");
         }
-        assert_eq!(
-            errno(b.create(p("f"), FileKind::Dir, 0o755, 0)),
-            libc::EEXIST
-        );
-        assert_eq!(
-            errno(b.create(p("f"), FileKind::Fifo, 0o644, 0)),
-            libc::EEXIST
-        );
-        assert_eq!(
-            b.stat(p("s")).unwrap().kind,
-            FileKind::Symlink,
-            "the symlink was not followed"
-        );
-        assert_eq!(
-            errno(b.create(p("missing/f"), FileKind::File, 0o644, 0)),
-            libc::ENOENT
-        );
-        assert_eq!(
-            errno(b.create(p("f/g"), FileKind::File, 0o644, 0)),
-            libc::ENOTDIR
-        );
-        assert_eq!(
-            errno(b.create(p("x"), FileKind::Symlink, 0o777, 0)),
-            libc::EINVAL
-        );
+        assert_eq!(errno(b.create(p("f"), FileKind::Dir, 0o755, 0)), libc::EEXIST);
+        assert_eq!(errno(b.create(p("f"), FileKind::Fifo, 0o644, 0)), libc::EEXIST);
+        assert_eq!(b.stat(p("s")).unwrap().kind, FileKind::Symlink, "the symlink was not followed");
+        assert_eq!(errno(b.create(p("missing/f"), FileKind::File, 0o644, 0)), libc::ENOENT);
+        assert_eq!(errno(b.create(p("f/g"), FileKind::File, 0o644, 0)), libc::ENOTDIR);
+        assert_eq!(errno(b.create(p("x"), FileKind::Symlink, 0o777, 0)), libc::EINVAL);
     }
 
     pub fn set_len_and_sparse_reads(b: &dyn Backend) {
@@ -211,10 +162,7 @@ mod suite {
         let data = read_all(b, "f");
         assert_eq!(data.len(), 5000);
         assert_eq!(&data[..2], b"ab");
-        assert!(
-            data[2..].iter().all(|x| *x == 0),
-            "bytes cut off do not come back"
-        );
+        assert!(data[2..].iter().all(|x| *x == 0), "bytes cut off do not come back");
         b.set_len(p("f"), 0).unwrap();
         assert_eq!(b.stat(p("f")).unwrap().size, 0);
         assert_eq!(errno(b.set_len(p("nope"), 1)), libc::ENOENT);
@@ -229,18 +177,11 @@ mod suite {
         b.create(p("q"), FileKind::Fifo, 0o666, 0).unwrap();
         b.create(p("g"), FileKind::File, 0o2755, 0).unwrap();
         b.create(p("t"), FileKind::Dir, 0o1777, 0).unwrap();
-        for (path, perm) in [
-            ("f", 0o777),
-            ("d", 0o777),
-            ("q", 0o666),
-            ("g", 0o2755),
-            ("t", 0o1777),
-        ] {
+        for (path, perm) in [("f", 0o777), ("d", 0o777), ("q", 0o666), ("g", 0o2755), ("t", 0o1777)] {
             assert_eq!(b.stat(p(path)).unwrap().perm, perm, "{path}");
         }
         // only permission bits are taken from the argument
-        b.create(p("m"), FileKind::File, libc::S_IFDIR | 0o640, 0)
-            .unwrap();
+        b.create(p("m"), FileKind::File, libc::S_IFDIR | 0o640, 0).unwrap();
         assert_eq!(b.stat(p("m")).unwrap().kind, FileKind::File);
         assert_eq!(b.stat(p("m")).unwrap().perm, 0o640);
     }
@@ -251,27 +192,18 @@ mod suite {
         assert_eq!(b.stat(p("fifo")).unwrap().kind, FileKind::Fifo);
         assert_eq!(b.stat(p("sock")).unwrap().kind, FileKind::Socket);
         let mut buf = [0u8; 4];
-        assert_eq!(
-            errno(b.read_at(p("fifo"), 0, &mut buf)),
-            libc::EINVAL,
-            "never reads a fifo"
-        );
+        assert_eq!(errno(b.read_at(p("fifo"), 0, &mut buf)), libc::EINVAL, "never reads a fifo");
         assert_eq!(errno(b.write_at(p("sock"), 0, b"x")), libc::EINVAL);
         b.create(p("d"), FileKind::Dir, 0o755, 0).unwrap();
         assert_eq!(errno(b.read_at(p("d"), 0, &mut buf)), libc::EISDIR);
         if is_root() {
             let null = (1 << 8) | 3; // major 1, minor 3
             b.create(p("null"), FileKind::CharDev, 0o666, null).unwrap();
-            b.create(p("blk"), FileKind::BlockDev, 0o600, (7 << 8) | 200)
-                .unwrap();
+            b.create(p("blk"), FileKind::BlockDev, 0o600, (7 << 8) | 200).unwrap();
             let a = b.stat(p("null")).unwrap();
             assert_eq!((a.kind, a.rdev, a.perm), (FileKind::CharDev, null, 0o666));
             assert_eq!(b.stat(p("blk")).unwrap().rdev, (7 << 8) | 200);
-            assert_eq!(
-                errno(b.read_at(p("null"), 0, &mut buf)),
-                libc::EINVAL,
-                "never opens a device"
-            );
+            assert_eq!(errno(b.read_at(p("null"), 0, &mut buf)), libc::EINVAL, "never opens a device");
         }
     }
 
@@ -286,11 +218,7 @@ mod suite {
         b.remove_file(p("f")).unwrap();
         assert_eq!(b.stat(p("d/g")).unwrap().nlink, 1);
         assert_eq!(read_all(b, "d/g"), b"Shared");
-        assert_eq!(
-            errno(b.link(p("d"), p("d2"))),
-            libc::EPERM,
-            "no hard links to directories"
-        );
+        assert_eq!(errno(b.link(p("d"), p("d2"))), libc::EPERM, "no hard links to directories");
         assert_eq!(errno(b.link(p("nope"), p("x"))), libc::ENOENT);
         new_file(b, "h", b"");
         assert_eq!(errno(b.link(p("h"), p("d/g"))), libc::EEXIST);
@@ -313,11 +241,7 @@ mod suite {
         assert_eq!(errno(b.stat(p("a"))), libc::ENOENT);
         assert_eq!(read_all(b, "b"), b"AAA");
         assert_eq!(b.stat(p("b")).unwrap().nlink, 1);
-        assert_eq!(
-            read_all(b, "c"),
-            b"B",
-            "the replaced inode lives on under its other name"
-        );
+        assert_eq!(read_all(b, "c"), b"B", "the replaced inode lives on under its other name");
         assert_eq!(b.stat(p("c")).unwrap().nlink, 1);
         // renaming one name of an inode onto another name of it does nothing
         b.link(p("c"), p("c2")).unwrap();
@@ -329,12 +253,7 @@ mod suite {
         b.create(p("d"), FileKind::Dir, 0o755, 0).unwrap();
         b.rename(p("b"), p("d/moved")).unwrap();
         assert_eq!(read_all(b, "d/moved"), b"AAA");
-        let names: Vec<OsString> = b
-            .list_dir(p(""))
-            .unwrap()
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
+        let names: Vec<OsString> = b.list_dir(p("")).unwrap().into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["c", "c2", "d"]);
     }
 
@@ -402,14 +321,9 @@ mod suite {
     pub fn symlinks(b: &dyn Backend) {
         new_file(b, "target", b"data");
         b.symlink(OsStr::new("target"), p("s")).unwrap();
-        b.symlink(OsStr::new("../dangling/x"), p("dangling"))
-            .unwrap();
+        b.symlink(OsStr::new("../dangling/x"), p("dangling")).unwrap();
         let a = b.stat(p("s")).unwrap();
-        assert_eq!(
-            (a.kind, a.size),
-            (FileKind::Symlink, 6),
-            "stat does not follow"
-        );
+        assert_eq!((a.kind, a.size), (FileKind::Symlink, 6), "stat does not follow");
         assert_eq!(b.read_link(p("s")).unwrap(), "target");
         assert_eq!(b.read_link(p("dangling")).unwrap(), "../dangling/x");
         assert_eq!(errno(b.read_link(p("target"))), libc::EINVAL);
@@ -417,11 +331,7 @@ mod suite {
         assert_eq!(errno(b.symlink(OsStr::new("x"), p("target"))), libc::EEXIST);
         assert_eq!(errno(b.symlink(OsStr::new(""), p("empty"))), libc::ENOENT);
         let mut buf = [0u8; 4];
-        assert_eq!(
-            errno(b.read_at(p("s"), 0, &mut buf)),
-            libc::ELOOP,
-            "reads never follow a symlink"
-        );
+        assert_eq!(errno(b.read_at(p("s"), 0, &mut buf)), libc::ELOOP, "reads never follow a symlink");
         assert_eq!(errno(b.write_at(p("s"), 0, b"x")), libc::ELOOP);
         // chmod leaves symlinks alone; chown and utimens act on the link itself
         b.set_perm(p("s"), 0o600).unwrap();
@@ -496,23 +406,15 @@ mod suite {
         let name = |s: &str| OsString::from(s);
         let user_names = |path: &str| -> Vec<OsString> {
             let all = b.list_xattr(p(path)).unwrap();
-            all.into_iter()
-                .filter(|n| n.to_string_lossy().starts_with("user."))
-                .collect()
+            all.into_iter().filter(|n| n.to_string_lossy().starts_with("user.")).collect()
         };
         assert_eq!(b.get_xattr(p("f"), &name("user.a")).unwrap(), None);
         assert!(user_names("f").is_empty());
         b.set_xattr(p("f"), &name("user.b"), b"").unwrap();
         b.set_xattr(p("f"), &name("user.a"), b"one").unwrap();
         b.set_xattr(p("f"), &name("user.a"), b"two").unwrap();
-        assert_eq!(
-            b.get_xattr(p("f"), &name("user.a")).unwrap().as_deref(),
-            Some(&b"two"[..])
-        );
-        assert_eq!(
-            b.get_xattr(p("f"), &name("user.b")).unwrap().as_deref(),
-            Some(&b""[..])
-        );
+        assert_eq!(b.get_xattr(p("f"), &name("user.a")).unwrap().as_deref(), Some(&b"two"[..]));
+        assert_eq!(b.get_xattr(p("f"), &name("user.b")).unwrap().as_deref(), Some(&b""[..]));
         assert_eq!(user_names("f"), [name("user.a"), name("user.b")]);
         b.remove_xattr(p("f"), &name("user.a")).unwrap();
         b.remove_xattr(p("f"), &name("user.a")).unwrap(); // absent: not an error
@@ -522,30 +424,14 @@ mod suite {
         b.set_xattr(p("d"), &name("user.big"), &big).unwrap();
         assert_eq!(b.get_xattr(p("d"), &name("user.big")).unwrap(), Some(big));
         // user attributes exist only on files and directories
-        assert_eq!(
-            errno(b.set_xattr(p("s"), &name("user.a"), b"x")),
-            libc::EPERM
-        );
+        assert_eq!(errno(b.set_xattr(p("s"), &name("user.a"), b"x")), libc::EPERM);
         assert_eq!(b.get_xattr(p("s"), &name("user.a")).unwrap(), None);
-        assert_eq!(
-            errno(b.set_xattr(p("f"), &name("nonamespace"), b"x")),
-            libc::EOPNOTSUPP
-        );
-        assert_eq!(
-            errno(b.set_xattr(p("f"), &name("user."), b"x")),
-            libc::EINVAL
-        );
+        assert_eq!(errno(b.set_xattr(p("f"), &name("nonamespace"), b"x")), libc::EOPNOTSUPP);
+        assert_eq!(errno(b.set_xattr(p("f"), &name("user."), b"x")), libc::EINVAL);
         assert_eq!(errno(b.set_xattr(p("f"), &name(""), b"x")), libc::ERANGE);
-        assert_eq!(
-            errno(b.set_xattr(p("nope"), &name("nonamespace"), b"x")),
-            libc::ENOENT,
-            "lookup first"
-        );
+        assert_eq!(errno(b.set_xattr(p("nope"), &name("nonamespace"), b"x")), libc::ENOENT, "lookup first");
         assert_eq!(errno(b.get_xattr(p("nope"), &name("user.a"))), libc::ENOENT);
-        assert_eq!(
-            errno(b.set_xattr(p("nope"), &name("user.a"), b"x")),
-            libc::ENOENT
-        );
+        assert_eq!(errno(b.set_xattr(p("nope"), &name("user.a"), b"x")), libc::ENOENT);
         assert_eq!(errno(b.list_xattr(p("nope"))), libc::ENOENT);
         // attributes belong to the inode: a hard link sees them
         b.link(p("f"), p("g")).unwrap();
@@ -560,21 +446,10 @@ mod suite {
         b.create(p("d/q"), FileKind::Fifo, 0o644, 0).unwrap();
         b.create(p("d/sub"), FileKind::Dir, 0o755, 0).unwrap();
         let listed = b.list_dir(p("d")).unwrap();
-        let expected = [
-            ("f", FileKind::File),
-            ("q", FileKind::Fifo),
-            ("s", FileKind::Symlink),
-            ("sub", FileKind::Dir),
-        ];
-        let expected: Vec<(OsString, FileKind)> = expected
-            .iter()
-            .map(|(n, k)| (OsString::from(n), *k))
-            .collect();
+        let expected = [("f", FileKind::File), ("q", FileKind::Fifo), ("s", FileKind::Symlink), ("sub", FileKind::Dir)];
+        let expected: Vec<(OsString, FileKind)> = expected.iter().map(|(n, k)| (OsString::from(n), *k)).collect();
         assert_eq!(listed, expected, "sorted by name, without . and ..");
-        assert_eq!(
-            b.list_dir(p("")).unwrap(),
-            [(OsString::from("d"), FileKind::Dir)]
-        );
+        assert_eq!(b.list_dir(p("")).unwrap(), [(OsString::from("d"), FileKind::Dir)]);
         assert_eq!(errno(b.list_dir(p("d/f"))), libc::ENOTDIR);
         assert_eq!(errno(b.list_dir(p("nope"))), libc::ENOENT);
     }
@@ -582,10 +457,7 @@ mod suite {
     pub fn paths_must_stay_inside_the_root(b: &dyn Backend) {
         assert_eq!(errno(b.stat(p("/etc"))), libc::EINVAL);
         assert_eq!(errno(b.stat(p(".."))), libc::EINVAL);
-        assert_eq!(
-            errno(b.create(p("../x"), FileKind::File, 0o644, 0)),
-            libc::EINVAL
-        );
+        assert_eq!(errno(b.create(p("../x"), FileKind::File, 0o644, 0)), libc::EINVAL);
         assert_eq!(errno(b.rename(p("a"), p("/tmp/x"))), libc::EINVAL);
         assert_eq!(errno(b.stat(p(&"n".repeat(256)))), libc::ENAMETOOLONG);
         b.create(p("./d"), FileKind::Dir, 0o755, 0).unwrap();
@@ -601,11 +473,7 @@ mod suite {
         let mut dir = String::new();
         for i in 0..17 {
             let name = format!("{i:02}{}", "d".repeat(248));
-            dir = if dir.is_empty() {
-                name
-            } else {
-                format!("{dir}/{name}")
-            };
+            dir = if dir.is_empty() { name } else { format!("{dir}/{name}") };
             b.create(p(&dir), FileKind::Dir, 0o750, 0).unwrap();
         }
         assert!(dir.len() > libc::PATH_MAX as usize);
@@ -618,22 +486,12 @@ mod suite {
         b.set_len(p(f), 4).unwrap();
         assert_eq!(read_all(b, f), b"deep");
         let a = b.stat(p(f)).unwrap();
-        assert_eq!(
-            (a.kind, a.perm, a.size, a.nlink),
-            (FileKind::File, 0o644, 4, 1)
-        );
+        assert_eq!((a.kind, a.perm, a.size, a.nlink), (FileKind::File, 0o644, 4, 1));
         assert_eq!(b.stat(p(&dir)).unwrap().perm, 0o750);
         b.create(p(f), FileKind::File, 0o644, 0).unwrap();
-        assert_eq!(
-            b.stat(p(f)).unwrap().size,
-            0,
-            "create truncates at depth too"
-        );
+        assert_eq!(b.stat(p(f)).unwrap().size, 0, "create truncates at depth too");
         b.write_at(p(f), 0, b"deep").unwrap();
-        assert_eq!(
-            errno(b.create(p(&dir), FileKind::Dir, 0o755, 0)),
-            libc::EEXIST
-        );
+        assert_eq!(errno(b.create(p(&dir), FileKind::Dir, 0o755, 0)), libc::EEXIST);
         b.create(p(&deep("q")), FileKind::Fifo, 0o640, 0).unwrap();
         assert_eq!(b.stat(p(&deep("q"))).unwrap().perm, 0o640);
 
@@ -656,15 +514,10 @@ mod suite {
         assert_eq!(b.stat(p(f)).unwrap().perm, 0o4640);
         let when = UNIX_EPOCH + Duration::new(1_000_000, 5);
         b.set_times(p(f), when, when).unwrap();
-        b.set_times(p(s), when + Duration::from_secs(1), when)
-            .unwrap();
+        b.set_times(p(s), when + Duration::from_secs(1), when).unwrap();
         let (af, as_) = (b.stat(p(f)).unwrap(), b.stat(p(s)).unwrap());
         assert_eq!((af.atime, af.mtime), (when, when));
-        assert_eq!(
-            as_.atime,
-            when + Duration::from_secs(1),
-            "the symlink's own times"
-        );
+        assert_eq!(as_.atime, when + Duration::from_secs(1), "the symlink's own times");
         if is_root() {
             b.set_owner(p(f), 1000, 1001).unwrap();
             b.set_owner(p(s), 2000, 2001).unwrap();
@@ -675,22 +528,12 @@ mod suite {
         let name = |s: &str| OsString::from(s);
         let user_names = |path: &str| -> Vec<OsString> {
             let all = b.list_xattr(p(path)).unwrap();
-            all.into_iter()
-                .filter(|n| n.to_string_lossy().starts_with("user."))
-                .collect()
+            all.into_iter().filter(|n| n.to_string_lossy().starts_with("user.")).collect()
         };
         b.set_xattr(p(f), &name("user.a"), b"one").unwrap();
         b.set_xattr(p(&dir), &name("user.d"), b"dir").unwrap();
-        assert_eq!(
-            b.get_xattr(p(f), &name("user.a")).unwrap().as_deref(),
-            Some(&b"one"[..])
-        );
-        assert_eq!(
-            b.get_xattr(p(&deep("h")), &name("user.a"))
-                .unwrap()
-                .as_deref(),
-            Some(&b"one"[..])
-        );
+        assert_eq!(b.get_xattr(p(f), &name("user.a")).unwrap().as_deref(), Some(&b"one"[..]));
+        assert_eq!(b.get_xattr(p(&deep("h")), &name("user.a")).unwrap().as_deref(), Some(&b"one"[..]));
         assert_eq!(user_names(f), [name("user.a")]);
         assert_eq!(user_names(&dir), [name("user.d")]);
         assert_eq!(errno(b.set_xattr(p(s), &name("user.a"), b"x")), libc::EPERM);
@@ -698,17 +541,9 @@ mod suite {
         b.remove_xattr(p(f), &name("user.a")).unwrap();
         b.remove_xattr(p(f), &name("user.a")).unwrap();
         assert_eq!(b.get_xattr(p(f), &name("user.a")).unwrap(), None);
-        assert_eq!(
-            errno(b.get_xattr(p(&deep("nope")), &name("user.a"))),
-            libc::ENOENT
-        );
+        assert_eq!(errno(b.get_xattr(p(&deep("nope")), &name("user.a"))), libc::ENOENT);
 
-        let listed: Vec<OsString> = b
-            .list_dir(p(&dir))
-            .unwrap()
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
+        let listed: Vec<OsString> = b.list_dir(p(&dir)).unwrap().into_iter().map(|(n, _)| n).collect();
         assert_eq!(listed, [name("f"), name("h"), name("q"), name("s")]);
         assert_eq!(errno(b.list_dir(p(f))), libc::ENOTDIR);
         assert_eq!(errno(b.stat(p(&deep("f/x")))), libc::ENOTDIR);
@@ -742,10 +577,7 @@ mod suite {
 
 /// Seed for randomized tests: `MCFS_SEED` if set, else fixed; printed.
 fn seed() -> u64 {
-    let seed = std::env::var("MCFS_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20240611);
+    let seed = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20240611);
     println!("MCFS_SEED={seed}");
     seed
 }
@@ -767,64 +599,31 @@ fn random_call(rng: &mut StdRng) -> (Call, [String; 2]) {
 
 fn call_on(rng: &mut StdRng, x: String, y: String) -> Call {
     match rng.gen_range(0..16) {
-        0 | 1 => (
-            format!("create file {x}"),
-            Box::new(move |b| b.create(p(&x), FileKind::File, 0o644, 0)),
-        ),
-        2 => (
-            format!("mkdir {x}"),
-            Box::new(move |b| b.create(p(&x), FileKind::Dir, 0o755, 0)),
-        ),
-        3 => (
-            format!("mkfifo {x}"),
-            Box::new(move |b| b.create(p(&x), FileKind::Fifo, 0o600, 0)),
-        ),
+        0 | 1 => (format!("create file {x}"), Box::new(move |b| b.create(p(&x), FileKind::File, 0o644, 0))),
+        2 => (format!("mkdir {x}"), Box::new(move |b| b.create(p(&x), FileKind::Dir, 0o755, 0))),
+        3 => (format!("mkfifo {x}"), Box::new(move |b| b.create(p(&x), FileKind::Fifo, 0o600, 0))),
         4 | 5 => {
             let offset = rng.gen_range(0..9000u64);
             let data = vec![rng.gen::<u8>() | 1; rng.gen_range(0..5000)];
-            (
-                format!("write {x} @{offset} +{}", data.len()),
-                Box::new(move |b| b.write_at(p(&x), offset, &data)),
-            )
+            (format!("write {x} @{offset} +{}", data.len()), Box::new(move |b| b.write_at(p(&x), offset, &data)))
         }
         6 => {
             let size = rng.gen_range(0..10000u64);
-            (
-                format!("truncate {x} {size}"),
-                Box::new(move |b| b.set_len(p(&x), size)),
-            )
+            (format!("truncate {x} {size}"), Box::new(move |b| b.set_len(p(&x), size)))
         }
-        7 => (
-            format!("link {x} {y}"),
-            Box::new(move |b| b.link(p(&x), p(&y))),
-        ),
-        8 | 9 => (
-            format!("rename {x} {y}"),
-            Box::new(move |b| b.rename(p(&x), p(&y))),
-        ),
-        10 => (
-            format!("unlink {x}"),
-            Box::new(move |b| b.remove_file(p(&x))),
-        ),
+        7 => (format!("link {x} {y}"), Box::new(move |b| b.link(p(&x), p(&y)))),
+        8 | 9 => (format!("rename {x} {y}"), Box::new(move |b| b.rename(p(&x), p(&y)))),
+        10 => (format!("unlink {x}"), Box::new(move |b| b.remove_file(p(&x)))),
         11 => (format!("rmdir {x}"), Box::new(move |b| b.remove_dir(p(&x)))),
-        12 => (
-            format!("symlink {x} -> {y}"),
-            Box::new(move |b| b.symlink(OsStr::new(&y), p(&x))),
-        ),
+        12 => (format!("symlink {x} -> {y}"), Box::new(move |b| b.symlink(OsStr::new(&y), p(&x)))),
         15 if is_root() => {
             let ids = [0, 1000, u32::MAX];
             let (uid, gid) = (ids[rng.gen_range(0..3)], ids[rng.gen_range(0..3)]);
-            (
-                format!("chown {x} {uid}:{gid}"),
-                Box::new(move |b| b.set_owner(p(&x), uid, gid)),
-            )
+            (format!("chown {x} {uid}:{gid}"), Box::new(move |b| b.set_owner(p(&x), uid, gid)))
         }
         13 | 15 => {
             let perm = rng.gen_range(0..0o10000u32);
-            (
-                format!("chmod {x} {perm:o}"),
-                Box::new(move |b| b.set_perm(p(&x), perm)),
-            )
+            (format!("chmod {x} {perm:o}"), Box::new(move |b| b.set_perm(p(&x), perm)))
         }
         _ => {
             let names: &[&str] = if is_root() {
@@ -835,15 +634,9 @@ fn call_on(rng: &mut StdRng, x: String, y: String) -> Call {
             let name = OsString::from(names[rng.gen_range(0..names.len())]);
             let value = vec![rng.gen::<u8>(); rng.gen_range(0..4)];
             if value.is_empty() {
-                (
-                    format!("removexattr {x} {name:?}"),
-                    Box::new(move |b| b.remove_xattr(p(&x), &name)),
-                )
+                (format!("removexattr {x} {name:?}"), Box::new(move |b| b.remove_xattr(p(&x), &name)))
             } else {
-                (
-                    format!("setxattr {x} {name:?}"),
-                    Box::new(move |b| b.set_xattr(p(&x), &name, &value)),
-                )
+                (format!("setxattr {x} {name:?}"), Box::new(move |b| b.set_xattr(p(&x), &name, &value)))
             }
         }
     }
@@ -855,10 +648,7 @@ fn outcome(r: io::Result<()>) -> i32 {
 
 /// True if a directory on the way to `path` is a symlink.
 fn crosses_symlink(b: &dyn Backend, path: &str) -> bool {
-    Path::new(path)
-        .ancestors()
-        .skip(1)
-        .any(|up| b.stat(up).is_ok_and(|a| a.kind == FileKind::Symlink))
+    Path::new(path).ancestors().skip(1).any(|up| b.stat(up).is_ok_and(|a| a.kind == FileKind::Symlink))
 }
 
 /// Same calls on a real directory and in memory: same errno each time, same
@@ -908,26 +698,13 @@ fn dir_and_mem_backends_agree_on_random_calls() {
             history.join("\n")
         );
         for path in mem_tree.entries().keys() {
-            assert_eq!(
-                dir.stat(path).unwrap().nlink,
-                mem.stat(path).unwrap().nlink,
-                "nlink of {}",
-                path.display()
-            );
-            assert_eq!(
-                dir.stat(path).unwrap().size,
-                mem.stat(path).unwrap().size,
-                "size of {}",
-                path.display()
-            )
+            assert_eq!(dir.stat(path).unwrap().nlink, mem.stat(path).unwrap().nlink, "nlink of {}", path.display());
+            assert_eq!(dir.stat(path).unwrap().size, mem.stat(path).unwrap().size, "size of {}", path.display())
         }
     }
     // Both successes and errors must be compared in bulk.
     println!("{succeeded} of {} calls succeeded", 20 * 150);
-    assert!(
-        (600..2400).contains(&succeeded),
-        "{succeeded} of 3000 calls succeeded"
-    );
+    assert!((600..2400).contains(&succeeded), "{succeeded} of 3000 calls succeeded");
 }
 
 /// `RecordingBackend`: the crash states it builds are exactly those its
@@ -955,37 +732,17 @@ mod recording_backend_crash_states {
     fn check_states(rec: &RecordingBackend, initial: &MemBackend, k: usize, states: &[CrashState]) {
         let durable = rec.durable_prefix(k);
         let pending: Vec<usize> = (durable..k).collect();
-        assert_eq!(
-            states[0].survivors,
-            Vec::<usize>::new(),
-            "first: exactly the durable prefix"
-        );
+        assert_eq!(states[0].survivors, Vec::<usize>::new(), "first: exactly the durable prefix");
         if k > durable {
             assert_eq!(states[1].survivors, pending, "second: every issued op");
         }
         let mut seen = BTreeSet::new();
         for s in states {
             assert_eq!((s.cut, s.durable), (k, durable), "{}", s.describe());
-            assert!(
-                s.survivors.windows(2).all(|w| w[0] < w[1]),
-                "{}",
-                s.describe()
-            );
-            assert!(
-                s.survivors.iter().all(|i| pending.contains(i)),
-                "{}",
-                s.describe()
-            );
-            assert!(
-                seen.insert(s.survivors.clone()),
-                "repeated: {}",
-                s.describe()
-            );
-            let diff = s
-                .state
-                .snapshot()
-                .without_times()
-                .diff(&rebuilt(rec, initial, s));
+            assert!(s.survivors.windows(2).all(|w| w[0] < w[1]), "{}", s.describe());
+            assert!(s.survivors.iter().all(|i| pending.contains(i)), "{}", s.describe());
+            assert!(seen.insert(s.survivors.clone()), "repeated: {}", s.describe());
+            let diff = s.state.snapshot().without_times().diff(&rebuilt(rec, initial, s));
             assert!(diff.is_empty(), "{}: {diff:#?}", s.describe());
         }
     }
@@ -999,11 +756,7 @@ mod recording_backend_crash_states {
         rec.write_at(p("f"), 0, b"0123456789").unwrap();
         assert_eq!(rec.op_count(), 2);
         rec.write_at(p("f"), 4090, b"0123456789").unwrap();
-        assert_eq!(
-            rec.op_count(),
-            4,
-            "a write across a page boundary is two ops"
-        );
+        assert_eq!(rec.op_count(), 4, "a write across a page boundary is two ops");
         assert_eq!(rec.op(2).unwrap().to_string(), "write f @4090+6");
         assert_eq!(rec.op(3).unwrap().to_string(), "write f @4096+4");
         rec.write_at(p("f"), 0, &[1u8; 3 * 4096]).unwrap();
@@ -1031,17 +784,10 @@ mod recording_backend_crash_states {
             let states = rec.crash_states(k, seed, 1000);
             let durable = if k > 2 { 2 } else { 0 };
             assert_eq!(rec.durable_prefix(k), durable);
-            assert_eq!(
-                states.len(),
-                1 << (k - durable),
-                "every subset fits in max, so all are given"
-            );
+            assert_eq!(states.len(), 1 << (k - durable), "every subset fits in max, so all are given");
             check_states(&rec, &initial, k, &states);
             for s in &states {
-                assert_eq!(
-                    content(&s.state, "keep").unwrap(),
-                    b"initial state is durable"
-                );
+                assert_eq!(content(&s.state, "keep").unwrap(), b"initial state is durable");
             }
         }
         // After the write-temp-then-rename, "a" holds the old data, the new
@@ -1064,18 +810,12 @@ mod recording_backend_crash_states {
         rec.create(p("a"), FileKind::File, 0o644, 0).unwrap();
         rec.sync().unwrap();
         let states = rec.crash_states(1, 1, 10);
-        let has_a: Vec<bool> = states
-            .iter()
-            .map(|s| s.state.stat(p("a")).is_ok())
-            .collect();
+        let has_a: Vec<bool> = states.iter().map(|s| s.state.stat(p("a")).is_ok()).collect();
         assert_eq!(has_a, [false, true], "a crash during the sync may lose a");
         rec.create(p("b"), FileKind::File, 0o644, 0).unwrap();
         let states = rec.crash_states(2, 1, 10);
         assert_eq!(states.len(), 2);
-        assert!(
-            states.iter().all(|s| s.state.stat(p("a")).is_ok()),
-            "once the sync returned, a is durable"
-        );
+        assert!(states.iter().all(|s| s.state.stat(p("a")).is_ok()), "once the sync returned, a is durable");
         assert!(states[0].state.stat(p("b")).is_err());
         assert!(states[1].state.stat(p("b")).is_ok());
     }
@@ -1088,8 +828,7 @@ mod recording_backend_crash_states {
             now += Duration::from_secs(10);
             rec.live().set_now(now);
             new_file(&rec, name, name.as_bytes());
-            rec.set_xattr(p(name), OsStr::new("user.i"), &[i as u8])
-                .unwrap();
+            rec.set_xattr(p(name), OsStr::new("user.i"), &[i as u8]).unwrap();
         }
         rec.link(p("a"), p("a2")).unwrap();
         rec.rename(p("b"), p("c")).unwrap();
@@ -1098,15 +837,8 @@ mod recording_backend_crash_states {
         assert_eq!(states.len(), 2);
         let diff = states[1].state.snapshot().diff(&rec.live().snapshot());
         assert!(diff.is_empty(), "{diff:#?}");
-        assert_eq!(
-            states[1].state.stat(p("c")).unwrap().ctime,
-            now,
-            "replayed with the recorded time stamps"
-        );
-        assert!(
-            states[0].state.list_dir(p("")).unwrap().is_empty(),
-            "nothing was synced"
-        );
+        assert_eq!(states[1].state.stat(p("c")).unwrap().ctime, now, "replayed with the recorded time stamps");
+        assert!(states[0].state.list_dir(p("")).unwrap().is_empty(), "nothing was synced");
     }
 
     #[test]
@@ -1117,10 +849,7 @@ mod recording_backend_crash_states {
         rec.write_at(p("f"), 0, &[0xab; 8192]).unwrap();
         let states = rec.crash_states(3, 3, 100);
         check_states(&rec, &MemBackend::new(), 3, &states);
-        let torn = states
-            .iter()
-            .find(|s| s.survivors == [2])
-            .expect("only the second page survived");
+        let torn = states.iter().find(|s| s.survivors == [2]).expect("only the second page survived");
         let data = content(&torn.state, "f").unwrap();
         assert_eq!(data.len(), 8192);
         assert!(data[..4096].iter().all(|b| *b == 0) && data[4096..].iter().all(|b| *b == 0xab));
@@ -1136,10 +865,7 @@ mod recording_backend_crash_states {
         assert_eq!(states.len(), 16);
         check_states(&rec, &MemBackend::new(), 4, &states);
         let orphaned = states.iter().find(|s| s.survivors == [2, 3]).unwrap();
-        assert!(
-            orphaned.state.list_dir(p("")).unwrap().is_empty(),
-            "write and rename had nothing to act on"
-        );
+        assert!(orphaned.state.list_dir(p("")).unwrap().is_empty(), "write and rename had nothing to act on");
     }
 
     #[test]
@@ -1158,34 +884,16 @@ mod recording_backend_crash_states {
             check_states(&rec, &MemBackend::new(), ops, &states);
             let is_prefix = |s: &CrashState| s.survivors.iter().enumerate().all(|(i, op)| i == *op);
             assert_eq!(states.iter().filter(|s| is_prefix(s)).count(), prefixes);
-            assert!(
-                states[..prefixes].iter().all(is_prefix),
-                "prefixes come before other subsets"
-            );
-            let lengths: Vec<usize> = states[2..prefixes]
-                .iter()
-                .map(|s| s.survivors.len())
-                .collect();
-            assert!(
-                lengths.windows(2).all(|w| w[0] < w[1]),
-                "shortest first: {lengths:?}"
-            );
+            assert!(states[..prefixes].iter().all(is_prefix), "prefixes come before other subsets");
+            let lengths: Vec<usize> = states[2..prefixes].iter().map(|s| s.survivors.len()).collect();
+            assert!(lengths.windows(2).all(|w| w[0] < w[1]), "shortest first: {lengths:?}");
             for s in &states {
-                let present: Vec<String> = s
-                    .state
-                    .list_dir(p(""))
-                    .unwrap()
-                    .into_iter()
-                    .map(|(n, _)| n.into_string().unwrap())
-                    .collect();
+                let present: Vec<String> =
+                    s.state.list_dir(p("")).unwrap().into_iter().map(|(n, _)| n.into_string().unwrap()).collect();
                 let expected: Vec<String> = s.survivors.iter().map(|i| names[*i].clone()).collect();
                 assert_eq!(present, expected, "{}", s.describe());
             }
-            let again: Vec<Vec<usize>> = rec
-                .crash_states(ops, seed, 50)
-                .into_iter()
-                .map(|s| s.survivors)
-                .collect();
+            let again: Vec<Vec<usize>> = rec.crash_states(ops, seed, 50).into_iter().map(|s| s.survivors).collect();
             let first: Vec<Vec<usize>> = states.into_iter().map(|s| s.survivors).collect();
             assert_eq!(first, again, "the seed alone decides");
         }
@@ -1201,14 +909,7 @@ mod recording_backend_crash_states {
         assert!(rec.crash_states(1, 0, 0).is_empty());
         let one = rec.crash_states(1, 0, 1);
         assert_eq!(one.len(), 1);
-        assert!(
-            one[0].state.stat(p("a")).is_err(),
-            "with room for one state, the durable one"
-        );
-        assert_eq!(
-            rec.crash_states(0, 0, 10).len(),
-            1,
-            "before any op there is one state"
-        );
+        assert!(one[0].state.stat(p("a")).is_err(), "with room for one state, the durable one");
+        assert_eq!(rec.crash_states(0, 0, 10).len(), 1, "before any op there is one state");
     }
 }

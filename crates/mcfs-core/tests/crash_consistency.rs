@@ -20,7 +20,9 @@
 //! that still fails the same way (paste it into a regression test below),
 //! `MCFS_SHRINK=<text>` the smallest whose failure report contains `<text>`;
 //! `MCFS_SCRIPT=<script>` (and `MCFS_VARIANT=<variant>`) checks one script;
-//! `MCFS_DUMP=1` lists every backend op of a failing crash state.
+//! `MCFS_DUMP=1` lists every backend op of a failing crash state;
+//! `MCFS_HANG_SECONDS` (default 300) is how long a script may run before
+//! the engine is reported hanging.
 
 mod support;
 
@@ -57,15 +59,41 @@ fn variant_of(seed: u64) -> &'static str {
     VARIANTS[(seed % VARIANTS.len() as u64) as usize]
 }
 
+type Outcome = Result<Tally, (&'static str, String)>;
+
 /// Runs `script` under `variant` and checks its crash states. The error is
-/// the failure kind and a full report.
-fn check_script(
-    script: &[Step],
-    variant: &str,
-    start: Start,
-    seed: u64,
-    budget: Budget,
-) -> Result<Tally, (&'static str, String)> {
+/// the failure kind and a full report. An engine call that never returns
+/// (a livelock) is reported after `MCFS_HANG_SECONDS` (default 300, far
+/// beyond any run even in a debug build); its thread is left behind.
+fn check_script(script: &[Step], variant: &str, start: Start, seed: u64, budget: Budget) -> Outcome {
+    let (script, variant) = (script.to_vec(), variant.to_string());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = {
+        let (script, variant) = (script.clone(), variant.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(check_script_here(&script, &variant, start, seed, budget));
+        })
+    };
+    let limit = std::time::Duration::from_secs(env_usize("MCFS_HANG_SECONDS", 300) as u64);
+    match rx.recv_timeout(limit) {
+        Ok(outcome) => outcome,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err((
+            "engine hangs",
+            format!(
+                "[engine hangs] seed {seed}, variant {variant}\n  no result after {limit:?}: an engine call never \
+                 returns\n  script ({} steps): {}\n",
+                script.len(),
+                script_text(&script)
+            ),
+        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("the worker sends before it ends"),
+        },
+    }
+}
+
+fn check_script_here(script: &[Step], variant: &str, start: Start, seed: u64, budget: Budget) -> Outcome {
     let run = driver::run(script, driver::config(variant), start);
     let report = |kind: &'static str, detail: String, at: Option<String>| {
         let executed: Vec<Step> = run.steps.iter().filter(|s| !s.skipped).map(|s| s.step.clone()).collect();
@@ -251,4 +279,24 @@ fn a_file_renamed_into_a_directory_removed_in_the_same_batch_is_gone() {
 #[test]
 fn a_crash_during_the_first_checkpoint_recovers() {
     check_text("a0 mkdir app0 755; checkpoint; shutdown", Start::Empty);
+}
+
+/// Found by seed 129422408222 (tight-cache): reading files back (the
+/// harness reads every file after every step) never returns. `Engine::read`
+/// fetches the missing pages run by run and inserts them with `make_room`,
+/// which evicts the least recently used clean pages — the ones the same
+/// read fetched a moment ago — so with little clean room the read loops
+/// forever under the state lock.
+#[test]
+fn reading_a_file_when_the_cache_is_nearly_all_dirty_returns() {
+    check_text(
+        "a0 mkdir app0 755; a1 mkdir app1 755; a2 mkdir app2 755; a0 mkdir shared 777; a0 create app0/f2 755; \
+         a0 link app0/f2 app0/db-journal; a2 create app2/db 644; a0 write app0/db-journal @48659+493 #43; \
+         a1 create shared/f0 644 h11; a1 write h11 @1572+2718 #59; a2 create app2/new.2 640; \
+         a2 write app2/new.2 @0+1892 #63; a2 rename app2/new.2 app2/tmp; a2 write app2/db @726+214 #65; \
+         a2 create app2/new.0 755; a2 write app2/new.0 @4059+43 #67; a2 write app2/tmp @8192+4096 #69; \
+         a1 create app1/f2 640 h14; a1 write app1/f2 @12189+466 #71; a1 write app1/f2 @28541+472 #73; \
+         a1 write app1/f2 @4034+382 #75",
+        Start::Empty,
+    );
 }

@@ -226,7 +226,10 @@ fn rename_errors_follow_posix() {
     assert_eq!(r("sub", "f", RenameMode::Replace), Err(Errno::ENOTDIR));
     assert_eq!(r("f", "sub", RenameMode::NoReplace), Err(Errno::EEXIST));
     assert_eq!(r("nope", "x", RenameMode::Replace), Err(Errno::ENOENT));
-    assert_eq!(f.engine.rename(ME, ROOT_INO, OsStr::new("d"), d, OsStr::new("inner"), RenameMode::Replace), Err(Errno::EINVAL));
+    assert_eq!(
+        f.engine.rename(ME, ROOT_INO, OsStr::new("d"), d, OsStr::new("inner"), RenameMode::Replace),
+        Err(Errno::EINVAL)
+    );
     r("f", "sub", RenameMode::Exchange).unwrap();
     f.engine.checkpoint().unwrap();
     assert!(f.backend.stat(Path::new("d/f")).unwrap().kind == FileKind::Dir);

@@ -86,25 +86,16 @@ const DOTS: u64 = 2;
 /// The items of directory `dir` from `offset` on. `..` carries the
 /// directory's own inode: the engine's listing does not name the parent and
 /// the kernel resolves `..` itself.
-pub(crate) fn items_from(
-    dir: Ino,
-    entries: &[DirEntry],
-    offset: u64,
-) -> impl Iterator<Item = DirItem<'_>> {
-    let dots = [".", ".."]
-        .into_iter()
-        .map(move |name| (dir, FileKind::Dir, OsStr::new(name)));
+pub(crate) fn items_from(dir: Ino, entries: &[DirEntry], offset: u64) -> impl Iterator<Item = DirItem<'_>> {
+    let dots = [".", ".."].into_iter().map(move |name| (dir, FileKind::Dir, OsStr::new(name)));
     let rest = entries.iter().map(|e| (e.ino, e.kind, e.name.as_os_str()));
     let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-    dots.chain(rest)
-        .enumerate()
-        .skip(skip)
-        .map(|(index, (ino, kind, name))| DirItem {
-            offset: index as u64 + 1,
-            ino,
-            kind,
-            name,
-        })
+    dots.chain(rest).enumerate().skip(skip).map(|(index, (ino, kind, name))| DirItem {
+        offset: index as u64 + 1,
+        ino,
+        kind,
+        name,
+    })
 }
 
 #[cfg(test)]
@@ -114,17 +105,11 @@ mod tests {
     use std::ffi::OsString;
 
     fn entry(name: &str, ino: Ino) -> DirEntry {
-        DirEntry {
-            name: OsString::from(name),
-            ino,
-            kind: FileKind::File,
-        }
+        DirEntry { name: OsString::from(name), ino, kind: FileKind::File }
     }
 
     fn names<'a>(items: impl Iterator<Item = DirItem<'a>>) -> Vec<String> {
-        items
-            .map(|i| i.name.to_string_lossy().into_owned())
-            .collect()
+        items.map(|i| i.name.to_string_lossy().into_owned()).collect()
     }
 
     #[test]
@@ -132,33 +117,9 @@ mod tests {
         let entries = vec![entry("a", 10), entry("b", 11)];
         let all: Vec<_> = items_from(5, &entries, 0).collect();
         assert_eq!(all.len(), 4);
-        assert_eq!(
-            all[0],
-            DirItem {
-                offset: 1,
-                ino: 5,
-                kind: FileKind::Dir,
-                name: OsStr::new(".")
-            }
-        );
-        assert_eq!(
-            all[1],
-            DirItem {
-                offset: 2,
-                ino: 5,
-                kind: FileKind::Dir,
-                name: OsStr::new("..")
-            }
-        );
-        assert_eq!(
-            all[2],
-            DirItem {
-                offset: 3,
-                ino: 10,
-                kind: FileKind::File,
-                name: OsStr::new("a")
-            }
-        );
+        assert_eq!(all[0], DirItem { offset: 1, ino: 5, kind: FileKind::Dir, name: OsStr::new(".") });
+        assert_eq!(all[1], DirItem { offset: 2, ino: 5, kind: FileKind::Dir, name: OsStr::new("..") });
+        assert_eq!(all[2], DirItem { offset: 3, ino: 10, kind: FileKind::File, name: OsStr::new("a") });
         assert_eq!(all[3].offset, 4);
         assert!(all[0].is_dot() && all[1].is_dot() && !all[2].is_dot());
         assert_eq!(names(items_from(5, &entries, 2)), ["a", "b"]);
@@ -179,11 +140,8 @@ mod tests {
             offset = last.offset;
             seen.extend(names(items.into_iter()));
         }
-        let expected: Vec<String> = [".", ".."]
-            .into_iter()
-            .map(String::from)
-            .chain((0..50).map(|i| format!("f{i}")))
-            .collect();
+        let expected: Vec<String> =
+            [".", ".."].into_iter().map(String::from).chain((0..50).map(|i| format!("f{i}"))).collect();
         assert_eq!(seen, expected);
     }
 
@@ -191,16 +149,10 @@ mod tests {
     fn a_handle_keeps_its_snapshot_while_the_directory_changes() {
         let handles = DirHandles::default();
         let fh = handles.open();
-        let first = handles
-            .listing(fh, 0, || {
-                Ok(vec![entry("a", 1), entry("b", 2), entry("c", 3)])
-            })
-            .unwrap();
+        let first = handles.listing(fh, 0, || Ok(vec![entry("a", 1), entry("b", 2), entry("c", 3)])).unwrap();
         assert_eq!(names(items_from(1, &first, 0).take(3)), [".", "..", "a"]);
         // "a" is unlinked after the first batch: continuing must still return "b" and "c".
-        let later = handles
-            .listing(fh, 3, || Ok(vec![entry("b", 2), entry("c", 3)]))
-            .unwrap();
+        let later = handles.listing(fh, 3, || Ok(vec![entry("b", 2), entry("c", 3)])).unwrap();
         assert_eq!(names(items_from(1, &later, 3)), ["b", "c"]);
     }
 
@@ -208,42 +160,24 @@ mod tests {
     fn offset_zero_rewinds_to_a_fresh_listing() {
         let handles = DirHandles::default();
         let fh = handles.open();
-        handles
-            .listing(fh, 0, || Ok(vec![entry("old", 1)]))
-            .unwrap();
-        let rewound = handles
-            .listing(fh, 0, || Ok(vec![entry("new", 2)]))
-            .unwrap();
+        handles.listing(fh, 0, || Ok(vec![entry("old", 1)])).unwrap();
+        let rewound = handles.listing(fh, 0, || Ok(vec![entry("new", 2)])).unwrap();
         assert_eq!(rewound[0].name, "new");
-        let continued = handles
-            .listing(fh, 3, || panic!("must reuse the snapshot"))
-            .unwrap();
+        let continued = handles.listing(fh, 3, || panic!("must reuse the snapshot")).unwrap();
         assert_eq!(continued[0].name, "new");
     }
 
     #[test]
     fn errors_pass_through_and_unknown_handles_keep_nothing() {
         let handles = DirHandles::default();
-        assert_eq!(
-            handles.listing(77, 0, || Err(Errno::ENOTDIR)).unwrap_err(),
-            Errno::ENOTDIR
-        );
-        assert_eq!(
-            handles
-                .listing(77, 5, || Ok(vec![entry("x", 1)]))
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!(handles.listing(77, 0, || Err(Errno::ENOTDIR)).unwrap_err(), Errno::ENOTDIR);
+        assert_eq!(handles.listing(77, 5, || Ok(vec![entry("x", 1)])).unwrap().len(), 1);
         assert_eq!(handles.len(), 0);
         let fh = handles.open();
         let other = handles.open();
         assert_ne!(fh, other);
         // A handle opened but not yet read lists on demand even at a non-zero offset.
-        assert_eq!(
-            handles.listing(fh, 3, || Ok(vec![entry("y", 2)])).unwrap()[0].name,
-            "y"
-        );
+        assert_eq!(handles.listing(fh, 3, || Ok(vec![entry("y", 2)])).unwrap()[0].name, "y");
         handles.release(fh);
         handles.release(fh);
         assert_eq!(handles.len(), 1);

@@ -11,10 +11,9 @@
 use crate::dir_handles::{items_from, DirHandles};
 use crate::translate::{self, caller, errno, file_attr, file_type};
 use fuser::{
-    FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags,
+    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, Ino};
 use std::ffi::OsStr;
@@ -47,18 +46,13 @@ pub struct McfsFs {
 
 impl McfsFs {
     pub fn new(engine: Arc<Engine>) -> McfsFs {
-        McfsFs {
-            engine,
-            dirs: DirHandles::default(),
-        }
+        McfsFs { engine, dirs: DirHandles::default() }
     }
 
     /// Empties `ino` for an `O_TRUNC` open that has already been counted;
     /// undoes the open if that fails.
     fn truncate_opened(&self, caller: Caller, ino: Ino) -> FsResult<Attr> {
-        self.engine
-            .setattr(caller, ino, &translate::open_truncation())
-            .inspect_err(|_| self.engine.release(ino))
+        self.engine.setattr(caller, ino, &translate::open_truncation()).inspect_err(|_| self.engine.release(ino))
     }
 }
 
@@ -172,33 +166,14 @@ impl Filesystem for McfsFs {
         }
     }
 
-    fn mknod(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        umask: u32,
-        rdev: u32,
-        reply: ReplyEntry,
-    ) {
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         let perm = translate::new_perm(mode, umask);
-        let result = translate::mknod_kind(mode).and_then(|kind| {
-            self.engine
-                .mknod(caller(req), parent.0, name, kind, perm, rdev)
-        });
+        let result = translate::mknod_kind(mode)
+            .and_then(|kind| self.engine.mknod(caller(req), parent.0, name, kind, perm, rdev));
         reply_entry(reply, result);
     }
 
-    fn mkdir(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        umask: u32,
-        reply: ReplyEntry,
-    ) {
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let perm = translate::new_perm(mode, umask);
         reply_entry(reply, self.engine.mkdir(caller(req), parent.0, name, perm));
     }
@@ -211,19 +186,8 @@ impl Filesystem for McfsFs {
         reply_empty(reply, self.engine.rmdir(caller(req), parent.0, name));
     }
 
-    fn symlink(
-        &self,
-        req: &Request,
-        parent: INodeNo,
-        link_name: &OsStr,
-        target: &Path,
-        reply: ReplyEntry,
-    ) {
-        reply_entry(
-            reply,
-            self.engine
-                .symlink(caller(req), parent.0, link_name, target.as_os_str()),
-        );
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        reply_entry(reply, self.engine.symlink(caller(req), parent.0, link_name, target.as_os_str()));
     }
 
     fn rename(
@@ -236,25 +200,13 @@ impl Filesystem for McfsFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let result = translate::rename_mode(flags).and_then(|mode| {
-            self.engine
-                .rename(caller(req), parent.0, name, newparent.0, newname, mode)
-        });
+        let result = translate::rename_mode(flags)
+            .and_then(|mode| self.engine.rename(caller(req), parent.0, name, newparent.0, newname, mode));
         reply_empty(reply, result);
     }
 
-    fn link(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        newparent: INodeNo,
-        newname: &OsStr,
-        reply: ReplyEntry,
-    ) {
-        reply_entry(
-            reply,
-            self.engine.link(caller(req), ino.0, newparent.0, newname),
-        );
+    fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        reply_entry(reply, self.engine.link(caller(req), ino.0, newparent.0, newname));
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -282,26 +234,16 @@ impl Filesystem for McfsFs {
     ) {
         let caller = caller(req);
         let perm = translate::new_perm(mode, umask);
-        let mut result =
-            self.engine
-                .create(caller, parent.0, name, perm, translate::exclusive(flags));
+        let mut result = self.engine.create(caller, parent.0, name, perm, translate::exclusive(flags));
         // A non-exclusive create may open a file that exists; O_TRUNC then empties it.
         if let Ok(attr) = &result {
             if translate::truncates(flags) && attr.size > 0 {
                 let ino = attr.ino;
-                result = self
-                    .truncate_opened(caller, ino)
-                    .inspect_err(|_| self.engine.forget(ino, 1));
+                result = self.truncate_opened(caller, ino).inspect_err(|_| self.engine.forget(ino, 1));
             }
         }
         match result {
-            Ok(attr) => reply.created(
-                &TTL,
-                &file_attr(&attr),
-                GENERATION,
-                FILE_HANDLE,
-                FopenFlags::FOPEN_KEEP_CACHE,
-            ),
+            Ok(attr) => reply.created(&TTL, &file_attr(&attr), GENERATION, FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(errno(e)),
         }
     }
@@ -335,12 +277,7 @@ impl Filesystem for McfsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.engine.write(
-            translate::write_caller(req, write_flags),
-            ino.0,
-            offset,
-            data,
-        ) {
+        match self.engine.write(translate::write_caller(req, write_flags), ino.0, offset, data) {
             Ok(written) => reply.written(written),
             Err(e) => reply.error(errno(e)),
         }
@@ -348,14 +285,7 @@ impl Filesystem for McfsFs {
 
     /// close(2): nothing to do — durability is fsync's business, and
     /// without writeback cache there is no kernel-held data to push.
-    fn flush(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _lock_owner: LockOwner,
-        reply: ReplyEmpty,
-    ) {
+    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
         reply.ok();
     }
 
@@ -375,14 +305,7 @@ impl Filesystem for McfsFs {
 
     /// fsync and fdatasync alike: the engine decides what durability the
     /// caller's app gets (a VCT boundary, or a real commit in sync mode).
-    fn fsync(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        _datasync: bool,
-        reply: ReplyEmpty,
-    ) {
+    fn fsync(&self, req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         reply_empty(reply, self.engine.fsync(Some(caller(req)), ino.0));
     }
 
@@ -390,28 +313,13 @@ impl Filesystem for McfsFs {
         reply.opened(FileHandle(self.dirs.open()), FopenFlags::empty());
     }
 
-    fn readdir(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectory,
-    ) {
-        let listing = match self
-            .dirs
-            .listing(fh.0, offset, || self.engine.readdir(ino.0))
-        {
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let listing = match self.dirs.listing(fh.0, offset, || self.engine.readdir(ino.0)) {
             Ok(listing) => listing,
             Err(e) => return reply.error(errno(e)),
         };
         for item in items_from(ino.0, &listing, offset) {
-            if reply.add(
-                INodeNo(item.ino),
-                item.offset,
-                file_type(item.kind),
-                item.name,
-            ) {
+            if reply.add(INodeNo(item.ino), item.offset, file_type(item.kind), item.name) {
                 break;
             }
         }
@@ -421,29 +329,16 @@ impl Filesystem for McfsFs {
     /// Like readdir, with each entry's attributes. The kernel counts a
     /// lookup for every entry it receives except `.` and `..`, so entries
     /// are looked up (taking that reference) rather than stat'ed.
-    fn readdirplus(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectoryPlus,
-    ) {
-        let listing = match self
-            .dirs
-            .listing(fh.0, offset, || self.engine.readdir(ino.0))
-        {
+    fn readdirplus(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let listing = match self.dirs.listing(fh.0, offset, || self.engine.readdir(ino.0)) {
             Ok(listing) => listing,
             Err(e) => return reply.error(errno(e)),
         };
         let caller = caller(req);
         let mut sent_any = false;
         for item in items_from(ino.0, &listing, offset) {
-            let attr = if item.is_dot() {
-                self.engine.getattr(ino.0)
-            } else {
-                self.engine.lookup(caller, ino.0, item.name)
-            };
+            let attr =
+                if item.is_dot() { self.engine.getattr(ino.0) } else { self.engine.lookup(caller, ino.0, item.name) };
             let attr = match attr {
                 Ok(attr) => attr,
                 // Removed since the listing was taken: not part of the directory any more.
@@ -452,14 +347,7 @@ impl Filesystem for McfsFs {
                 Err(e) if !sent_any => return reply.error(errno(e)),
                 Err(_) => break,
             };
-            if reply.add(
-                INodeNo(attr.ino),
-                item.offset,
-                item.name,
-                &TTL,
-                &file_attr(&attr),
-                GENERATION,
-            ) {
+            if reply.add(INodeNo(attr.ino), item.offset, item.name, &TTL, &file_attr(&attr), GENERATION) {
                 if !item.is_dot() {
                     self.engine.forget(attr.ino, 1);
                 }
@@ -470,34 +358,18 @@ impl Filesystem for McfsFs {
         reply.ok();
     }
 
-    fn releasedir(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _flags: OpenFlags,
-        reply: ReplyEmpty,
-    ) {
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
         self.dirs.release(fh.0);
         reply.ok();
     }
 
-    fn fsyncdir(
-        &self,
-        req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _datasync: bool,
-        reply: ReplyEmpty,
-    ) {
+    fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         reply_empty(reply, self.engine.sync_app(Some(caller(req))));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         match self.engine.statfs() {
-            Ok(s) => reply.statfs(
-                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.bsize,
-            ),
+            Ok(s) => reply.statfs(s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.bsize),
             Err(e) => reply.error(errno(e)),
         }
     }
@@ -513,12 +385,8 @@ impl Filesystem for McfsFs {
         reply: ReplyEmpty,
     ) {
         // `position` is a macOS resource-fork offset; Linux always sends 0.
-        let result = if position != 0 {
-            Err(Errno::EINVAL)
-        } else {
-            translate::xattr_mode(flags)
-        }
-        .and_then(|mode| self.engine.setxattr(caller(req), ino.0, name, value, mode));
+        let result = if position != 0 { Err(Errno::EINVAL) } else { translate::xattr_mode(flags) }
+            .and_then(|mode| self.engine.setxattr(caller(req), ino.0, name, value, mode));
         reply_empty(reply, result);
     }
 

@@ -37,11 +37,7 @@ impl Default for MountOptions {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         // SAFETY: geteuid has no preconditions and cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
-        MountOptions {
-            threads: cpus.max(2),
-            allow_other: root,
-            fsname: "mcfs".to_string(),
-        }
+        MountOptions { threads: cpus.max(2), allow_other: root, fsname: "mcfs".to_string() }
     }
 }
 
@@ -59,11 +55,7 @@ impl MountOptions {
         ];
         // fuser turns SessionACL::All into the allow_other mount option; with
         // Owner it also refuses requests from other uids itself.
-        config.acl = if self.allow_other {
-            SessionACL::All
-        } else {
-            SessionACL::Owner
-        };
+        config.acl = if self.allow_other { SessionACL::All } else { SessionACL::Owner };
         config
     }
 }
@@ -74,29 +66,20 @@ pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io:
     start_session(McfsFs::new(engine), mountpoint, opts)
 }
 
-fn start_session<FS: Filesystem>(
-    fs: FS,
-    mountpoint: &Path,
-    opts: &MountOptions,
-) -> io::Result<Mounted> {
+fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
     let mountpoint = usable_mount_point(mountpoint)?;
     let session = Session::new(fs, &mountpoint, &opts.session_config())
         .map_err(|e| with_context(&mountpoint, "cannot mount mcfs", e))?;
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {
         let serving = serving.clone();
-        std::thread::Builder::new()
-            .name("mcfs-session".to_string())
-            .spawn(move || {
-                let result = session.run();
-                serving.store(false, Ordering::SeqCst);
-                result
-            })?
+        std::thread::Builder::new().name("mcfs-session".to_string()).spawn(move || {
+            let result = session.run();
+            serving.store(false, Ordering::SeqCst);
+            result
+        })?
     };
-    let unmounter = Unmounter {
-        mountpoint: Arc::new(mountpoint),
-        serving,
-    };
+    let unmounter = Unmounter { mountpoint: Arc::new(mountpoint), serving };
     Ok(Mounted { thread, unmounter })
 }
 
@@ -124,10 +107,7 @@ impl Mounted {
         let mountpoint = self.unmounter.mountpoint.clone();
         match self.thread.join() {
             Ok(result) => result.map_err(|e| with_context(&mountpoint, "FUSE session failed", e)),
-            Err(_) => Err(io::Error::other(format!(
-                "{}: FUSE session thread panicked",
-                mountpoint.display()
-            ))),
+            Err(_) => Err(io::Error::other(format!("{}: FUSE session thread panicked", mountpoint.display()))),
         }
     }
 
@@ -183,11 +163,7 @@ impl Unmounter {
             return Ok(());
         }
         let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(io::Error::other(format!(
-            "{}: fusermount3 -u failed: {}",
-            self.mountpoint.display(),
-            stderr.trim()
-        )))
+        Err(io::Error::other(format!("{}: fusermount3 -u failed: {}", self.mountpoint.display(), stderr.trim())))
     }
 }
 
@@ -195,9 +171,7 @@ impl Unmounter {
 /// already a mount point. The error names the path and the cause.
 pub fn usable_mount_point(path: &Path) -> io::Result<PathBuf> {
     let context = "cannot be used as a mount point";
-    let canonical = path
-        .canonicalize()
-        .map_err(|e| with_context(path, context, e))?;
+    let canonical = path.canonicalize().map_err(|e| with_context(path, context, e))?;
     let meta = fs::metadata(&canonical).map_err(|e| with_context(path, context, e))?;
     if !meta.is_dir() {
         return Err(io::Error::new(
@@ -208,10 +182,7 @@ pub fn usable_mount_point(path: &Path) -> io::Result<PathBuf> {
     if is_mount_root(&canonical, &meta).map_err(|e| with_context(path, context, e))? {
         return Err(io::Error::new(
             io::ErrorKind::AlreadyExists,
-            format!(
-                "{}: {context}: something is already mounted there",
-                path.display()
-            ),
+            format!("{}: {context}: something is already mounted there", path.display()),
         ));
     }
     Ok(canonical)
@@ -226,16 +197,7 @@ fn is_mount_root(path: &Path, meta: &fs::Metadata) -> io::Result<bool> {
     // SAFETY: statx is plain old data, for which all-zero is a valid value.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: `c_path` is NUL-terminated and `stx` is a writable statx that outlives the call.
-    if unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            0,
-            libc::STATX_BASIC_STATS,
-            &mut stx,
-        )
-    } != 0
-    {
+    if unsafe { libc::statx(libc::AT_FDCWD, c_path.as_ptr(), 0, libc::STATX_BASIC_STATS, &mut stx) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let mount_root = libc::STATX_ATTR_MOUNT_ROOT as u64;
@@ -262,10 +224,7 @@ mod tests {
         let sub = dir.path().join("mnt");
         fs::create_dir(&sub).unwrap();
         let winding = dir.path().join("mnt/../mnt");
-        assert_eq!(
-            usable_mount_point(&winding).unwrap(),
-            sub.canonicalize().unwrap()
-        );
+        assert_eq!(usable_mount_point(&winding).unwrap(), sub.canonicalize().unwrap());
     }
 
     #[test]
@@ -280,20 +239,13 @@ mod tests {
         fs::write(&file, b"x").unwrap();
         let err = usable_mount_point(&file).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotADirectory);
-        assert!(
-            err.to_string()
-                .contains("file: cannot be used as a mount point: not a directory"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("file: cannot be used as a mount point: not a directory"), "{err}");
 
         let err = usable_mount_point(Path::new("/")).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         // /proc is a mount point on any Linux with procfs.
         if Path::new("/proc/self").exists() {
-            assert_eq!(
-                usable_mount_point(Path::new("/proc")).unwrap_err().kind(),
-                io::ErrorKind::AlreadyExists
-            );
+            assert_eq!(usable_mount_point(Path::new("/proc")).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
         }
     }
 
@@ -308,28 +260,15 @@ mod tests {
 
     #[test]
     fn session_config_carries_the_options() {
-        let opts = MountOptions {
-            threads: 0,
-            allow_other: true,
-            fsname: "/srv/back".into(),
-        };
+        let opts = MountOptions { threads: 0, allow_other: true, fsname: "/srv/back".into() };
         let config = opts.session_config();
         assert_eq!(config.n_threads, Some(1), "zero threads would never serve");
         assert!(config.clone_fd);
         assert_eq!(config.acl, SessionACL::All);
-        assert!(config
-            .mount_options
-            .contains(&MountOption::FSName("/srv/back".into())));
-        assert!(config
-            .mount_options
-            .contains(&MountOption::Subtype("mcfs".into())));
-        assert!(config
-            .mount_options
-            .contains(&MountOption::DefaultPermissions));
-        let private = MountOptions {
-            allow_other: false,
-            ..opts
-        };
+        assert!(config.mount_options.contains(&MountOption::FSName("/srv/back".into())));
+        assert!(config.mount_options.contains(&MountOption::Subtype("mcfs".into())));
+        assert!(config.mount_options.contains(&MountOption::DefaultPermissions));
+        let private = MountOptions { allow_other: false, ..opts };
         assert_eq!(private.session_config().acl, SessionACL::Owner);
     }
 
@@ -338,13 +277,7 @@ mod tests {
     struct RootOnly;
 
     impl Filesystem for RootOnly {
-        fn getattr(
-            &self,
-            _req: &Request,
-            ino: INodeNo,
-            _fh: Option<fuser::FileHandle>,
-            reply: ReplyAttr,
-        ) {
+        fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<fuser::FileHandle>, reply: ReplyAttr) {
             if ino != INodeNo::ROOT {
                 return reply.error(fuser::Errno::ENOENT);
             }
@@ -384,10 +317,7 @@ mod tests {
     }
 
     fn mount_root_only(dir: &Path) -> Mounted {
-        let opts = MountOptions {
-            threads: 2,
-            ..MountOptions::default()
-        };
+        let opts = MountOptions { threads: 2, ..MountOptions::default() };
         start_session(RootOnly, dir, &opts).unwrap()
     }
 
@@ -411,16 +341,9 @@ mod tests {
         let mounted = mount_root_only(dir.path());
         let handle = mounted.unmounter();
         // SAFETY: no preconditions.
-        let (tool, args): (&str, &[&str]) = if unsafe { libc::geteuid() } == 0 {
-            ("umount", &[])
-        } else {
-            ("fusermount3", &["-u"])
-        };
-        let status = Command::new(tool)
-            .args(args)
-            .arg(dir.path())
-            .status()
-            .unwrap();
+        let (tool, args): (&str, &[&str]) =
+            if unsafe { libc::geteuid() } == 0 { ("umount", &[]) } else { ("fusermount3", &["-u"]) };
+        let status = Command::new(tool).args(args).arg(dir.path()).status().unwrap();
         assert!(status.success(), "{tool} failed");
         mounted.wait().unwrap();
         handle.unmount().unwrap();
@@ -434,15 +357,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
         // SAFETY: valid NUL-terminated paths; null fstype and data are allowed for MS_BIND.
-        let bound = unsafe {
-            libc::mount(
-                path.as_ptr(),
-                path.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND,
-                std::ptr::null(),
-            )
-        };
+        let bound =
+            unsafe { libc::mount(path.as_ptr(), path.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) };
         assert_eq!(bound, 0, "bind mount refused: {}", io::Error::last_os_error());
         let refused = usable_mount_point(dir.path());
         // SAFETY: valid NUL-terminated path.

@@ -6,9 +6,7 @@
 //! to a value or to an errno, never to a panic.
 
 use fuser::{FileAttr, FileType, INodeNo, RenameFlags, Request, TimeOrNow, WriteFlags};
-use mcfs_core::{
-    Attr, Caller, Errno, FileKind, RenameMode, SetAttr, SetTime, XattrMode, PAGE_SIZE,
-};
+use mcfs_core::{Attr, Caller, Errno, FileKind, RenameMode, SetAttr, SetTime, XattrMode, PAGE_SIZE};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
@@ -21,11 +19,7 @@ pub(crate) fn errno(e: Errno) -> fuser::Errno {
 }
 
 pub(crate) fn caller(req: &Request) -> Caller {
-    Caller {
-        uid: req.uid(),
-        gid: req.gid(),
-        pid: req.pid(),
-    }
+    Caller { uid: req.uid(), gid: req.gid(), pid: req.pid() }
 }
 
 /// A write from the kernel's page cache (writeback of a mmap'ed or cached
@@ -131,11 +125,7 @@ pub(crate) fn set_attr(
 /// What an `open` with `O_TRUNC` does to an existing file: empty it and mark
 /// it modified even if it was empty already (POSIX `open`).
 pub(crate) fn open_truncation() -> SetAttr {
-    SetAttr {
-        size: Some(0),
-        mtime: Some(SetTime::Now),
-        ..SetAttr::default()
-    }
+    SetAttr { size: Some(0), mtime: Some(SetTime::Now), ..SetAttr::default() }
 }
 
 pub(crate) fn truncates(open_flags: i32) -> bool {
@@ -202,24 +192,12 @@ mod tests {
     #[test]
     fn rename_flags_map_to_modes_and_others_are_refused() {
         assert_eq!(rename_mode(RenameFlags::empty()), Ok(RenameMode::Replace));
-        assert_eq!(
-            rename_mode(RenameFlags::RENAME_NOREPLACE),
-            Ok(RenameMode::NoReplace)
-        );
-        assert_eq!(
-            rename_mode(RenameFlags::RENAME_EXCHANGE),
-            Ok(RenameMode::Exchange)
-        );
-        assert_eq!(
-            rename_mode(RenameFlags::RENAME_WHITEOUT),
-            Err(Errno::EINVAL)
-        );
+        assert_eq!(rename_mode(RenameFlags::RENAME_NOREPLACE), Ok(RenameMode::NoReplace));
+        assert_eq!(rename_mode(RenameFlags::RENAME_EXCHANGE), Ok(RenameMode::Exchange));
+        assert_eq!(rename_mode(RenameFlags::RENAME_WHITEOUT), Err(Errno::EINVAL));
         let both = RenameFlags::RENAME_NOREPLACE | RenameFlags::RENAME_EXCHANGE;
         assert_eq!(rename_mode(both), Err(Errno::EINVAL));
-        assert_eq!(
-            rename_mode(RenameFlags::from_bits_retain(1 << 7)),
-            Err(Errno::EINVAL)
-        );
+        assert_eq!(rename_mode(RenameFlags::from_bits_retain(1 << 7)), Err(Errno::EINVAL));
         let noreplace_and_unknown = RenameFlags::from_bits_retain(libc::RENAME_NOREPLACE | 1 << 7);
         assert_eq!(rename_mode(noreplace_and_unknown), Err(Errno::EINVAL));
     }
@@ -246,10 +224,7 @@ mod tests {
                 mtime: Some(SetTime::Now),
             }
         );
-        assert_eq!(
-            set_attr(None, None, None, None, None, None),
-            SetAttr::default()
-        );
+        assert_eq!(set_attr(None, None, None, None, None, None), SetAttr::default());
     }
 
     #[test]
@@ -267,11 +242,7 @@ mod tests {
     #[test]
     fn new_objects_get_the_umask_applied_once() {
         assert_eq!(new_perm(0o777, 0o022), 0o755);
-        assert_eq!(
-            new_perm(0o755, 0o022),
-            0o755,
-            "an already masked mode stays the same"
-        );
+        assert_eq!(new_perm(0o755, 0o022), 0o755, "an already masked mode stays the same");
         assert_eq!(new_perm(libc::S_IFREG | 0o1666, 0o077), 0o1600);
     }
 
@@ -335,10 +306,7 @@ mod tests {
         assert_eq!(xattr_mode(0), Ok(XattrMode::Any));
         assert_eq!(xattr_mode(libc::XATTR_CREATE), Ok(XattrMode::CreateOnly));
         assert_eq!(xattr_mode(libc::XATTR_REPLACE), Ok(XattrMode::ReplaceOnly));
-        assert_eq!(
-            xattr_mode(libc::XATTR_CREATE | libc::XATTR_REPLACE),
-            Err(Errno::EINVAL)
-        );
+        assert_eq!(xattr_mode(libc::XATTR_CREATE | libc::XATTR_REPLACE), Err(Errno::EINVAL));
         assert_eq!(xattr_mode(0x100), Err(Errno::EINVAL));
     }
 

@@ -38,9 +38,7 @@ impl BackingLock {
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let err = io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                let holder = read_pid(&mut file)
-                    .map(|p| format!(" (pid {p})"))
-                    .unwrap_or_default();
+                let holder = read_pid(&mut file).map(|p| format!(" (pid {p})")).unwrap_or_default();
                 return Err(format!(
                     "{}: in use by a running mcfs daemon{holder}; unmount it first (lock {})",
                     backing.display(),
@@ -50,8 +48,7 @@ impl BackingLock {
             return Err(format!("{}: cannot lock: {}", path.display(), err));
         }
         let mut lock = BackingLock { file, path };
-        lock.record_pid()
-            .map_err(|e| format!("{}: {}", lock.path.display(), e))?;
+        lock.record_pid().map_err(|e| format!("{}: {}", lock.path.display(), e))?;
         Ok(lock)
     }
 
@@ -86,10 +83,7 @@ mod tests {
         let first = BackingLock::acquire(dir.path()).unwrap();
         let err = BackingLock::acquire(dir.path()).unwrap_err();
         assert!(err.contains("in use by a running mcfs daemon"), "{err}");
-        assert!(
-            err.contains(&format!("pid {}", std::process::id())),
-            "{err}"
-        );
+        assert!(err.contains(&format!("pid {}", std::process::id())), "{err}");
         assert!(err.contains(&dir.path().display().to_string()), "{err}");
         drop(first);
         BackingLock::acquire(dir.path()).unwrap();

@@ -39,22 +39,17 @@ pub fn spawn_watcher(
     report: impl Fn(u8) + Send + 'static,
 ) -> std::io::Result<Option<std::thread::JoinHandle<()>>> {
     if read_percent(&root).is_none() {
-        tracing::debug!(
-            "no battery under {}; battery watcher not started",
-            root.display()
-        );
+        tracing::debug!("no battery under {}; battery watcher not started", root.display());
         return Ok(None);
     }
-    let handle = std::thread::Builder::new()
-        .name("mcfs-battery".into())
-        .spawn(move || loop {
-            if let Some(p) = read_percent(&root) {
-                report(p);
-            }
-            if stop.sleep(POLL_INTERVAL) {
-                return;
-            }
-        })?;
+    let handle = std::thread::Builder::new().name("mcfs-battery".into()).spawn(move || loop {
+        if let Some(p) = read_percent(&root) {
+            report(p);
+        }
+        if stop.sleep(POLL_INTERVAL) {
+            return;
+        }
+    })?;
     Ok(Some(handle))
 }
 
@@ -99,11 +94,8 @@ mod tests {
         assert!(none.is_none(), "no battery, no thread");
         supply(root.path(), "BAT0", Some("Battery"), Some("12"));
         let (tx, rx) = std::sync::mpsc::channel();
-        let handle = spawn_watcher(root.path().to_path_buf(), stop.clone(), move |p| {
-            tx.send(p).unwrap()
-        })
-        .unwrap()
-        .unwrap();
+        let handle =
+            spawn_watcher(root.path().to_path_buf(), stop.clone(), move |p| tx.send(p).unwrap()).unwrap().unwrap();
         assert_eq!(rx.recv().unwrap(), 12);
         stop.stop();
         handle.join().unwrap();

@@ -154,22 +154,13 @@ mod tests {
         for ok in ["0", "55", "100"] {
             let cli = parse(&["ctl", "/m", "battery", ok]).unwrap();
             match cli.command {
-                Command::Ctl(c) => assert_eq!(
-                    c.action,
-                    CtlAction::Battery {
-                        percent: ok.parse().unwrap()
-                    }
-                ),
+                Command::Ctl(c) => assert_eq!(c.action, CtlAction::Battery { percent: ok.parse().unwrap() }),
                 other => panic!("parsed as {other:?}"),
             }
         }
         for bad in ["101", "255", "x", "50.5"] {
             let err = parse(&["ctl", "/m", "battery", bad]).unwrap_err();
-            assert_eq!(
-                err.kind(),
-                clap::error::ErrorKind::ValueValidation,
-                "{bad}: {err}"
-            );
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation, "{bad}: {err}");
         }
         let err = parse(&["ctl", "/m", "battery", "--", "-1"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation, "{err}");
@@ -178,16 +169,8 @@ mod tests {
     #[test]
     fn mode_accepts_only_sync_and_memory() {
         let cli = parse(&["ctl", "/m", "mode", "uid:10001", "sync"]).unwrap();
-        let Command::Ctl(c) = cli.command else {
-            panic!("not ctl")
-        };
-        assert_eq!(
-            c.action,
-            CtlAction::Mode {
-                app: "uid:10001".into(),
-                mode: ModeArg::Sync
-            }
-        );
+        let Command::Ctl(c) = cli.command else { panic!("not ctl") };
+        assert_eq!(c.action, CtlAction::Mode { app: "uid:10001".into(), mode: ModeArg::Sync });
         assert_eq!(SyncMode::from(ModeArg::Memory), SyncMode::Memory);
         assert!(parse(&["ctl", "/m", "mode", "app", "async"]).is_err());
         assert!(parse(&["ctl", "/m", "mode", "app"]).is_err());
@@ -198,14 +181,9 @@ mod tests {
         assert!(parse(&["mount", "/b"]).is_err());
         assert!(parse(&["mount", "--threads", "0", "/b", "/m"]).is_err());
         let cli = parse(&["mount", "-f", "--config", "c.toml", "/b", "/m"]).unwrap();
-        let Command::Mount(m) = cli.command else {
-            panic!("not mount")
-        };
+        let Command::Mount(m) = cli.command else { panic!("not mount") };
         assert!(m.foreground);
         assert_eq!(m.config, Some(PathBuf::from("c.toml")));
-        assert_eq!(
-            (m.backing, m.mountpoint),
-            (PathBuf::from("/b"), PathBuf::from("/m"))
-        );
+        assert_eq!((m.backing, m.mountpoint), (PathBuf::from("/b"), PathBuf::from("/m")));
     }
 }

@@ -51,10 +51,7 @@ mod tests {
     fn directory_is_not_a_config() {
         let dir = tempfile::tempdir().unwrap();
         let err = load(Some(dir.path())).unwrap_err();
-        assert!(
-            err.starts_with(&format!("{}: ", dir.path().display())),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("{}: ", dir.path().display())), "{err}");
         assert!(err.contains("directory"), "{err}");
     }
 
@@ -62,10 +59,7 @@ mod tests {
     fn syntax_error_names_file_and_line() {
         let f = write_temp("cache_size = 1048576\nmode = \n");
         let err = load(Some(f.path())).unwrap_err();
-        assert!(
-            err.starts_with(&format!("{}: ", f.path().display())),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("{}: ", f.path().display())), "{err}");
         assert!(err.contains("line 2"), "{err}");
     }
 
@@ -83,24 +77,14 @@ mod tests {
     fn validation_errors_are_reported_with_the_file() {
         let f = write_temp("dirty_high_ratio = 1.5\n");
         let err = load(Some(f.path())).unwrap_err();
-        assert!(
-            err.starts_with(&format!("{}: ", f.path().display())),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("{}: ", f.path().display())), "{err}");
         assert!(err.contains("dirty_high_ratio"), "{err}");
     }
 
     #[test]
     fn whole_seconds_may_be_written_as_integers() {
-        assert_eq!(
-            parse("max_stale_seconds = 120\n")
-                .unwrap()
-                .max_stale_seconds,
-            120.0
-        );
-        assert!(parse("max_stale_seconds = 0\n")
-            .unwrap_err()
-            .contains("max_stale_seconds"));
+        assert_eq!(parse("max_stale_seconds = 120\n").unwrap().max_stale_seconds, 120.0);
+        assert!(parse("max_stale_seconds = 0\n").unwrap_err().contains("max_stale_seconds"));
     }
 
     #[test]

@@ -56,22 +56,13 @@ impl ControlServer {
         let fail = |e: io::Error| format!("control socket {}: {}", path.display(), e);
         if path.exists() {
             if UnixStream::connect(path).is_ok() {
-                return Err(format!(
-                    "control socket {}: another mcfs daemon is listening on it",
-                    path.display()
-                ));
+                return Err(format!("control socket {}: another mcfs daemon is listening on it", path.display()));
             }
             std::fs::remove_file(path).map_err(fail)?;
         }
         let listener = UnixListener::bind(path).map_err(fail)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(fail)?;
-        Ok((
-            ControlServer {
-                path: path.to_path_buf(),
-                in_flight: Arc::default(),
-            },
-            listener,
-        ))
+        Ok((ControlServer { path: path.to_path_buf(), in_flight: Arc::default() }, listener))
     }
 
     pub fn path(&self) -> &Path {
@@ -79,35 +70,26 @@ impl ControlServer {
     }
 
     /// Serves on a background thread; `owner` is the uid allowed besides root.
-    pub fn spawn(
-        &self,
-        listener: UnixListener,
-        owner: u32,
-        handler: Arc<Handler>,
-    ) -> io::Result<()> {
+    pub fn spawn(&self, listener: UnixListener, owner: u32, handler: Arc<Handler>) -> io::Result<()> {
         let in_flight = self.in_flight.clone();
-        std::thread::Builder::new()
-            .name("mcfs-control".into())
-            .spawn(move || {
-                for conn in listener.incoming() {
-                    match conn {
-                        Ok(stream) => {
-                            let handler = handler.clone();
-                            let guard = in_flight.enter();
-                            let spawned = std::thread::Builder::new()
-                                .name("mcfs-control-conn".into())
-                                .spawn(move || {
-                                    serve_connection(stream, owner, &*handler);
-                                    drop(guard);
-                                });
-                            if let Err(e) = spawned {
-                                tracing::warn!("control: cannot start a connection thread: {e}");
-                            }
+        std::thread::Builder::new().name("mcfs-control".into()).spawn(move || {
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(stream) => {
+                        let handler = handler.clone();
+                        let guard = in_flight.enter();
+                        let spawned = std::thread::Builder::new().name("mcfs-control-conn".into()).spawn(move || {
+                            serve_connection(stream, owner, &*handler);
+                            drop(guard);
+                        });
+                        if let Err(e) = spawned {
+                            tracing::warn!("control: cannot start a connection thread: {e}");
                         }
-                        Err(e) => tracing::warn!("control: accept failed: {e}"),
                     }
+                    Err(e) => tracing::warn!("control: accept failed: {e}"),
                 }
-            })?;
+            }
+        })?;
         Ok(())
     }
 
@@ -115,16 +97,9 @@ impl ControlServer {
     /// leaving, then waits (at most `wait`) for answers still being sent.
     pub fn close(&self, wait: Duration) {
         self.remove_socket_file();
-        let count = self
-            .in_flight
-            .count
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let (count, _) = self
-            .in_flight
-            .idle
-            .wait_timeout_while(count, wait, |c| *c > 0)
-            .unwrap_or_else(|p| p.into_inner());
+        let count = self.in_flight.count.lock().unwrap_or_else(|p| p.into_inner());
+        let (count, _) =
+            self.in_flight.idle.wait_timeout_while(count, wait, |c| *c > 0).unwrap_or_else(|p| p.into_inner());
         if *count > 0 {
             tracing::warn!("control: leaving with {} request(s) unanswered", *count);
         }
@@ -156,12 +131,8 @@ fn serve_connection(stream: UnixStream, owner: u32, handler: &Handler) {
         Err(e) => return tracing::warn!("control: {e}"),
     };
     let response = if !peer_allowed(peer, owner) {
-        tracing::warn!(
-            "control: refused uid {peer} (only root and uid {owner} may control this mount)"
-        );
-        Response::Error {
-            message: format!("permission denied: uid {peer} may not control this mount"),
-        }
+        tracing::warn!("control: refused uid {peer} (only root and uid {owner} may control this mount)");
+        Response::Error { message: format!("permission denied: uid {peer} may not control this mount") }
     } else {
         let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
         match protocol::receive::<Request>(&mut BufReader::new(&stream)) {
@@ -169,9 +140,7 @@ fn serve_connection(stream: UnixStream, owner: u32, handler: &Handler) {
                 tracing::debug!("control: uid {peer}: {request:?}");
                 handler(request)
             }
-            Err(e) => Response::Error {
-                message: format!("bad request: {e}"),
-            },
+            Err(e) => Response::Error { message: format!("bad request: {e}") },
         }
     };
     let _ = writer.set_write_timeout(Some(REQUEST_TIMEOUT));
@@ -185,11 +154,7 @@ pub fn peer_allowed(peer: u32, owner: u32) -> bool {
 }
 
 fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: `cred` and `len` are valid for getsockopt to write a ucred into.
     let rc = unsafe {
@@ -230,21 +195,14 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
         let me = unsafe { libc::getuid() };
         let handler: Arc<Handler> = Arc::new(|req| match req {
-            Request::Battery { percent } => Response::Error {
-                message: format!("got {percent}"),
-            },
+            Request::Battery { percent } => Response::Error { message: format!("got {percent}") },
             _ => Response::Done,
         });
         server.spawn(listener, me, handler).unwrap();
-        assert_eq!(
-            control_client::call_socket(&path, &Request::Checkpoint).unwrap(),
-            Response::Done
-        );
+        assert_eq!(control_client::call_socket(&path, &Request::Checkpoint).unwrap(), Response::Done);
         assert_eq!(
             control_client::call_socket(&path, &Request::Battery { percent: 9 }).unwrap(),
-            Response::Error {
-                message: "got 9".into()
-            }
+            Response::Error { message: "got 9".into() }
         );
         let err = ControlServer::bind(&path).err().unwrap();
         assert!(err.contains("another mcfs daemon"), "{err}");
@@ -258,13 +216,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g.sock");
         let (server, listener) = ControlServer::bind(&path).unwrap();
-        server
-            .spawn(
-                listener,
-                unsafe { libc::getuid() },
-                Arc::new(|_| Response::Done),
-            )
-            .unwrap();
+        server.spawn(listener, unsafe { libc::getuid() }, Arc::new(|_| Response::Done)).unwrap();
         let mut s = UnixStream::connect(&path).unwrap();
         s.write_all(b"{\"op\":\"format_disk\"}\n").unwrap();
         let mut line = String::new();
@@ -294,9 +246,7 @@ mod tests {
             .unwrap();
         let client = {
             let path = path.clone();
-            std::thread::spawn(move || {
-                control_client::call_socket(&path, &Request::Unmount).unwrap()
-            })
+            std::thread::spawn(move || control_client::call_socket(&path, &Request::Unmount).unwrap())
         };
         entered_rx.recv().unwrap();
         release_tx.send(()).unwrap();

@@ -39,9 +39,7 @@ pub fn canonical_mount_point(path: &Path) -> Result<PathBuf, String> {
     let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
         return Err(format!("{}: cannot resolve", path.display()));
     };
-    let parent = parent
-        .canonicalize()
-        .map_err(|e| format!("{}: {}", parent.display(), e))?;
+    let parent = parent.canonicalize().map_err(|e| format!("{}: {}", parent.display(), e))?;
     Ok(parent.join(name))
 }
 
@@ -51,17 +49,14 @@ pub fn call(mountpoint: &Path, request: &Request) -> Result<(Response, PathBuf),
     let canonical = canonical_mount_point(mountpoint).map_err(CallError::Failed)?;
     let candidates = candidates(&canonical);
     // A socket we may not even look at (EACCES) is still the daemon's: say so.
-    let Some(socket) = candidates.iter().find(|p| {
-        std::fs::symlink_metadata(p).map_or_else(|e| e.kind() != ErrorKind::NotFound, |_| true)
-    }) else {
+    let Some(socket) = candidates
+        .iter()
+        .find(|p| std::fs::symlink_metadata(p).map_or_else(|e| e.kind() != ErrorKind::NotFound, |_| true))
+    else {
         return Err(CallError::NoDaemon(format!(
             "no mcfs daemon serves {} (no control socket {})",
             canonical.display(),
-            candidates
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )));
     };
     let response = call_socket(socket, request)?;
@@ -69,9 +64,7 @@ pub fn call(mountpoint: &Path, request: &Request) -> Result<(Response, PathBuf),
 }
 
 fn candidates(canonical: &Path) -> Vec<PathBuf> {
-    let owner = mountinfo::mount_at(canonical)
-        .filter(|m| m.is_fuse())
-        .and_then(|m| m.fuse_user_id());
+    let owner = mountinfo::mount_at(canonical).filter(|m| m.is_fuse()).and_then(|m| m.fuse_user_id());
     // SAFETY: getuid has no preconditions.
     let me = unsafe { libc::getuid() };
     socket_path::client_candidates(canonical, owner, me)
@@ -81,10 +74,7 @@ fn candidates(canonical: &Path) -> Vec<PathBuf> {
 /// (left by a daemon that was killed), so later commands see no daemon at once.
 pub fn remove_dead_sockets(canonical: &Path) {
     for socket in candidates(canonical) {
-        let refused = UnixStream::connect(&socket)
-            .err()
-            .and_then(|e| e.raw_os_error())
-            == Some(libc::ECONNREFUSED);
+        let refused = UnixStream::connect(&socket).err().and_then(|e| e.raw_os_error()) == Some(libc::ECONNREFUSED);
         if refused {
             let _ = std::fs::remove_file(&socket);
         }
@@ -94,11 +84,7 @@ pub fn remove_dead_sockets(canonical: &Path) {
 /// One request/response exchange on a known socket.
 pub fn call_socket(socket: &Path, request: &Request) -> Result<Response, CallError> {
     let stream = UnixStream::connect(socket).map_err(|e| {
-        let msg = format!(
-            "control socket {}: {} (has the daemon died?)",
-            socket.display(),
-            e
-        );
+        let msg = format!("control socket {}: {} (has the daemon died?)", socket.display(), e);
         match e.raw_os_error() {
             Some(libc::ECONNREFUSED) | Some(libc::ENOENT) => CallError::NoDaemon(msg),
             Some(libc::EACCES) => CallError::Failed(format!(
@@ -109,9 +95,7 @@ pub fn call_socket(socket: &Path, request: &Request) -> Result<Response, CallErr
             _ => CallError::Failed(msg),
         }
     })?;
-    let failed = |e: std::io::Error| {
-        CallError::Failed(format!("control socket {}: {}", socket.display(), e))
-    };
+    let failed = |e: std::io::Error| CallError::Failed(format!("control socket {}: {}", socket.display(), e));
     protocol::send(&mut &stream, request).map_err(failed)?;
     protocol::receive(&mut BufReader::new(&stream)).map_err(failed)
 }
@@ -133,10 +117,7 @@ pub fn call_expect_done(mountpoint: &Path, request: &Request) -> Result<(), Stri
     match response {
         Response::Done => Ok(()),
         Response::Error { message } => Err(daemon_error(&canonical, &message)),
-        other => Err(format!(
-            "{}: unexpected answer from the daemon: {other:?}",
-            canonical.display()
-        )),
+        other => Err(format!("{}: unexpected answer from the daemon: {other:?}", canonical.display())),
     }
 }
 
@@ -149,24 +130,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().canonicalize().unwrap();
         assert_eq!(canonical_mount_point(dir.path()).unwrap(), real);
-        assert_eq!(
-            canonical_mount_point(&dir.path().join("gone")).unwrap(),
-            real.join("gone")
-        );
+        assert_eq!(canonical_mount_point(&dir.path().join("gone")).unwrap(), real.join("gone"));
         assert!(canonical_mount_point(&dir.path().join("a/b")).is_err());
     }
 
     #[test]
     fn daemon_errors_name_the_mount_point_once() {
         let mp = Path::new("/mnt/m");
-        assert_eq!(
-            daemon_error(mp, "no app named \"x\""),
-            "/mnt/m: no app named \"x\""
-        );
-        assert_eq!(
-            daemon_error(mp, "/mnt/m: cannot unmount: busy"),
-            "/mnt/m: cannot unmount: busy"
-        );
+        assert_eq!(daemon_error(mp, "no app named \"x\""), "/mnt/m: no app named \"x\"");
+        assert_eq!(daemon_error(mp, "/mnt/m: cannot unmount: busy"), "/mnt/m: cannot unmount: busy");
     }
 
     #[test]
@@ -183,10 +155,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dead.sock");
         drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
-        assert!(matches!(
-            call_socket(&path, &Request::Stats),
-            Err(CallError::NoDaemon(_))
-        ));
+        assert!(matches!(call_socket(&path, &Request::Stats), Err(CallError::NoDaemon(_))));
     }
 
     #[test]

@@ -69,11 +69,7 @@ pub fn serve(mut plan: MountPlan, fuse: FuseSettings, report: StartupReport) -> 
 fn start(plan: &MountPlan, fuse: &FuseSettings) -> Result<Running, String> {
     signals::block_stop_signals().map_err(|e| format!("cannot block signals: {e}"))?;
     let backend = preflight::open_backend(&plan.backing)?;
-    let engine = Arc::new(Engine::start(
-        Arc::new(backend),
-        Arc::new(SystemClock),
-        plan.config.clone(),
-    )?);
+    let engine = Arc::new(Engine::start(Arc::new(backend), Arc::new(SystemClock), plan.config.clone())?);
     panic_guard::install(engine.clone(), plan.mountpoint.clone());
 
     // SAFETY: getuid has no preconditions.
@@ -84,11 +80,9 @@ fn start(plan: &MountPlan, fuse: &FuseSettings) -> Result<Running, String> {
     let ticker = ticker::spawn(engine.clone()).map_err(thread_error)?;
     let battery_stop = Arc::new(StopSignal::default());
     let battery_engine = engine.clone();
-    let battery_watcher = battery::spawn_watcher(
-        battery::POWER_SUPPLY_DIR.into(),
-        battery_stop.clone(),
-        move |p| battery_engine.set_battery(p),
-    )
+    let battery_watcher = battery::spawn_watcher(battery::POWER_SUPPLY_DIR.into(), battery_stop.clone(), move |p| {
+        battery_engine.set_battery(p)
+    })
     .map_err(thread_error)?;
 
     // Last, so that nothing can fail with the mount left behind but the
@@ -100,13 +94,10 @@ fn start(plan: &MountPlan, fuse: &FuseSettings) -> Result<Running, String> {
         Arc::new(move |request| handle_request(&engine, &mount, request))
     };
     let (events_tx, events) = mpsc::channel();
-    control
-        .spawn(listener, owner, handler)
-        .and_then(|()| spawn_event_threads(mounted, events_tx))
-        .map_err(|e| {
-            let _ = unmount::unmount(&plan.mountpoint, true);
-            thread_error(e)
-        })?;
+    control.spawn(listener, owner, handler).and_then(|()| spawn_event_threads(mounted, events_tx)).map_err(|e| {
+        let _ = unmount::unmount(&plan.mountpoint, true);
+        thread_error(e)
+    })?;
     tracing::info!("control socket {}", control.path().display());
     Ok(Running {
         engine,
@@ -125,17 +116,12 @@ fn thread_error(e: std::io::Error) -> String {
 }
 
 /// The two sources of the event that ends the daemon: the session ending, and stop signals.
-fn spawn_event_threads(
-    mounted: fuse_mount::LiveMount,
-    events: Sender<Event>,
-) -> std::io::Result<()> {
+fn spawn_event_threads(mounted: fuse_mount::LiveMount, events: Sender<Event>) -> std::io::Result<()> {
     let session_events = events.clone();
-    std::thread::Builder::new()
-        .name("mcfs-session".into())
-        .spawn(move || {
-            mounted.wait();
-            let _ = session_events.send(Event::SessionEnded);
-        })?;
+    std::thread::Builder::new().name("mcfs-session".into()).spawn(move || {
+        mounted.wait();
+        let _ = session_events.send(Event::SessionEnded);
+    })?;
     signals::spawn_waiter(move |sig| {
         tracing::info!("received {}", signals::name(sig));
         let _ = events.send(Event::Signal(sig));
@@ -148,17 +134,11 @@ fn handle_request(engine: &Engine, mount: &MountHandle, request: Request) -> Res
         Request::Stats => {
             return match serde_json::to_value(engine.stats()) {
                 Ok(stats) => Response::Stats { stats },
-                Err(e) => Response::Error {
-                    message: format!("cannot encode stats: {e}"),
-                },
+                Err(e) => Response::Error { message: format!("cannot encode stats: {e}") },
             }
         }
-        Request::Checkpoint => engine
-            .checkpoint()
-            .map_err(|e| format!("checkpoint failed: {e}")),
-        Request::Battery { percent } if percent > 100 => {
-            Err(format!("battery percent must be 0..=100, got {percent}"))
-        }
+        Request::Checkpoint => engine.checkpoint().map_err(|e| format!("checkpoint failed: {e}")),
+        Request::Battery { percent } if percent > 100 => Err(format!("battery percent must be 0..=100, got {percent}")),
         Request::Battery { percent } => {
             engine.set_battery(percent);
             Ok(())
@@ -166,9 +146,7 @@ fn handle_request(engine: &Engine, mount: &MountHandle, request: Request) -> Res
         Request::Mode { app, mode } => engine.set_app_mode(&app, mode),
         Request::Unmount => {
             return match checkpoint_and_unmount(engine, mount) {
-                Ok(()) => Response::Unmounting {
-                    pid: std::process::id(),
-                },
+                Ok(()) => Response::Unmounting { pid: std::process::id() },
                 Err(message) => Response::Error { message },
             }
         }
@@ -182,9 +160,7 @@ fn handle_request(engine: &Engine, mount: &MountHandle, request: Request) -> Res
 /// The data is made durable before the mount goes, so a failing unmount
 /// (busy) or a kill right after it loses nothing.
 fn checkpoint_and_unmount(engine: &Engine, mount: &MountHandle) -> Result<(), String> {
-    engine
-        .checkpoint()
-        .map_err(|e| format!("checkpoint failed, not unmounting: {e}"))?;
+    engine.checkpoint().map_err(|e| format!("checkpoint failed, not unmounting: {e}"))?;
     mount.unmount()
 }
 

@@ -52,16 +52,9 @@ impl StartupReport {
 /// and exits. In the child it returns the report handle, with the child in a
 /// new session, cwd `/`, stdin/stdout on /dev/null and stderr appended to `log`.
 pub fn daemonize(log: &Path) -> Result<StartupReport, String> {
-    let log_file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| format!("{}: {}", log.display(), e))?;
-    let null = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-        .map_err(|e| format!("/dev/null: {e}"))?;
+    let log_file =
+        OpenOptions::new().create(true).append(true).open(log).map_err(|e| format!("{}: {}", log.display(), e))?;
+    let null = OpenOptions::new().read(true).write(true).open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
     let (read_end, write_end) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     // SAFETY: the process is single-threaded here (see the module comment).
     match unsafe { libc::fork() } {
@@ -75,9 +68,7 @@ pub fn daemonize(log: &Path) -> Result<StartupReport, String> {
                 libc::dup2(null.as_raw_fd(), 1);
                 libc::dup2(log_file.as_raw_fd(), 2);
             }
-            let report = StartupReport {
-                pipe: Some(File::from(write_end)),
-            };
+            let report = StartupReport { pipe: Some(File::from(write_end)) };
             if let Err(e) = std::env::set_current_dir("/") {
                 report.failed(&format!("chdir /: {e}"));
                 std::process::exit(1);
@@ -100,10 +91,7 @@ fn wait_for_report(mut pipe: File, child: libc::pid_t, log: &Path) -> i32 {
     if read.is_ok() && !report.is_empty() {
         eprintln!("mcfs: {}", String::from_utf8_lossy(&report));
     } else {
-        eprintln!(
-            "mcfs: the daemon (pid {child}) exited before the mount was ready; see {}",
-            log.display()
-        );
+        eprintln!("mcfs: the daemon (pid {child}) exited before the mount was ready; see {}", log.display());
     }
     1
 }

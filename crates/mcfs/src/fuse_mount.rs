@@ -19,20 +19,14 @@ pub struct LiveMount(mcfs_fuse::Mounted);
 #[derive(Clone)]
 pub struct MountHandle(mcfs_fuse::Unmounter);
 
-pub fn start(
-    engine: Arc<Engine>,
-    mountpoint: &Path,
-    settings: &FuseSettings,
-) -> Result<LiveMount, String> {
+pub fn start(engine: Arc<Engine>, mountpoint: &Path, settings: &FuseSettings) -> Result<LiveMount, String> {
     let options = mcfs_fuse::MountOptions {
         threads: settings.threads as usize,
         allow_other: settings.allow_other,
         fsname: settings.fsname.clone(),
     };
     // mcfs-fuse errors already name the mount point and the cause.
-    mcfs_fuse::mount(engine, mountpoint, &options)
-        .map(LiveMount)
-        .map_err(|e| e.to_string())
+    mcfs_fuse::mount(engine, mountpoint, &options).map(LiveMount).map_err(|e| e.to_string())
 }
 
 impl LiveMount {

@@ -17,9 +17,7 @@ pub struct MountEntry {
 impl MountEntry {
     /// The uid a FUSE mount was made by, if the kernel reports it.
     pub fn fuse_user_id(&self) -> Option<u32> {
-        self.super_options
-            .split(',')
-            .find_map(|o| o.strip_prefix("user_id=")?.parse().ok())
+        self.super_options.split(',').find_map(|o| o.strip_prefix("user_id=")?.parse().ok())
     }
 
     pub fn is_fuse(&self) -> bool {
@@ -30,10 +28,7 @@ impl MountEntry {
 /// The topmost mount whose mount point is exactly `path` (already canonical).
 pub fn mount_at(path: &Path) -> Option<MountEntry> {
     let text = std::fs::read("/proc/self/mountinfo").ok()?;
-    parse(&text)
-        .into_iter()
-        .rev()
-        .find(|m| m.mount_point == path)
+    parse(&text).into_iter().rev().find(|m| m.mount_point == path)
 }
 
 /// Parses mountinfo text; malformed lines are skipped.
@@ -46,11 +41,7 @@ fn parse_line(line: &[u8]) -> Option<MountEntry> {
     let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
     let mount_point = *fields.get(4)?;
     let sep = fields.iter().position(|f| *f == b"-")?;
-    let text = |i: usize| {
-        fields
-            .get(i)
-            .map(|f| String::from_utf8_lossy(&unescape(f)).into_owned())
-    };
+    let text = |i: usize| fields.get(i).map(|f| String::from_utf8_lossy(&unescape(f)).into_owned());
     Some(MountEntry {
         mount_point: PathBuf::from(OsString::from_vec(unescape(mount_point))),
         fs_type: text(sep + 1)?,
@@ -64,15 +55,11 @@ fn unescape(field: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
     while i < field.len() {
-        let octal = field
-            .get(i + 1..i + 4)
-            .filter(|d| field[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let octal =
+            field.get(i + 1..i + 4).filter(|d| field[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
         match octal {
             Some(d) => {
-                out.push(
-                    d.iter()
-                        .fold(0u8, |acc, c| acc.wrapping_mul(8).wrapping_add(c - b'0')),
-                );
+                out.push(d.iter().fold(0u8, |acc, c| acc.wrapping_mul(8).wrapping_add(c - b'0')));
                 i += 4;
             }
             None => {

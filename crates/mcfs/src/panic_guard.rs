@@ -39,16 +39,13 @@ fn emergency_stop() -> ! {
         tracing::error!("panic: checkpointing everything before exit");
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let engine = engine.clone();
-        let spawned = std::thread::Builder::new()
-            .name("mcfs-panic-stop".into())
-            .spawn(move || {
-                let _ = done_tx.send(engine.shutdown());
-            });
-        match spawned.map_err(|e| e.to_string()).and_then(|_| {
-            done_rx
-                .recv_timeout(SHUTDOWN_WAIT)
-                .map_err(|e| e.to_string())
-        }) {
+        let spawned = std::thread::Builder::new().name("mcfs-panic-stop".into()).spawn(move || {
+            let _ = done_tx.send(engine.shutdown());
+        });
+        match spawned
+            .map_err(|e| e.to_string())
+            .and_then(|_| done_rx.recv_timeout(SHUTDOWN_WAIT).map_err(|e| e.to_string()))
+        {
             Ok(Ok(())) => tracing::error!("panic: engine shut down cleanly"),
             Ok(Err(e)) => tracing::error!("panic: engine shutdown failed: {e}"),
             Err(e) => tracing::error!("panic: engine shutdown did not finish: {e}"),

@@ -19,39 +19,25 @@ pub struct MountPlan {
     pub lock: BackingLock,
 }
 
-pub fn check(
-    backing: &Path,
-    mountpoint: &Path,
-    config: Option<&Path>,
-) -> Result<MountPlan, String> {
+pub fn check(backing: &Path, mountpoint: &Path, config: Option<&Path>) -> Result<MountPlan, String> {
     let backing = existing_dir("backing directory", backing)?;
     let mountpoint = existing_dir("mount point", mountpoint)?;
     if mountinfo::is_mount_point(&mountpoint) {
-        return Err(format!(
-            "mount point {}: is already a mount point",
-            mountpoint.display()
-        ));
+        return Err(format!("mount point {}: is already a mount point", mountpoint.display()));
     }
     check_not_nested(&backing, &mountpoint)?;
     let config = config_file::load(config)?;
     let lock = prepare_state_dir(&backing)?;
-    Ok(MountPlan {
-        backing,
-        mountpoint,
-        config,
-        lock,
-    })
+    Ok(MountPlan { backing, mountpoint, config, lock })
 }
 
 /// Canonical path of a directory that must exist. `role` says which argument it is.
 pub fn existing_dir(role: &str, path: &Path) -> Result<PathBuf, String> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("{role} {}: {}", path.display(), describe(&e)))?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{role} {}: {}", path.display(), describe(&e)))?;
     if !meta.is_dir() {
         return Err(format!("{role} {}: is not a directory", path.display()));
     }
-    path.canonicalize()
-        .map_err(|e| format!("{role} {}: {}", path.display(), describe(&e)))
+    path.canonicalize().map_err(|e| format!("{role} {}: {}", path.display(), describe(&e)))
 }
 
 fn describe(e: &io::Error) -> String {
@@ -121,11 +107,7 @@ mod tests {
         let mnt = root.path().join("mnt");
         std::fs::create_dir(&backing).unwrap();
         std::fs::create_dir(&mnt).unwrap();
-        Dirs {
-            _root: root,
-            backing,
-            mnt,
-        }
+        Dirs { _root: root, backing, mnt }
     }
 
     #[test]
@@ -136,10 +118,7 @@ mod tests {
         assert!(plan.backing.join(".mcfs").is_dir());
         assert_eq!(plan.config, Config::default());
         let err = check(&d.backing, &d.mnt, None).unwrap_err();
-        assert!(
-            err.contains("in use by a running mcfs daemon"),
-            "the plan holds the lock: {err}"
-        );
+        assert!(err.contains("in use by a running mcfs daemon"), "the plan holds the lock: {err}");
     }
 
     #[test]
@@ -147,29 +126,20 @@ mod tests {
         let d = dirs();
         let missing = d.backing.join("nope");
         let err = check(&missing, &d.mnt, None).unwrap_err();
-        assert!(
-            err.starts_with(&format!("backing directory {}:", missing.display())),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("backing directory {}:", missing.display())), "{err}");
         assert!(err.contains("No such file"), "{err}");
 
         let file = d.backing.join("f");
         std::fs::write(&file, b"x").unwrap();
         let err = check(&d.backing, &file, None).unwrap_err();
-        assert_eq!(
-            err,
-            format!("mount point {}: is not a directory", file.display())
-        );
+        assert_eq!(err, format!("mount point {}: is not a directory", file.display()));
 
         let err = check(&d.backing, Path::new("/proc"), None).unwrap_err();
         assert!(err.contains("already a mount point"), "{err}");
 
         let err = check(&d.backing, &d.mnt, Some(&d.mnt)).unwrap_err();
         assert!(err.starts_with(&format!("{}: ", d.mnt.display())), "{err}");
-        assert!(
-            !d.backing.join(".mcfs").exists(),
-            "no side effects before every check passed"
-        );
+        assert!(!d.backing.join(".mcfs").exists(), "no side effects before every check passed");
     }
 
     #[test]
@@ -190,9 +160,6 @@ mod tests {
         let d = dirs();
         std::fs::write(d.backing.join(".mcfs"), b"").unwrap();
         let err = check(&d.backing, &d.mnt, None).unwrap_err();
-        assert!(
-            err.contains("not writable") && err.contains(".mcfs"),
-            "{err}"
-        );
+        assert!(err.contains("not writable") && err.contains(".mcfs"), "{err}");
     }
 }

@@ -54,20 +54,12 @@ pub fn send<T: Serialize>(out: &mut impl Write, msg: &T) -> io::Result<()> {
 /// Reads one line and decodes it; end of stream before a full line is an error.
 pub fn receive<T: for<'de> Deserialize<'de>>(input: &mut impl BufRead) -> io::Result<T> {
     let mut line = Vec::new();
-    input
-        .by_ref()
-        .take(MAX_LINE + 1)
-        .read_until(b'\n', &mut line)?;
+    input.by_ref().take(MAX_LINE + 1).read_until(b'\n', &mut line)?;
     if line.last() != Some(&b'\n') {
-        let why = if line.len() as u64 > MAX_LINE {
-            "line too long"
-        } else {
-            "connection closed mid-message"
-        };
+        let why = if line.len() as u64 > MAX_LINE { "line too long" } else { "connection closed mid-message" };
         return Err(io::Error::new(io::ErrorKind::InvalidData, why));
     }
-    serde_json::from_slice(&line)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad message: {e}")))
+    serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bad message: {e}")))
 }
 
 #[cfg(test)]
@@ -75,16 +67,10 @@ mod tests {
     use super::*;
     use std::io::Cursor;
 
-    fn round_trip<T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug>(
-        msg: T,
-    ) -> String {
+    fn round_trip<T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug>(msg: T) -> String {
         let mut buf = Vec::new();
         send(&mut buf, &msg).unwrap();
-        assert_eq!(
-            buf.iter().filter(|&&b| b == b'\n').count(),
-            1,
-            "exactly one line"
-        );
+        assert_eq!(buf.iter().filter(|&&b| b == b'\n').count(), 1, "exactly one line");
         let back: T = receive(&mut Cursor::new(&buf)).unwrap();
         assert_eq!(back, msg);
         String::from_utf8(buf).unwrap()
@@ -93,15 +79,9 @@ mod tests {
     #[test]
     fn requests_have_a_stable_wire_form() {
         assert_eq!(round_trip(Request::Stats), "{\"op\":\"stats\"}\n");
+        assert_eq!(round_trip(Request::Battery { percent: 42 }), "{\"op\":\"battery\",\"percent\":42}\n");
         assert_eq!(
-            round_trip(Request::Battery { percent: 42 }),
-            "{\"op\":\"battery\",\"percent\":42}\n"
-        );
-        assert_eq!(
-            round_trip(Request::Mode {
-                app: "mail\nx".into(),
-                mode: SyncMode::Sync
-            }),
+            round_trip(Request::Mode { app: "mail\nx".into(), mode: SyncMode::Sync }),
             "{\"op\":\"mode\",\"app\":\"mail\\nx\",\"mode\":\"sync\"}\n"
         );
         round_trip(Request::Checkpoint);
@@ -110,17 +90,10 @@ mod tests {
 
     #[test]
     fn responses_round_trip() {
-        assert_eq!(
-            round_trip(Response::Unmounting { pid: 7 }),
-            "{\"status\":\"unmounting\",\"pid\":7}\n"
-        );
+        assert_eq!(round_trip(Response::Unmounting { pid: 7 }), "{\"status\":\"unmounting\",\"pid\":7}\n");
         round_trip(Response::Done);
-        round_trip(Response::Error {
-            message: "no such app".into(),
-        });
-        round_trip(Response::Stats {
-            stats: serde_json::json!({"bytes_written": 3, "apps": {}}),
-        });
+        round_trip(Response::Error { message: "no such app".into() });
+        round_trip(Response::Stats { stats: serde_json::json!({"bytes_written": 3, "apps": {}}) });
     }
 
     #[test]
@@ -133,12 +106,7 @@ mod tests {
             b"",
         ] {
             let r: io::Result<Request> = receive(&mut Cursor::new(bad));
-            assert_eq!(
-                r.unwrap_err().kind(),
-                io::ErrorKind::InvalidData,
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
+            assert_eq!(r.unwrap_err().kind(), io::ErrorKind::InvalidData, "{}", String::from_utf8_lossy(bad));
         }
     }
 

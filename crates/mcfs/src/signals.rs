@@ -32,18 +32,16 @@ pub fn block_stop_signals() -> io::Result<()> {
 
 /// Starts a thread that calls `on_signal` for every stop signal received.
 pub fn spawn_waiter(on_signal: impl Fn(libc::c_int) + Send + 'static) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name("mcfs-signals".into())
-        .spawn(move || {
-            let set = stop_set();
-            loop {
-                let mut sig: libc::c_int = 0;
-                // SAFETY: `set` is initialised and `sig` is a valid out pointer.
-                if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
-                    on_signal(sig);
-                }
+    std::thread::Builder::new().name("mcfs-signals".into()).spawn(move || {
+        let set = stop_set();
+        loop {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` is initialised and `sig` is a valid out pointer.
+            if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+                on_signal(sig);
             }
-        })?;
+        }
+    })?;
     Ok(())
 }
 

@@ -52,9 +52,7 @@ pub fn socket_file(dir: &Path, mount_point: &Path) -> PathBuf {
 
 /// FNV-1a: stable across builds, unlike std's hasher.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Directories a daemon running as `uid` may use, in order of preference.
@@ -88,10 +86,7 @@ pub fn daemon_socket(mount_point: &Path, uid: u32) -> Result<PathBuf, String> {
             Err(e) => refusals.push(format!("{}: {}", dir.display(), e)),
         }
     }
-    Err(format!(
-        "no usable directory for the control socket ({})",
-        refusals.join("; ")
-    ))
+    Err(format!("no usable directory for the control socket ({})", refusals.join("; ")))
 }
 
 /// Socket paths a client should try for `mount_point`, for a daemon run by
@@ -101,10 +96,7 @@ pub fn client_candidates(mount_point: &Path, owner: Option<u32>, me: u32) -> Vec
     for uid in owner.into_iter().chain(std::iter::once(me)) {
         dirs.extend(candidate_dirs(uid));
     }
-    dedup(dirs)
-        .iter()
-        .map(|d| socket_file(d, mount_point))
-        .collect()
+    dedup(dirs).iter().map(|d| socket_file(d, mount_point)).collect()
 }
 
 /// Creates `dir` (mode 0700) if absent and checks it is a directory, not a
@@ -120,10 +112,7 @@ pub fn ensure_private_dir(dir: &Path, uid: u32) -> io::Result<()> {
         return Err(io::Error::other("exists and is not a directory"));
     }
     if meta.uid() != uid {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("owned by uid {}, not {uid}", meta.uid()),
-        ));
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("owned by uid {}, not {uid}", meta.uid())));
     }
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
@@ -140,21 +129,9 @@ mod tests {
 
     #[test]
     fn escaping_is_injective_on_tricky_names() {
-        let cases = [
-            "/",
-            "/mnt/a",
-            "/mnt-a",
-            "/mnt/a-b",
-            "/mnt/a_2db",
-            "/mnt/a b",
-            "/mnt/.hidden",
-            "/mnt/x.y",
-            "/mnt/é",
-        ];
-        let escaped: Vec<String> = cases
-            .iter()
-            .map(|c| escape_mount_point(Path::new(c)))
-            .collect();
+        let cases =
+            ["/", "/mnt/a", "/mnt-a", "/mnt/a-b", "/mnt/a_2db", "/mnt/a b", "/mnt/.hidden", "/mnt/x.y", "/mnt/é"];
+        let escaped: Vec<String> = cases.iter().map(|c| escape_mount_point(Path::new(c))).collect();
         assert_eq!(escaped[0], "-");
         assert_eq!(escaped[1], "mnt-a");
         assert_eq!(escaped[2], "mnt_2da");
@@ -185,10 +162,7 @@ mod tests {
         assert!(sb.as_os_str().len() <= MAX_SOCKET_PATH);
         assert_ne!(sa, sb);
         assert!(sa.starts_with(dir));
-        assert_eq!(
-            socket_file(dir, Path::new("/mnt/x")),
-            PathBuf::from("/run/mcfs/mnt-x.sock")
-        );
+        assert_eq!(socket_file(dir, Path::new("/mnt/x")), PathBuf::from("/run/mcfs/mnt-x.sock"));
     }
 
     #[test]
@@ -214,11 +188,7 @@ mod tests {
         assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         ensure_private_dir(&dir, me).unwrap();
-        assert_eq!(
-            std::fs::metadata(&dir).unwrap().mode() & 0o777,
-            0o700,
-            "loose mode is tightened"
-        );
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700, "loose mode is tightened");
         let err = ensure_private_dir(&dir, me + 1).unwrap_err();
         assert!(err.to_string().contains("owned by"), "{err}");
         let file = base.path().join("file");
@@ -226,9 +196,6 @@ mod tests {
         assert!(ensure_private_dir(&file, me).is_err());
         let link = base.path().join("link");
         std::os::unix::fs::symlink(&dir, &link).unwrap();
-        assert!(
-            ensure_private_dir(&link, me).is_err(),
-            "a symlink is refused"
-        );
+        assert!(ensure_private_dir(&link, me).is_err(), "a symlink is refused");
     }
 }

@@ -23,10 +23,7 @@ pub fn render(stats: &Value) -> String {
         return format!("{stats}\n");
     };
     out.push_str("overall\n");
-    let scalars: Vec<(&String, &Value)> = top
-        .iter()
-        .filter(|(_, v)| !v.is_object() && !v.is_array())
-        .collect();
+    let scalars: Vec<(&String, &Value)> = top.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).collect();
     let width = scalars.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (key, value) in scalars {
         let _ = writeln!(out, "  {key:<width$}  {}", format_value(key, value));
@@ -41,28 +38,18 @@ fn render_apps(apps: &Map<String, Value>) -> String {
     if apps.is_empty() {
         return "apps\n  (none yet)\n".to_string();
     }
-    let mut rows: Vec<Vec<String>> = vec![std::iter::once("APP")
-        .chain(APP_COLUMNS.iter().map(|c| c.1))
-        .map(String::from)
-        .collect()];
+    let mut rows: Vec<Vec<String>> =
+        vec![std::iter::once("APP").chain(APP_COLUMNS.iter().map(|c| c.1)).map(String::from).collect()];
     for (name, app) in apps {
         let mut row = vec![name.clone()];
-        row.extend(APP_COLUMNS.iter().map(|(key, _)| {
-            app.get(key)
-                .map_or("-".to_string(), |v| format_value(key, v))
-        }));
+        row.extend(APP_COLUMNS.iter().map(|(key, _)| app.get(key).map_or("-".to_string(), |v| format_value(key, v))));
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::from("apps\n");
     for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
         let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
     }
     out
@@ -74,9 +61,7 @@ fn format_value(key: &str, value: &Value) -> String {
         Value::Null => "-".to_string(),
         Value::String(s) => s.clone(),
         Value::Number(n) if key.contains("bytes") => n.as_u64().map_or(n.to_string(), human_bytes),
-        Value::Number(n) if key.ends_with("seconds") => {
-            n.as_f64().map_or(n.to_string(), |s| format!("{s:.1} s"))
-        }
+        Value::Number(n) if key.ends_with("seconds") => n.as_f64().map_or(n.to_string(), |s| format!("{s:.1} s")),
         Value::Bool(b) => if *b { "yes" } else { "no" }.to_string(),
         other => other.to_string(),
     }
@@ -128,10 +113,7 @@ mod tests {
                 .to_string()
         };
         assert!(line("bytes_written").ends_with("2.0 KiB"), "{text}");
-        assert!(
-            line("stale_seconds").ends_with("1.2 s") || line("stale_seconds").ends_with("1.3 s"),
-            "{text}"
-        );
+        assert!(line("stale_seconds").ends_with("1.2 s") || line("stale_seconds").ends_with("1.3 s"), "{text}");
         assert!(line("battery_percent").ends_with('-'));
         assert!(line("low_battery").ends_with("no"));
         assert!(line("checkpoint_error").ends_with("EIO on a/b"));
@@ -140,10 +122,7 @@ mod tests {
         let mail = line("mail");
         assert!(mail.contains("sync") && mail.contains("10 B"), "{mail}");
         assert!(line("uid:10042").contains("4.8 MiB"), "{text}");
-        assert!(
-            !text.contains("\"apps\""),
-            "nested objects are not dumped as scalars"
-        );
+        assert!(!text.contains("\"apps\""), "nested objects are not dumped as scalars");
     }
 
     #[test]

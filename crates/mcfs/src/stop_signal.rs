@@ -28,11 +28,7 @@ impl StopSignal {
             if left.is_zero() {
                 return false;
             }
-            stopped = self
-                .wake
-                .wait_timeout(stopped, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            stopped = self.wake.wait_timeout(stopped, left).unwrap_or_else(|p| p.into_inner()).0;
         }
         true
     }

@@ -44,23 +44,17 @@ pub fn spawn(target: Arc<dyn Background>) -> std::io::Result<Ticker> {
     let stopped = Arc::new(AtomicBool::new(false));
     let thread = {
         let (stopped, target) = (stopped.clone(), target.clone());
-        std::thread::Builder::new()
-            .name("mcfs-tick".into())
-            .spawn(move || {
-                while !stopped.load(Ordering::SeqCst) {
-                    target.tick();
-                    if stopped.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    target.wait_for_work(target.next_tick_in());
+        std::thread::Builder::new().name("mcfs-tick".into()).spawn(move || {
+            while !stopped.load(Ordering::SeqCst) {
+                target.tick();
+                if stopped.load(Ordering::SeqCst) {
+                    break;
                 }
-            })?
+                target.wait_for_work(target.next_tick_in());
+            }
+        })?
     };
-    Ok(Ticker {
-        stopped,
-        target,
-        thread,
-    })
+    Ok(Ticker { stopped, target, thread })
 }
 
 impl Ticker {
@@ -96,11 +90,7 @@ mod tests {
         }
         fn wait_for_work(&self, max: Duration) {
             let woken = self.woken.lock().unwrap();
-            let mut woken = self
-                .wake_cv
-                .wait_timeout_while(woken, max, |w| !*w)
-                .unwrap()
-                .0;
+            let mut woken = self.wake_cv.wait_timeout_while(woken, max, |w| !*w).unwrap().0;
             *woken = false;
         }
         fn wake(&self) {

@@ -21,14 +21,8 @@ pub fn unmount(mountpoint: &Path, lazy: bool) -> Result<(), String> {
             mountpoint.display(),
             failure_text(&out.stderr, &out.status.to_string())
         )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && is_root() => {
-            umount2(mountpoint, lazy)
-        }
-        Err(e) => Err(format!(
-            "fusermount3 -u {}: {} (is fuse3 installed?)",
-            mountpoint.display(),
-            e
-        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && is_root() => umount2(mountpoint, lazy),
+        Err(e) => Err(format!("fusermount3 -u {}: {} (is fuse3 installed?)", mountpoint.display(), e)),
     }
 }
 
@@ -52,11 +46,7 @@ fn umount2(mountpoint: &Path, lazy: bool) -> Result<(), String> {
     let flags = if lazy { libc::MNT_DETACH } else { 0 };
     // SAFETY: `path` is a valid NUL-terminated string.
     if unsafe { libc::umount2(path.as_ptr(), flags) } != 0 {
-        return Err(format!(
-            "umount {}: {}",
-            mountpoint.display(),
-            std::io::Error::last_os_error()
-        ));
+        return Err(format!("umount {}: {}", mountpoint.display(), std::io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -59,18 +59,11 @@ fn help_works_for_every_command() {
         assert!(text.contains(cmd), "top-level help lacks {cmd}: {text}");
         let sub = mcfs(&[cmd, "--help"]);
         assert!(sub.status.success(), "{cmd} --help: {}", stderr(&sub));
-        assert!(
-            String::from_utf8_lossy(&sub.stdout).contains("Usage: mcfs"),
-            "{cmd}"
-        );
+        assert!(String::from_utf8_lossy(&sub.stdout).contains("Usage: mcfs"), "{cmd}");
     }
     for action in ["checkpoint", "battery", "mode"] {
         let sub = mcfs(&["ctl", "/m", action, "--help"]);
-        assert!(
-            sub.status.success(),
-            "ctl {action} --help: {}",
-            stderr(&sub)
-        );
+        assert!(sub.status.success(), "ctl {action} --help: {}", stderr(&sub));
     }
 }
 
@@ -91,14 +84,7 @@ fn usage_errors_exit_2() {
 fn mount_with_missing_backing_dir() {
     let s = Setup::new();
     let out = mcfs(&["mount", &s.s("nope"), &s.s("mnt")]);
-    assert_fails(
-        &out,
-        &[
-            &s.s("nope"),
-            "No such file or directory",
-            "backing directory",
-        ],
-    );
+    assert_fails(&out, &[&s.s("nope"), "No such file or directory", "backing directory"]);
 }
 
 #[test]
@@ -113,10 +99,7 @@ fn mount_with_backing_that_is_a_file() {
 fn mount_with_missing_mount_point() {
     let s = Setup::new();
     let out = mcfs(&["mount", &s.s("back"), &s.s("gone")]);
-    assert_fails(
-        &out,
-        &[&s.s("gone"), "No such file or directory", "mount point"],
-    );
+    assert_fails(&out, &[&s.s("gone"), "No such file or directory", "mount point"]);
     assert!(!s.path("back/.mcfs").exists(), "nothing created on failure");
 }
 
@@ -130,13 +113,7 @@ fn mount_on_an_existing_mount_point() {
 #[test]
 fn mount_with_unreadable_config() {
     let s = Setup::new();
-    let out = mcfs(&[
-        "mount",
-        "--config",
-        &s.s("absent.toml"),
-        &s.s("back"),
-        &s.s("mnt"),
-    ]);
+    let out = mcfs(&["mount", "--config", &s.s("absent.toml"), &s.s("back"), &s.s("mnt")]);
     assert_fails(&out, &[&s.s("absent.toml"), "No such file or directory"]);
     // A directory cannot be read as a file either.
     let out = mcfs(&["mount", "--config", &s.s("mnt"), &s.s("back"), &s.s("mnt")]);
@@ -146,11 +123,7 @@ fn mount_with_unreadable_config() {
 #[test]
 fn mount_with_invalid_config() {
     let s = Setup::new();
-    std::fs::write(
-        s.path("bad.toml"),
-        "cache_size = 1048576\ndirty_high_ratio = \"lots\"\n",
-    )
-    .unwrap();
+    std::fs::write(s.path("bad.toml"), "cache_size = 1048576\ndirty_high_ratio = \"lots\"\n").unwrap();
     let out = mcfs(&["mount", "-c", &s.s("bad.toml"), &s.s("back"), &s.s("mnt")]);
     assert_fails(&out, &[&s.s("bad.toml"), "line 2", "invalid type"]);
     std::fs::write(s.path("range.toml"), "low_battery_percent = 101\n").unwrap();
@@ -170,49 +143,28 @@ fn mount_inside_the_backing_dir_is_refused() {
 fn commands_on_an_unserved_mount_point_say_no_daemon() {
     let s = Setup::new();
     let mnt = s.s("mnt");
-    for args in [
-        &["stat", &mnt][..],
-        &["stat", "--json", &mnt],
-        &["ctl", &mnt, "checkpoint"],
-        &["ctl", &mnt, "battery", "50"],
-    ] {
+    for args in
+        [&["stat", &mnt][..], &["stat", "--json", &mnt], &["ctl", &mnt, "checkpoint"], &["ctl", &mnt, "battery", "50"]]
+    {
         assert_fails(&mcfs(args), &["no mcfs daemon serves", &mnt]);
     }
     // umount without a daemon falls back to fusermount3 only for a real mount.
-    assert_fails(
-        &mcfs(&["umount", &s.s("mnt")]),
-        &[&s.s("mnt"), "not mounted"],
-    );
+    assert_fails(&mcfs(&["umount", &s.s("mnt")]), &[&s.s("mnt"), "not mounted"]);
 }
 
 #[test]
 fn recover_refuses_bad_dirs_and_a_live_daemon() {
     let s = Setup::new();
-    assert_fails(
-        &mcfs(&["recover", &s.s("nope")]),
-        &[&s.s("nope"), "No such file"],
-    );
-    assert_fails(
-        &mcfs(&["recover", &s.s("back")]),
-        &[&s.s("back"), "not an mcfs backing store"],
-    );
+    assert_fails(&mcfs(&["recover", &s.s("nope")]), &[&s.s("nope"), "No such file"]);
+    assert_fails(&mcfs(&["recover", &s.s("back")]), &[&s.s("back"), "not an mcfs backing store"]);
 
     // Hold the daemon's lock as a live daemon would.
     std::fs::create_dir(s.path("back/.mcfs")).unwrap();
     let lock = std::fs::File::create(s.path("back/.mcfs/lock")).unwrap();
     // SAFETY: flock on an fd we own.
-    assert_eq!(
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
-        0
-    );
-    assert_fails(
-        &mcfs(&["recover", &s.s("back")]),
-        &[&s.s("back"), "in use by a running mcfs daemon"],
-    );
+    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) }, 0);
+    assert_fails(&mcfs(&["recover", &s.s("back")]), &[&s.s("back"), "in use by a running mcfs daemon"]);
     // And a mount of the same backing dir is refused the same way.
-    assert_fails(
-        &mcfs(&["mount", &s.s("back"), &s.s("mnt")]),
-        &["in use by a running mcfs daemon"],
-    );
+    assert_fails(&mcfs(&["mount", &s.s("back"), &s.s("mnt")]), &["in use by a running mcfs daemon"]);
     drop(lock);
 }

@@ -24,12 +24,7 @@ pub struct BackendError {
 
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {}",
-            self.context,
-            io::Error::from_raw_os_error(self.errno)
-        )
+        write!(f, "{}: {}", self.context, io::Error::from_raw_os_error(self.errno))
     }
 }
 
@@ -41,9 +36,7 @@ pub fn errno_of(e: &io::Error) -> i32 {
     if let Some(errno) = e.raw_os_error() {
         return errno;
     }
-    e.get_ref()
-        .and_then(|inner| inner.downcast_ref::<BackendError>())
-        .map_or(libc::EIO, |b| b.errno)
+    e.get_ref().and_then(|inner| inner.downcast_ref::<BackendError>()).map_or(libc::EIO, |b| b.errno)
 }
 
 /// An error for `op` on `path` with `errno`.
@@ -92,16 +85,9 @@ mod tests {
 
     #[test]
     fn bare_os_errors_and_foreign_errors() {
-        assert_eq!(
-            errno_of(&io::Error::from_raw_os_error(libc::EEXIST)),
-            libc::EEXIST
-        );
+        assert_eq!(errno_of(&io::Error::from_raw_os_error(libc::EEXIST)), libc::EEXIST);
         assert_eq!(errno_of(&io::Error::other("no errno here")), libc::EIO);
-        let relabelled = at_path(
-            "stat",
-            Path::new(""),
-            io::Error::from_raw_os_error(libc::EACCES),
-        );
+        let relabelled = at_path("stat", Path::new(""), io::Error::from_raw_os_error(libc::EACCES));
         assert_eq!(errno_of(&relabelled), libc::EACCES);
         assert!(relabelled.to_string().starts_with("stat .: "));
     }

@@ -83,17 +83,11 @@ impl FileData {
         if data.is_empty() {
             return Ok(());
         }
-        let end = offset
-            .checked_add(data.len() as u64)
-            .filter(|end| *end <= MAX_FILE_SIZE)
-            .ok_or(libc::EFBIG)?;
+        let end = offset.checked_add(data.len() as u64).filter(|end| *end <= MAX_FILE_SIZE).ok_or(libc::EFBIG)?;
         let mut done = 0;
         while done < data.len() {
             let (index, within, len) = page_span(offset + done as u64, data.len() - done);
-            let page = self
-                .pages
-                .entry(index)
-                .or_insert_with(|| Arc::new([0; PAGE_SIZE as usize]));
+            let page = self.pages.entry(index).or_insert_with(|| Arc::new([0; PAGE_SIZE as usize]));
             Arc::make_mut(page)[within..within + len].copy_from_slice(&data[done..done + len]);
             done += len;
         }
@@ -105,11 +99,7 @@ impl FileData {
         if size < self.size {
             self.pages.split_off(&size.div_ceil(PAGE_SIZE));
             let within = (size % PAGE_SIZE) as usize;
-            if let Some(page) = self
-                .pages
-                .get_mut(&(size / PAGE_SIZE))
-                .filter(|_| within != 0)
-            {
+            if let Some(page) = self.pages.get_mut(&(size / PAGE_SIZE)).filter(|_| within != 0) {
                 Arc::make_mut(page)[within..].fill(0);
             }
         }
@@ -129,11 +119,7 @@ impl FileData {
 /// bytes fit in it.
 fn page_span(pos: u64, want: usize) -> (u64, usize, usize) {
     let within = (pos % PAGE_SIZE) as usize;
-    (
-        pos / PAGE_SIZE,
-        within,
-        want.min(PAGE_SIZE as usize - within),
-    )
+    (pos / PAGE_SIZE, within, want.min(PAGE_SIZE as usize - within))
 }
 
 /// One inode. `kind` says which of `data`, `entries`, `target`, `rdev` mean
@@ -225,11 +211,7 @@ impl Tree {
     fn new() -> Tree {
         let now = mem_epoch();
         let root = Inode::new(FileKind::Dir, 0o755, now);
-        Tree {
-            inodes: HashMap::from([(ROOT, root)]),
-            next_id: ROOT + 1,
-            now,
-        }
+        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now }
     }
 
     fn get(&self, id: InodeId) -> &Inode {
@@ -237,9 +219,7 @@ impl Tree {
     }
 
     fn get_mut(&mut self, id: InodeId) -> &mut Inode {
-        self.inodes
-            .get_mut(&id)
-            .expect("directory entries name live inodes")
+        self.inodes.get_mut(&id).expect("directory entries name live inodes")
     }
 
     fn lookup(&self, names: &[&OsStr]) -> Result<InodeId, i32> {
@@ -318,13 +298,7 @@ impl Tree {
         }
     }
 
-    fn create(
-        &mut self,
-        names: &[&OsStr],
-        kind: FileKind,
-        perm: u32,
-        rdev: u32,
-    ) -> Result<(), i32> {
+    fn create(&mut self, names: &[&OsStr], kind: FileKind, perm: u32, rdev: u32) -> Result<(), i32> {
         if kind == FileKind::Symlink {
             return Err(libc::EINVAL);
         }
@@ -422,9 +396,7 @@ impl Tree {
             self.unlink(to_parent, to_name, target);
         }
         self.get_mut(from_parent).entries.remove(from_name);
-        self.get_mut(to_parent)
-            .entries
-            .insert(to_name.to_owned(), id);
+        self.get_mut(to_parent).entries.insert(to_name.to_owned(), id);
         if self.get(id).is_dir() && from_parent != to_parent {
             self.get_mut(from_parent).nlink -= 1;
             self.get_mut(to_parent).nlink += 1;
@@ -455,11 +427,7 @@ impl Tree {
     }
 
     fn statfs(&self) -> FsStats {
-        let used: u64 = self
-            .inodes
-            .values()
-            .map(|i| i.data.pages.len() as u64)
-            .sum();
+        let used: u64 = self.inodes.values().map(|i| i.data.pages.len() as u64).sum();
         let free = TOTAL_BLOCKS.saturating_sub(used);
         let free_inodes = TOTAL_INODES.saturating_sub(self.inodes.len() as u64);
         FsStats {
@@ -518,10 +486,7 @@ fn check_xattr(inode: &Inode, name: &OsStr, access: XattrAccess) -> Result<(), i
             XattrAccess::Write => libc::EPERM,
         });
     }
-    let prefix = XATTR_NAMESPACES
-        .iter()
-        .find(|p| bytes.starts_with(p.as_bytes()))
-        .ok_or(libc::EOPNOTSUPP)?;
+    let prefix = XATTR_NAMESPACES.iter().find(|p| bytes.starts_with(p.as_bytes())).ok_or(libc::EOPNOTSUPP)?;
     if bytes.len() == prefix.len() {
         return Err(libc::EINVAL);
     }
@@ -544,18 +509,14 @@ impl Clone for MemBackend {
     /// either side writes them). On an `Arc<MemBackend>` call it as
     /// `MemBackend::clone(&arc)`.
     fn clone(&self) -> Self {
-        MemBackend {
-            tree: Mutex::new(self.tree.lock().clone()),
-        }
+        MemBackend { tree: Mutex::new(self.tree.lock().clone()) }
     }
 }
 
 impl MemBackend {
     /// An empty tree: a root directory, mode 0755, owned by 0:0, at `mem_epoch()`.
     pub fn new() -> MemBackend {
-        MemBackend {
-            tree: Mutex::new(Tree::new()),
-        }
+        MemBackend { tree: Mutex::new(Tree::new()) }
     }
 
     /// The time stamp later calls give to what they change.
@@ -642,11 +603,7 @@ impl Backend for MemBackend {
             if !dir.is_dir() {
                 return Err(libc::ENOTDIR);
             }
-            Ok(dir
-                .entries
-                .iter()
-                .map(|(name, child)| (name.clone(), tree.get(*child).kind))
-                .collect())
+            Ok(dir.entries.iter().map(|(name, child)| (name.clone(), tree.get(*child).kind)).collect())
         })
     }
 
@@ -684,9 +641,7 @@ impl Backend for MemBackend {
     }
 
     fn create(&self, path: &Path, kind: FileKind, perm: u32, rdev: u32) -> io::Result<()> {
-        self.on_path("create", path, |tree, names| {
-            tree.create(names, kind, perm, rdev)
-        })
+        self.on_path("create", path, |tree, names| tree.create(names, kind, perm, rdev))
     }
 
     fn symlink(&self, target: &OsStr, path: &Path) -> io::Result<()> {
@@ -704,9 +659,7 @@ impl Backend for MemBackend {
     }
 
     fn link(&self, existing: &Path, new: &Path) -> io::Result<()> {
-        self.on_two_paths("link", existing, new, |tree, existing, new| {
-            tree.link(existing, new)
-        })
+        self.on_two_paths("link", existing, new, |tree, existing, new| tree.link(existing, new))
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
@@ -750,9 +703,8 @@ impl Backend for MemBackend {
     }
 
     fn get_xattr(&self, path: &Path, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
-        let got = self.on_xattr("getxattr", path, name, XattrAccess::Read, |tree, id| {
-            Ok(tree.get(id).xattrs.get(name).cloned())
-        });
+        let got = self
+            .on_xattr("getxattr", path, name, XattrAccess::Read, |tree, id| Ok(tree.get(id).xattrs.get(name).cloned()));
         match got {
             Err(e) if errno_of(&e) == libc::ENODATA => Ok(None),
             other => other,
@@ -760,9 +712,7 @@ impl Backend for MemBackend {
     }
 
     fn list_xattr(&self, path: &Path) -> io::Result<Vec<OsString>> {
-        self.on_inode("listxattr", path, |tree, id| {
-            Ok(tree.get(id).xattrs.keys().cloned().collect())
-        })
+        self.on_inode("listxattr", path, |tree, id| Ok(tree.get(id).xattrs.keys().cloned().collect()))
     }
 
     fn set_xattr(&self, path: &Path, name: &OsStr, value: &[u8]) -> io::Result<()> {
@@ -770,9 +720,7 @@ impl Backend for MemBackend {
             return Err(path_error("setxattr", path, libc::E2BIG));
         }
         self.on_xattr("setxattr", path, name, XattrAccess::Write, |tree, id| {
-            tree.get_mut(id)
-                .xattrs
-                .insert(name.to_owned(), value.to_vec());
+            tree.get_mut(id).xattrs.insert(name.to_owned(), value.to_vec());
             tree.changed(id);
             Ok(())
         })
@@ -832,14 +780,11 @@ mod tests {
     #[test]
     fn huge_offsets_are_sparse_or_efbig() {
         let mem = MemBackend::new();
-        mem.create(Path::new("f"), FileKind::File, 0o644, 0)
-            .unwrap();
+        mem.create(Path::new("f"), FileKind::File, 0o644, 0).unwrap();
         mem.write_at(Path::new("f"), 1 << 50, b"end").unwrap();
         assert_eq!(mem.stat(Path::new("f")).unwrap().size, (1 << 50) + 3);
         assert_eq!(mem.statfs().unwrap().bfree, TOTAL_BLOCKS - 1);
-        let e = mem
-            .write_at(Path::new("f"), u64::MAX - 1, b"xx")
-            .unwrap_err();
+        let e = mem.write_at(Path::new("f"), u64::MAX - 1, b"xx").unwrap_err();
         assert_eq!(errno_of(&e), libc::EFBIG);
         let e = mem.set_len(Path::new("f"), u64::MAX).unwrap_err();
         assert_eq!(errno_of(&e), libc::EFBIG);
@@ -851,13 +796,9 @@ mod tests {
         assert_eq!(mem.stat(Path::new("")).unwrap().mtime, mem_epoch());
         let later = mem_epoch() + Duration::from_secs(5);
         mem.set_now(later);
-        mem.create(Path::new("f"), FileKind::File, 0o644, 0)
-            .unwrap();
+        mem.create(Path::new("f"), FileKind::File, 0o644, 0).unwrap();
         let root = mem.stat(Path::new("")).unwrap();
-        assert_eq!(
-            (root.mtime, root.ctime, root.atime),
-            (later, later, mem_epoch())
-        );
+        assert_eq!((root.mtime, root.ctime, root.atime), (later, later, mem_epoch()));
         let f = mem.stat(Path::new("f")).unwrap();
         assert_eq!((f.atime, f.mtime, f.ctime), (later, later, later));
     }

@@ -55,11 +55,7 @@ fn write_pieces(path: &Path, offset: u64, data: &[u8]) -> Vec<Op> {
         let at = offset + done as u64;
         let room = (PAGE_SIZE - at % PAGE_SIZE) as usize;
         let len = room.min(data.len() - done);
-        pieces.push(Op::Write {
-            path: path.to_owned(),
-            offset: at,
-            data: data[done..done + len].to_vec(),
-        });
+        pieces.push(Op::Write { path: path.to_owned(), offset: at, data: data[done..done + len].to_vec() });
         done += len;
     }
     pieces
@@ -116,26 +112,15 @@ pub struct RecordingBackend {
 impl RecordingBackend {
     /// Records changes made on top of `initial`, whose contents count as durable.
     pub fn new(initial: MemBackend) -> RecordingBackend {
-        let log = Log {
-            initial: initial.clone(),
-            ops: Vec::new(),
-            barriers: Vec::new(),
-        };
-        RecordingBackend {
-            live: initial,
-            log: Mutex::new(log),
-            fault: Mutex::new(None),
-        }
+        let log = Log { initial: initial.clone(), ops: Vec::new(), barriers: Vec::new() };
+        RecordingBackend { live: initial, log: Mutex::new(log), fault: Mutex::new(None) }
     }
 
     /// From now on every mutating call whose op matches `predicate` fails
     /// with `errno` and changes nothing (a full or failing disk), until
     /// `clear_fault`. For fault-injection tests; a failed call is not recorded.
     pub fn fail_when(&self, predicate: impl Fn(&Op) -> bool + Send + Sync + 'static, errno: i32) {
-        *self.fault.lock() = Some(Fault {
-            matches: Box::new(predicate),
-            errno,
-        });
+        *self.fault.lock() = Some(Fault { matches: Box::new(predicate), errno });
     }
 
     pub fn clear_fault(&self) {
@@ -183,9 +168,8 @@ impl RecordingBackend {
         let choices = choose_survivors(k - durable, &mut SplitMix64(seed), max);
         // Build the prefix states shortest first, each extending the last.
         let mut built: Vec<Option<MemBackend>> = vec![None; choices.len()];
-        let mut prefixes: Vec<usize> = (0..choices.len())
-            .filter(|c| choices[*c].iter().enumerate().all(|(i, s)| i == *s))
-            .collect();
+        let mut prefixes: Vec<usize> =
+            (0..choices.len()).filter(|c| choices[*c].iter().enumerate().all(|(i, s)| i == *s)).collect();
         prefixes.sort_by_key(|c| choices[*c].len());
         let running = base.clone();
         let mut applied = 0;
@@ -205,12 +189,7 @@ impl RecordingBackend {
                     replay(&log.ops, &state, survivors.iter().copied());
                     state
                 });
-                CrashState {
-                    cut: k,
-                    durable,
-                    survivors,
-                    state,
-                }
+                CrashState { cut: k, durable, survivors, state }
             })
             .collect()
     }
@@ -225,8 +204,7 @@ impl RecordingBackend {
         }
         op.apply(&self.live)?;
         let at = self.live.now();
-        log.ops
-            .extend(logged_as(op).into_iter().map(|op| Recorded { at, op }));
+        log.ops.extend(logged_as(op).into_iter().map(|op| Recorded { at, op }));
         Ok(())
     }
 
@@ -236,12 +214,7 @@ impl RecordingBackend {
 }
 
 fn durable_prefix(barriers: &[usize], k: usize) -> usize {
-    barriers
-        .iter()
-        .rev()
-        .find(|p| **p < k)
-        .copied()
-        .unwrap_or(0)
+    barriers.iter().rev().find(|p| **p < k).copied().unwrap_or(0)
 }
 
 /// Applies the ops numbered `which` to `state`, each with its recorded time
@@ -286,19 +259,13 @@ fn choose_survivors(n: usize, rng: &mut SplitMix64, max: usize) -> Vec<Vec<usize
     let all_fit = n < 20 && (1usize << n) <= max;
     if all_fit {
         for mask in 0..1u64 << n {
-            offer(
-                (0..n).filter(|i| mask & (1 << i) != 0).collect(),
-                &mut chosen,
-            );
+            offer((0..n).filter(|i| mask & (1 << i) != 0).collect(), &mut chosen);
         }
     } else {
         let mut attempts = 8 * max;
         while chosen.len() < max && attempts > 0 {
             attempts -= 1;
-            offer(
-                (0..n).filter(|_| rng.next() & 1 == 1).collect(),
-                &mut chosen,
-            );
+            offer((0..n).filter(|_| rng.next() & 1 == 1).collect(), &mut chosen);
         }
     }
     chosen
@@ -337,35 +304,20 @@ impl Backend for RecordingBackend {
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
-        let op = Op::Write {
-            path: path.to_owned(),
-            offset,
-            data: data.to_vec(),
-        };
+        let op = Op::Write { path: path.to_owned(), offset, data: data.to_vec() };
         self.record(op, |_| write_pieces(path, offset, data))
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
-        self.record_one(Op::SetLen {
-            path: path.to_owned(),
-            size,
-        })
+        self.record_one(Op::SetLen { path: path.to_owned(), size })
     }
 
     fn create(&self, path: &Path, kind: FileKind, perm: u32, rdev: u32) -> io::Result<()> {
-        self.record_one(Op::Create {
-            path: path.to_owned(),
-            kind,
-            perm,
-            rdev,
-        })
+        self.record_one(Op::Create { path: path.to_owned(), kind, perm, rdev })
     }
 
     fn symlink(&self, target: &OsStr, path: &Path) -> io::Result<()> {
-        self.record_one(Op::Symlink {
-            target: target.to_owned(),
-            path: path.to_owned(),
-        })
+        self.record_one(Op::Symlink { target: target.to_owned(), path: path.to_owned() })
     }
 
     fn read_link(&self, path: &Path) -> io::Result<OsString> {
@@ -373,52 +325,31 @@ impl Backend for RecordingBackend {
     }
 
     fn link(&self, existing: &Path, new: &Path) -> io::Result<()> {
-        self.record_one(Op::Link {
-            existing: existing.to_owned(),
-            new: new.to_owned(),
-        })
+        self.record_one(Op::Link { existing: existing.to_owned(), new: new.to_owned() })
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.record_one(Op::RemoveFile {
-            path: path.to_owned(),
-        })
+        self.record_one(Op::RemoveFile { path: path.to_owned() })
     }
 
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        self.record_one(Op::RemoveDir {
-            path: path.to_owned(),
-        })
+        self.record_one(Op::RemoveDir { path: path.to_owned() })
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.record_one(Op::Rename {
-            from: from.to_owned(),
-            to: to.to_owned(),
-        })
+        self.record_one(Op::Rename { from: from.to_owned(), to: to.to_owned() })
     }
 
     fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
-        self.record_one(Op::SetOwner {
-            path: path.to_owned(),
-            uid,
-            gid,
-        })
+        self.record_one(Op::SetOwner { path: path.to_owned(), uid, gid })
     }
 
     fn set_perm(&self, path: &Path, perm: u32) -> io::Result<()> {
-        self.record_one(Op::SetPerm {
-            path: path.to_owned(),
-            perm,
-        })
+        self.record_one(Op::SetPerm { path: path.to_owned(), perm })
     }
 
     fn set_times(&self, path: &Path, atime: SystemTime, mtime: SystemTime) -> io::Result<()> {
-        self.record_one(Op::SetTimes {
-            path: path.to_owned(),
-            atime,
-            mtime,
-        })
+        self.record_one(Op::SetTimes { path: path.to_owned(), atime, mtime })
     }
 
     fn get_xattr(&self, path: &Path, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
@@ -430,18 +361,11 @@ impl Backend for RecordingBackend {
     }
 
     fn set_xattr(&self, path: &Path, name: &OsStr, value: &[u8]) -> io::Result<()> {
-        self.record_one(Op::SetXattr {
-            path: path.to_owned(),
-            name: name.to_owned(),
-            value: value.to_vec(),
-        })
+        self.record_one(Op::SetXattr { path: path.to_owned(), name: name.to_owned(), value: value.to_vec() })
     }
 
     fn remove_xattr(&self, path: &Path, name: &OsStr) -> io::Result<()> {
-        self.record_one(Op::RemoveXattr {
-            path: path.to_owned(),
-            name: name.to_owned(),
-        })
+        self.record_one(Op::RemoveXattr { path: path.to_owned(), name: name.to_owned() })
     }
 
     fn sync(&self) -> io::Result<()> {

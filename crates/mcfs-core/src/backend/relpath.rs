@@ -19,9 +19,7 @@ pub(crate) fn names(path: &Path) -> Result<Vec<&OsStr>, i32> {
             Component::Normal(name) if name.len() > NAME_MAX => return Err(libc::ENAMETOOLONG),
             Component::Normal(name) => out.push(name),
             Component::CurDir => {}
-            Component::RootDir | Component::Prefix(_) | Component::ParentDir => {
-                return Err(libc::EINVAL)
-            }
+            Component::RootDir | Component::Prefix(_) | Component::ParentDir => return Err(libc::EINVAL),
         }
     }
     Ok(out)
@@ -39,22 +37,13 @@ mod tests {
     #[test]
     fn accepts_relative_names_and_refuses_escapes() {
         assert_eq!(names(Path::new("")).unwrap(), Vec::<&OsStr>::new());
-        assert_eq!(
-            names(Path::new("./a//b/")).unwrap(),
-            vec![OsStr::new("a"), OsStr::new("b")]
-        );
+        assert_eq!(names(Path::new("./a//b/")).unwrap(), vec![OsStr::new("a"), OsStr::new("b")]);
         assert_eq!(names(Path::new("/etc")), Err(libc::EINVAL));
         assert_eq!(names(Path::new("a/../b")), Err(libc::EINVAL));
         assert_eq!(names(Path::new("..")), Err(libc::EINVAL));
-        assert_eq!(
-            names(OsStr::from_bytes(b"a\0b").as_ref()),
-            Err(libc::EINVAL)
-        );
+        assert_eq!(names(OsStr::from_bytes(b"a\0b").as_ref()), Err(libc::EINVAL));
         let long = "x".repeat(NAME_MAX + 1);
         assert_eq!(names(Path::new(&long)), Err(libc::ENAMETOOLONG));
-        assert_eq!(
-            canonical(Path::new("./a/./b/")).unwrap(),
-            PathBuf::from("a/b")
-        );
+        assert_eq!(canonical(Path::new("./a/./b/")).unwrap(), PathBuf::from("a/b"));
     }
 }

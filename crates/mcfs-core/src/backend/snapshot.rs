@@ -33,19 +33,14 @@ pub(crate) struct ContentHasher {
 
 impl ContentHasher {
     pub(crate) fn new() -> ContentHasher {
-        ContentHasher {
-            hasher: DefaultHasher::new(),
-        }
+        ContentHasher { hasher: DefaultHasher::new() }
     }
 
     /// Feeds the bytes stored at page `index` (possibly a short last page).
     /// Trailing zeros are dropped and all-zero pages skipped, so the digest
     /// does not depend on how zeros are stored.
     pub(crate) fn page(&mut self, index: u64, bytes: &[u8]) {
-        let used = bytes
-            .iter()
-            .rposition(|b| *b != 0)
-            .map_or(0, |last| last + 1);
+        let used = bytes.iter().rposition(|b| *b != 0).map_or(0, |last| last + 1);
         if used > 0 {
             index.hash(&mut self.hasher);
             bytes[..used].hash(&mut self.hasher);
@@ -53,10 +48,7 @@ impl ContentHasher {
     }
 
     pub(crate) fn finish(self, size: u64) -> ContentDigest {
-        ContentDigest {
-            size,
-            hash: self.hasher.finish(),
-        }
+        ContentDigest { size, hash: self.hasher.finish() }
     }
 }
 
@@ -151,12 +143,8 @@ impl TreeSnapshot {
         for path in paths {
             let shown = path.display();
             match (self.entries.get(path), other.entries.get(path)) {
-                (Some(a), None) => {
-                    out.push(format!("{shown}: only in the first tree ({:?})", a.kind))
-                }
-                (None, Some(b)) => {
-                    out.push(format!("{shown}: only in the second tree ({:?})", b.kind))
-                }
+                (Some(a), None) => out.push(format!("{shown}: only in the first tree ({:?})", a.kind)),
+                (None, Some(b)) => out.push(format!("{shown}: only in the second tree ({:?})", b.kind)),
                 (Some(a), Some(b)) => {
                     for (what, left, right) in entry_differences(a, b) {
                         out.push(format!("{shown}: {what}: {left} vs {right}"));
@@ -179,33 +167,13 @@ fn entry_differences(a: &SnapshotEntry, b: &SnapshotEntry) -> Vec<(&'static str,
     };
     check("kind", format!("{:?}", a.kind), format!("{:?}", b.kind));
     check("perm", format!("{:o}", a.perm), format!("{:o}", b.perm));
-    check(
-        "owner",
-        format!("{}:{}", a.uid, a.gid),
-        format!("{}:{}", b.uid, b.gid),
-    );
+    check("owner", format!("{}:{}", a.uid, a.gid), format!("{}:{}", b.uid, b.gid));
     check("rdev", a.rdev.to_string(), b.rdev.to_string());
-    check(
-        "content",
-        format!("{:?}", a.content),
-        format!("{:?}", b.content),
-    );
-    check(
-        "symlink target",
-        format!("{:?}", a.target),
-        format!("{:?}", b.target),
-    );
-    check(
-        "xattrs",
-        format!("{:?}", a.xattrs),
-        format!("{:?}", b.xattrs),
-    );
+    check("content", format!("{:?}", a.content), format!("{:?}", b.content));
+    check("symlink target", format!("{:?}", a.target), format!("{:?}", b.target));
+    check("xattrs", format!("{:?}", a.xattrs), format!("{:?}", b.xattrs));
     check("mtime", format!("{:?}", a.mtime), format!("{:?}", b.mtime));
-    check(
-        "hard link of",
-        a.first_link.display().to_string(),
-        b.first_link.display().to_string(),
-    );
+    check("hard link of", a.first_link.display().to_string(), b.first_link.display().to_string());
     out
 }
 
@@ -213,11 +181,7 @@ impl fmt::Display for TreeSnapshot {
     /// One line per path: kind, perm, owner and the kind's payload.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (path, e) in &self.entries {
-            write!(
-                f,
-                "{:?} {:?} {:o} {}:{}",
-                path, e.kind, e.perm, e.uid, e.gid
-            )?;
+            write!(f, "{:?} {:?} {:o} {}:{}", path, e.kind, e.perm, e.uid, e.gid)?;
             if let Some(c) = e.content {
                 write!(f, " size={} hash={:016x}", c.size, c.hash)?;
             }
@@ -300,9 +264,6 @@ mod tests {
         assert!(d[1].starts_with("f: mtime"), "{d:#?}");
         assert_eq!(d[2], "g: only in the first tree (File)");
         assert_eq!(d[3], "h: only in the second tree (Dir)");
-        assert_eq!(
-            a.clone().without_times().diff(&a.without_times()),
-            Vec::<String>::new()
-        );
+        assert_eq!(a.clone().without_times().diff(&a.without_times()), Vec::<String>::new());
     }
 }

@@ -7,19 +7,12 @@ use crate::protocol::Request;
 pub fn run(args: CtlArgs) -> Result<(), String> {
     let (request, done) = match &args.action {
         CtlAction::Checkpoint => (Request::Checkpoint, "checkpoint complete".to_string()),
-        CtlAction::Battery { percent } => (
-            Request::Battery { percent: *percent },
-            format!("battery set to {percent}%"),
-        ),
+        CtlAction::Battery { percent } => {
+            (Request::Battery { percent: *percent }, format!("battery set to {percent}%"))
+        }
         CtlAction::Mode { app, mode } => {
             let mode = (*mode).into();
-            (
-                Request::Mode {
-                    app: app.clone(),
-                    mode,
-                },
-                format!("{app} is now in {} mode", mode_name(mode)),
-            )
+            (Request::Mode { app: app.clone(), mode }, format!("{app} is now in {} mode", mode_name(mode)))
         }
     };
     control_client::call_expect_done(&args.mountpoint, &request)?;

@@ -14,14 +14,9 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 pub fn run(args: UmountArgs) -> Result<(), String> {
     match control_client::call(&args.mountpoint, &Request::Unmount) {
-        Ok((Response::Unmounting { pid }, _)) => {
-            wait_for_exit(pid, args.timeout.map(Duration::from_secs))
-        }
+        Ok((Response::Unmounting { pid }, _)) => wait_for_exit(pid, args.timeout.map(Duration::from_secs)),
         Ok((Response::Error { message }, mp)) => Err(control_client::daemon_error(&mp, &message)),
-        Ok((other, mp)) => Err(format!(
-            "{}: unexpected answer from the daemon: {other:?}",
-            mp.display()
-        )),
+        Ok((other, mp)) => Err(format!("{}: unexpected answer from the daemon: {other:?}", mp.display())),
         Err(CallError::NoDaemon(why)) => fall_back(&args.mountpoint, &why),
         Err(CallError::Failed(why)) => Err(why),
     }
@@ -47,13 +42,13 @@ fn wait_for_exit(pid: u32, timeout: Option<Duration>) -> Result<(), String> {
     while process_alive(pid) {
         let waited = start.elapsed();
         if timeout.is_some_and(|t| waited >= t) {
-            return Err(format!("daemon pid {pid} is still shutting down after {}s; it keeps going in the background", waited.as_secs()));
+            return Err(format!(
+                "daemon pid {pid} is still shutting down after {}s; it keeps going in the background",
+                waited.as_secs()
+            ));
         }
         if waited >= next_progress {
-            eprintln!(
-                "mcfs: waiting for daemon pid {pid} to finish its checkpoint ({}s)",
-                waited.as_secs()
-            );
+            eprintln!("mcfs: waiting for daemon pid {pid} to finish its checkpoint ({}s)", waited.as_secs());
             next_progress += PROGRESS_EVERY;
         }
         std::thread::sleep(POLL);
@@ -66,9 +61,7 @@ fn process_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !matches!(process_state(&stat), Some('Z' | 'X')),
         // SAFETY: signal 0 only checks that the process exists.
-        Err(_) => unsafe {
-            libc::kill(pid as libc::pid_t, 0) == 0 || *libc::__errno_location() == libc::EPERM
-        },
+        Err(_) => unsafe { libc::kill(pid as libc::pid_t, 0) == 0 || *libc::__errno_location() == libc::EPERM },
     }
 }
 
