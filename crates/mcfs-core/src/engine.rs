@@ -37,6 +37,14 @@ pub struct Engine {
 
 const NAME_MAX: usize = 255;
 
+/// What `mknod`, `mkdir`, `symlink` and `create` make.
+struct NewNode<'a> {
+    kind: FileKind,
+    perm: u32,
+    rdev: u32,
+    target: Option<&'a OsStr>,
+}
+
 fn check_name(parent: Ino, name: &OsStr) -> FsResult<()> {
     if name.len() > NAME_MAX {
         return Err(Errno::ENAMETOOLONG);
@@ -177,33 +185,28 @@ impl Engine {
         perm: u32,
         rdev: u32,
     ) -> FsResult<Attr> {
-        self.make_node(caller, parent, name, kind, perm, rdev, None)
+        self.make_node(caller, parent, name, NewNode { kind, perm, rdev, target: None })
     }
 
     /// Takes a kernel reference.
     pub fn mkdir(&self, caller: Caller, parent: Ino, name: &OsStr, perm: u32) -> FsResult<Attr> {
-        self.make_node(caller, parent, name, FileKind::Dir, perm, 0, None)
+        self.make_node(caller, parent, name, NewNode { kind: FileKind::Dir, perm, rdev: 0, target: None })
     }
 
     /// Takes a kernel reference.
     pub fn symlink(&self, caller: Caller, parent: Ino, name: &OsStr, target: &OsStr) -> FsResult<Attr> {
-        self.make_node(caller, parent, name, FileKind::Symlink, 0o777, 0, Some(target))
+        self.make_node(
+            caller,
+            parent,
+            name,
+            NewNode { kind: FileKind::Symlink, perm: 0o777, rdev: 0, target: Some(target) },
+        )
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn make_node(
-        &self,
-        caller: Caller,
-        parent: Ino,
-        name: &OsStr,
-        kind: FileKind,
-        perm: u32,
-        rdev: u32,
-        target: Option<&OsStr>,
-    ) -> FsResult<Attr> {
+    fn make_node(&self, caller: Caller, parent: Ino, name: &OsStr, node: NewNode) -> FsResult<Attr> {
         check_name(parent, name)?;
         let mut st = self.state.lock();
-        let mut attr = self.new_node(&mut st, caller, parent, name, kind, perm, rdev, target)?;
+        let mut attr = self.new_node(&mut st, caller, parent, name, node)?;
         let inode = st.inode_mut(attr.ino)?;
         inode.lookups += 1;
         attr.nlink = inode.attr.nlink;
@@ -211,18 +214,8 @@ impl Engine {
     }
 
     /// Makes a new inode named `name` in `parent` and logs it.
-    #[allow(clippy::too_many_arguments)]
-    fn new_node(
-        &self,
-        st: &mut State,
-        caller: Caller,
-        parent: Ino,
-        name: &OsStr,
-        kind: FileKind,
-        perm: u32,
-        rdev: u32,
-        target: Option<&OsStr>,
-    ) -> FsResult<Attr> {
+    fn new_node(&self, st: &mut State, caller: Caller, parent: Ino, name: &OsStr, node: NewNode) -> FsResult<Attr> {
+        let NewNode { kind, perm, rdev, target } = node;
         let now = self.clock.now();
         if st.find(&self.store(), parent, name)?.is_some() {
             return Err(Errno::EEXIST);
@@ -481,7 +474,13 @@ impl Engine {
             Some(_) if exclusive => return Err(Errno::EEXIST),
             Some(ino) if st.inode(ino)?.is_dir() => return Err(Errno::EISDIR),
             Some(ino) => st.inode(ino)?.attr.clone(),
-            None => self.new_node(&mut st, caller, parent, name, FileKind::File, perm, 0, None)?,
+            None => self.new_node(
+                &mut st,
+                caller,
+                parent,
+                name,
+                NewNode { kind: FileKind::File, perm, rdev: 0, target: None },
+            )?,
         };
         let inode = st.inode_mut(attr.ino)?;
         inode.lookups += 1;
