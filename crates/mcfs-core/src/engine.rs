@@ -507,23 +507,24 @@ impl Engine {
     /// Cache misses are read from the backing store without the state lock,
     /// so a slow device read does not stall other requests.
     pub fn read(&self, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
-        for _ in 0..3 {
-            let miss = match self.state.lock().read_cached(ino, offset, size)? {
-                Ok(data) => return Ok(data),
-                Err(miss) => miss,
+        let mut out = Vec::new();
+        let mut outdated = 0;
+        loop {
+            let mut st = self.state.lock();
+            let (data, miss) = st.read_cached(ino, offset + out.len() as u64, size as u64 - out.len() as u64)?;
+            out.extend_from_slice(&data);
+            let Some(miss) = miss else { return Ok(out) };
+            // Writes to this file outdated what we fetched before: keep the lock.
+            let st = if outdated >= 3 {
+                Some(st)
+            } else {
+                drop(st);
+                None
             };
             let pages = crate::file_io::fetch(&self.store(), &miss)?;
-            self.state.lock().insert_fetched(&miss, pages);
-        }
-        // Writes to this file keep outdating what we fetch: finish under the lock.
-        let mut st = self.state.lock();
-        loop {
-            match st.read_cached(ino, offset, size)? {
-                Ok(data) => return Ok(data),
-                Err(miss) => {
-                    let pages = crate::file_io::fetch(&self.store(), &miss)?;
-                    st.insert_fetched(&miss, pages);
-                }
+            let mut st = st.unwrap_or_else(|| self.state.lock());
+            if !st.insert_fetched(&miss, pages) {
+                outdated += 1;
             }
         }
     }

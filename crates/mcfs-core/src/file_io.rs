@@ -33,42 +33,43 @@ impl State {
         Ok(())
     }
 
-    /// Serves a read from the cache, or names the pages to fetch from the
-    /// backing store first (the caller fetches them without the state lock).
-    pub fn read_cached(&mut self, ino: Ino, offset: u64, size: u32) -> FsResult<Result<Vec<u8>, Miss>> {
+    /// Copies what the cache holds of a read, up to the first page it lacks,
+    /// and names the run of pages to fetch from the backing store next (the
+    /// caller fetches them without the state lock and calls again from where
+    /// this stopped, so every call makes progress).
+    pub fn read_cached(&mut self, ino: Ino, offset: u64, size: u64) -> FsResult<(Vec<u8>, Option<Miss>)> {
         let inode = self.inode(ino)?;
         match inode.attr.kind {
             FileKind::File => {}
             FileKind::Dir => return Err(Errno::EISDIR),
             _ => return Err(Errno::EINVAL),
         }
-        let end = (offset.saturating_add(size as u64)).min(inode.attr.size);
-        if offset < end {
-            let last_page = (end - 1) / PAGE_SIZE;
-            if let Some(first) = (offset / PAGE_SIZE..=last_page).find(|i| !inode.pages.contains_key(i)) {
-                let run = (first..=last_page).take_while(|i| !inode.pages.contains_key(i)).count() as u64;
-                return Ok(Err(Miss::new(inode, ino, first, run.min(MAX_FETCH_PAGES))));
-            }
-        }
+        let end = offset.saturating_add(size).min(inode.attr.size);
         let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
         let mut at = offset;
         while at < end {
             let idx = at / PAGE_SIZE;
+            let inode = self.inodes.get_mut(&ino).expect("checked");
+            if !inode.pages.contains_key(&idx) {
+                let last_page = (end - 1) / PAGE_SIZE;
+                let run = (idx..=last_page).take_while(|i| !inode.pages.contains_key(i)).count() as u64;
+                return Ok((out, Some(Miss::new(inode, ino, idx, run.min(MAX_FETCH_PAGES)))));
+            }
             let within = (at % PAGE_SIZE) as usize;
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
-            let inode = self.inodes.get_mut(&ino).expect("checked");
             self.cache.touch(ino, &mut inode.pages, idx);
             out.extend_from_slice(&inode.pages[&idx].data[within..within + take]);
             at += take as u64;
         }
-        Ok(Ok(out))
+        Ok((out, None))
     }
 
     /// Caches pages fetched for `miss`, unless the file's data changed since
-    /// (a write or truncate may have made them stale) or a page is there now.
-    pub fn insert_fetched(&mut self, miss: &Miss, pages: Vec<Arc<PageBuf>>) {
+    /// (a write or truncate may have made them stale; then it returns false)
+    /// or a page is there now.
+    pub fn insert_fetched(&mut self, miss: &Miss, pages: Vec<Arc<PageBuf>>) -> bool {
         if self.inodes.get(&miss.ino).is_none_or(|i| i.data_gen != miss.gen) {
-            return;
+            return false;
         }
         self.make_room(pages.len() as u64);
         let inode = self.inodes.get_mut(&miss.ino).expect("checked");
@@ -77,6 +78,7 @@ impl State {
                 self.cache.insert(miss.ino, &mut inode.pages, idx, data);
             }
         }
+        true
     }
 
     /// Writes into the cache and logs the pages in the file's app's open VCT.

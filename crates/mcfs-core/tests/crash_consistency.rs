@@ -19,7 +19,8 @@
 //! `MCFS_SHRINK=1` shrinks a failing script and prints the smallest one
 //! that still fails the same way (paste it into a regression test below),
 //! `MCFS_SHRINK=<text>` the smallest whose failure report contains `<text>`;
-//! `MCFS_SCRIPT=<script>` (and `MCFS_VARIANT=<variant>`) checks one script;
+//! `MCFS_SCRIPT=<script>` checks one script; `MCFS_VARIANT=<variant>` runs
+//! everything under one engine configuration;
 //! `MCFS_DUMP=1` lists every backend op of a failing crash state;
 //! `MCFS_HANG_SECONDS` (default 300) is how long a script may run before
 //! the engine is reported hanging.
@@ -55,8 +56,9 @@ fn budget() -> Budget {
     }
 }
 
-fn variant_of(seed: u64) -> &'static str {
-    VARIANTS[(seed % VARIANTS.len() as u64) as usize]
+/// The seed picks the engine configuration, unless `MCFS_VARIANT` does.
+fn variant_of(seed: u64) -> String {
+    std::env::var("MCFS_VARIANT").unwrap_or_else(|_| VARIANTS[(seed % VARIANTS.len() as u64) as usize].to_string())
 }
 
 type Outcome = Result<Tally, (&'static str, String)>;
@@ -183,6 +185,7 @@ fn every_crash_state_recovers_to_vct_boundaries() {
     let mut failures = Vec::new();
     for seed in seeds {
         let variant = variant_of(seed);
+        let variant = variant.as_str();
         let script = generate(seed, steps());
         let t = Instant::now();
         match check_script(&script, variant, Start::Empty, seed, budget) {

@@ -12,13 +12,15 @@
 //! Where a boundary falls, precisely: a dependency close (another app's
 //! step touched this app's open VCT) happens before that step, but that
 //! step is not in this app's log, so before and after are the same count.
-//! A policy close (`write`, `tick`), `checkpoint()` and a sync-mode fsync
-//! close after the step. The one ambiguous case is a write that had to
-//! checkpoint first because the cache was full of dirty data (`Trigger::
-//! Memory`): that closes the writer's VCT *before* the write, and the
-//! policy may close it again after. There the boundary is recorded as
-//! "before or after" (both accepted), unless "before" would make it an
-//! empty VCT, which the engine never counts.
+//! A policy close after a `write`, a close in `tick`, `checkpoint()` and a
+//! sync-mode fsync come after the step. The ambiguous case is a write that
+//! checkpoints first — because it would take the app past its staleness
+//! limit, or because the cache is full of dirty data — which closes the
+//! writer's VCT *before* the write, while the policy may close it again
+//! after. Seen from outside (a checkpoint ran during the write), such a
+//! boundary is recorded as "before or after" (both accepted), unless
+//! "before" would make it an empty VCT (the previous boundary stands for
+//! exactly that count), which the engine never counts.
 //!
 //! After every step the engine's live view must equal the model's tree:
 //! a difference is reported as a problem and ends the run.
@@ -318,7 +320,7 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
                 let count_after = logged[j];
                 let count_before = count_after - usize::from(log_app == Some(j));
                 let counts = match (ambiguous, n, new_closes) {
-                    (true, 0, 1) if !previous.contains(&count_before) => vec![count_before, count_after],
+                    (true, 0, 1) if previous != [count_before] => vec![count_before, count_after],
                     (true, 0, _) if new_closes > 1 => vec![count_before],
                     _ => vec![count_after],
                 };
