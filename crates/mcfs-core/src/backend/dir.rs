@@ -15,8 +15,22 @@
 //! and an open that raced with such a change is not cached (generation
 //! check). Changes made to the directory by other processes while the
 //! backend is in use are not noticed.
+//!
+//! Targeted barriers: `sync` does not flush the whole backing file system
+//! (`syncfs` on a phone's shared /data also writes out every other app's
+//! dirty data). Each call records which objects it changed (`dirty`): data
+//! and attribute changes mark the object, namespace changes the directories
+//! whose entries changed (and a new object itself), and a rename carries the
+//! marks below its source along. `sync` fsyncs exactly the marked objects (a
+//! symlink, fifo or device through its directory), skips those removed since
+//! (their directory is marked), and falls back to `syncfs` past
+//! `dirty::TARGETED_LIMIT` objects and on the first barrier (which so covers
+//! what an earlier process left unflushed). Invariant: no namespace change
+//! runs while a barrier resolves its paths to open descriptors (`namespace`
+//! lock), so each mark resolves to the object whose changes it records.
 
 mod at;
+mod dirty;
 
 use super::error::{at_path, two_path_error};
 use super::relpath;
@@ -24,8 +38,9 @@ use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr};
 use crate::types::{FileKind, FsStats, PAGE_SIZE};
 use at::{c_string, check, kind_of_mode, Location, XattrPath};
-use parking_lot::Mutex;
-use std::collections::HashMap;
+use dirty::{DirtySet, Pending};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io;
@@ -110,6 +125,11 @@ pub struct DirBackend {
     /// `fstatvfs` act on it.
     root_dir: File,
     fds: Mutex<FdCache>,
+    /// What the next barrier has to make durable.
+    dirty: DirtySet,
+    /// Held shared by namespace changes, exclusively by a barrier while it
+    /// opens the marked objects.
+    namespace: RwLock<()>,
 }
 
 impl DirBackend {
@@ -118,7 +138,13 @@ impl DirBackend {
         let fail = |e| at_path("open backing directory", root, e);
         let root = fs::canonicalize(root).map_err(fail)?;
         let root_dir = OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY).open(&root).map_err(fail)?;
-        Ok(DirBackend { root, root_dir, fds: Mutex::new(FdCache::default()) })
+        Ok(DirBackend {
+            root,
+            root_dir,
+            fds: Mutex::new(FdCache::default()),
+            dirty: DirtySet::new(),
+            namespace: RwLock::new(()),
+        })
     }
 
     /// The backing directory, as an absolute path.
@@ -208,6 +234,14 @@ impl DirBackend {
             .map_err(|e| two_path_error(op, &self.full(&from_key), &self.full(&to_key), errno_of(&e)))
     }
 
+    /// Marks the object at `key` as changed by a call that ended with
+    /// `result` (a failed call may still have changed something), and passes
+    /// the result on.
+    fn marking<T>(&self, key: &Path, result: io::Result<T>) -> io::Result<T> {
+        self.dirty.mark(key);
+        result
+    }
+
     /// Records a namespace change at `key`.
     fn forget_under(&self, key: &Path) {
         self.fds.lock().forget_under(key);
@@ -233,6 +267,106 @@ impl DirBackend {
     fn xattr_path(&self, key: &Path) -> io::Result<XattrPath> {
         XattrPath::new(&self.full(key), || self.locate(key))
     }
+
+    /// `syncfs`: flushes the whole backing file system.
+    fn flush_everything(&self) -> io::Result<()> {
+        check(unsafe { libc::syncfs(self.root_dir.as_raw_fd()) }).map_err(|e| at_path("syncfs", &self.root, e))
+    }
+
+    /// Makes every change marked so far durable (see the module comment)
+    /// and returns what it covered.
+    fn barrier(&self) -> io::Result<Pending> {
+        // The snapshot and the opens see one namespace: a rename in between
+        // would carry a mark away from the path about to be opened.
+        let (pending, opened) = {
+            let _frozen = self.namespace.write();
+            let pending = self.dirty.pending();
+            let opened = match &pending.paths {
+                Some(keys) => self.open_for_barrier(keys)?,
+                None => None,
+            };
+            (pending, opened)
+        };
+        match opened {
+            None => self.flush_everything()?,
+            Some(opened) => {
+                for (key, file) in opened {
+                    file.sync_all().map_err(|e| at_path("fsync", &self.full(&key), e))?;
+                }
+            }
+        }
+        Ok(pending)
+    }
+
+    /// Opens what an fsync makes the objects at `keys` durable through; see
+    /// `barrier_targets`. `None` if one may not be opened (permissions): the
+    /// barrier then flushes everything instead.
+    fn open_for_barrier(&self, keys: &[PathBuf]) -> io::Result<Option<Vec<(PathBuf, File)>>> {
+        let mut opened = Vec::new();
+        for (key, is_dir) in self.barrier_targets(keys)? {
+            let dir_flag = if is_dir { libc::O_DIRECTORY } else { 0 };
+            let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | dir_flag;
+            match self.locate(&key).and_then(|at| at.open(flags, 0)) {
+                Ok(fd) => opened.push((key, File::from(fd))),
+                Err(e) if gone_since(&e) => {}
+                Err(e) if matches!(errno_of(&e), libc::EACCES | libc::EPERM) => return Ok(None),
+                Err(e) => return Err(at_path("open for fsync", &self.full(&key), e)),
+            }
+        }
+        Ok(Some(opened))
+    }
+
+    /// The objects to fsync for the marks `keys`, each with "is a
+    /// directory": a regular file or directory itself, the directory holding
+    /// anything else (a symlink, fifo or device cannot be fsynced; its
+    /// directory's fsync commits its inode). A mark whose object is gone is
+    /// skipped: its removal marked the directory it was in.
+    fn barrier_targets(&self, keys: &[PathBuf]) -> io::Result<BTreeMap<PathBuf, bool>> {
+        let mut targets = BTreeMap::new();
+        for key in keys {
+            let st = match self.locate(key).and_then(|at| at.lstat()) {
+                Ok(st) => st,
+                Err(e) if gone_since(&e) => continue,
+                Err(e) => return Err(at_path("stat for fsync", &self.full(key), e)),
+            };
+            match kind_of_mode(st.st_mode).map_err(|e| at_path("stat for fsync", &self.full(key), e))? {
+                FileKind::File => targets.insert(key.clone(), false),
+                FileKind::Dir => targets.insert(key.clone(), true),
+                _ => key.parent().and_then(|parent| targets.insert(parent.to_path_buf(), true)),
+            };
+        }
+        Ok(targets)
+    }
+
+    /// Called before the name `key` (at `at`) is unlinked or replaced: if a
+    /// change to its object waits for a barrier and the object lives on under
+    /// another name, no mark would lead there after the unlink, so it is made
+    /// durable now. True if it was.
+    fn settle_before_unlink(&self, key: &Path, at: &Location) -> io::Result<bool> {
+        if !self.dirty.is_marked(key) {
+            return Ok(false);
+        }
+        let st = match at.lstat() {
+            Ok(st) => st,
+            Err(e) if gone_since(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if kind_of_mode(st.st_mode)? != FileKind::File || st.st_nlink < 2 {
+            return Ok(false);
+        }
+        match at.open(libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY, 0) {
+            Ok(fd) => File::from(fd).sync_all()?,
+            Err(e) if matches!(errno_of(&e), libc::EACCES | libc::EPERM) => self.flush_everything()?,
+            Err(e) => return Err(e),
+        }
+        Ok(true)
+    }
+}
+
+/// True for the errors of a path whose object was removed (or a directory
+/// on the way replaced) after it was marked.
+fn gone_since(e: &io::Error) -> bool {
+    matches!(errno_of(e), libc::ENOENT | libc::ENOTDIR)
 }
 
 /// Opens the regular file at `at`, read-write when permitted, else just for
@@ -370,20 +504,28 @@ impl Backend for DirBackend {
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.on_path("write", path, |key| self.file(key, Access::Write)?.write_all_at(data, offset))
+        self.on_path("write", path, |key| {
+            let written = self.file(key, Access::Write).and_then(|file| file.write_all_at(data, offset));
+            // marked even on failure: part of the data may have landed
+            self.dirty.mark(key);
+            written
+        })
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
         self.on_path("truncate", path, |key| {
             let file = self.file(key, Access::Write)?;
             let size = libc::off_t::try_from(size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
-            check(unsafe { libc::ftruncate(file.as_raw_fd(), size) })
+            let truncated = check(unsafe { libc::ftruncate(file.as_raw_fd(), size) });
+            self.dirty.mark(key);
+            truncated
         })
     }
 
     fn create(&self, path: &Path, kind: FileKind, perm: u32, rdev: u32) -> io::Result<()> {
         let perm = perm & 0o7777;
         self.on_object("create", path, |key, at| {
+            let _names = self.namespace.read();
             let made = match kind {
                 FileKind::File => create_file(at, perm),
                 FileKind::Dir => at.mkdir(perm),
@@ -393,19 +535,20 @@ impl Backend for DirBackend {
                 }
             };
             self.forget_under(key);
-            made?;
-            if kind != FileKind::File {
-                // mkdir and mknod applied the umask
-                at.chmod(perm)?;
-            }
-            Ok(())
+            // mkdir and mknod applied the umask
+            let made = made.and_then(|()| if kind == FileKind::File { Ok(()) } else { at.chmod(perm) });
+            self.dirty.mark_parent(key);
+            self.dirty.mark(key);
+            made
         })
     }
 
     fn symlink(&self, target: &OsStr, path: &Path) -> io::Result<()> {
         self.on_object("symlink", path, |key, at| {
+            let _names = self.namespace.read();
             let made = at.symlink(target);
             self.forget_under(key);
+            self.dirty.mark_parent(key);
             made
         })
     }
@@ -416,8 +559,13 @@ impl Backend for DirBackend {
 
     fn link(&self, existing: &Path, new: &Path) -> io::Result<()> {
         self.on_two_objects("link", existing, new, |_, existing, new_key, new| {
+            let _names = self.namespace.read();
             let made = existing.link(new);
             self.forget_under(new_key);
+            // The source's directory is unchanged; the object's link count
+            // is made durable with the object.
+            self.dirty.mark_parent(new_key);
+            self.dirty.mark(new_key);
             made
         })
     }
@@ -425,8 +573,11 @@ impl Backend for DirBackend {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.on_object("unlink", path, |key, at| {
             busy_if_root(key)?;
+            let _names = self.namespace.read();
+            self.settle_before_unlink(key, at)?;
             let removed = at.unlink();
             self.forget_under(key);
+            self.dirty.mark_parent(key);
             removed
         })
     }
@@ -434,8 +585,10 @@ impl Backend for DirBackend {
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
         self.on_object("rmdir", path, |key, at| {
             busy_if_root(key)?;
+            let _names = self.namespace.read();
             let removed = at.rmdir();
             self.forget_under(key);
+            self.dirty.mark_parent(key);
             removed
         })
     }
@@ -444,30 +597,39 @@ impl Backend for DirBackend {
         self.on_two_objects("rename", from, to, |from_key, from, to_key, to| {
             busy_if_root(from_key)?;
             busy_if_root(to_key)?;
+            let _names = self.namespace.read();
+            self.settle_before_unlink(to_key, to)?;
             let renamed = from.rename(to);
-            let mut fds = self.fds.lock();
-            fds.forget_under(from_key);
-            fds.forget_under(to_key);
+            {
+                let mut fds = self.fds.lock();
+                fds.forget_under(from_key);
+                fds.forget_under(to_key);
+            }
+            if renamed.is_ok() {
+                self.dirty.moved(from_key, to_key);
+            }
+            self.dirty.mark_parent(from_key);
+            self.dirty.mark_parent(to_key);
             renamed
         })
     }
 
     fn set_owner(&self, path: &Path, uid: u32, gid: u32) -> io::Result<()> {
-        self.on_object("chown", path, |_, at| at.chown(uid, gid))
+        self.on_object("chown", path, |key, at| self.marking(key, at.chown(uid, gid)))
     }
 
     fn set_perm(&self, path: &Path, perm: u32) -> io::Result<()> {
-        self.on_object("chmod", path, |_, at| {
+        self.on_object("chmod", path, |key, at| {
             // A symlink has no permissions of its own; chmod would follow it.
             if kind_of_mode(at.lstat()?.st_mode)? == FileKind::Symlink {
                 return Ok(());
             }
-            at.chmod(perm & 0o7777)
+            self.marking(key, at.chmod(perm & 0o7777))
         })
     }
 
     fn set_times(&self, path: &Path, atime: SystemTime, mtime: SystemTime) -> io::Result<()> {
-        self.on_object("utimens", path, |_, at| at.set_times(&[timespec(atime), timespec(mtime)]))
+        self.on_object("utimens", path, |key, at| self.marking(key, at.set_times(&[timespec(atime), timespec(mtime)])))
     }
 
     fn get_xattr(&self, path: &Path, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
@@ -490,19 +652,23 @@ impl Backend for DirBackend {
     fn set_xattr(&self, path: &Path, name: &OsStr, value: &[u8]) -> io::Result<()> {
         self.on_path("setxattr", path, |key| {
             let name = c_string(name)?;
-            self.xattr_path(key)?.set(&name, value)
+            let set = self.xattr_path(key)?.set(&name, value);
+            self.marking(key, set)
         })
     }
 
     fn remove_xattr(&self, path: &Path, name: &OsStr) -> io::Result<()> {
         self.on_path("removexattr", path, |key| {
             let name = c_string(name)?;
-            absent_is_none(self.xattr_path(key)?.remove(&name)).map(drop)
+            let removed = absent_is_none(self.xattr_path(key)?.remove(&name)).map(drop);
+            self.marking(key, removed)
         })
     }
 
     fn sync(&self) -> io::Result<()> {
-        check(unsafe { libc::syncfs(self.root_dir.as_raw_fd()) }).map_err(|e| at_path("syncfs", &self.root, e))
+        let covered = self.barrier()?;
+        self.dirty.finish(&covered);
+        Ok(())
     }
 
     fn statfs(&self) -> io::Result<FsStats> {
@@ -709,6 +875,143 @@ mod tests {
             let e = b.create(&beyond, FileKind::Dir, 0o755, 0).unwrap_err();
             assert_eq!(errno_of(&e), libc::ENOTDIR, "{e}");
         }
+    }
+
+    fn marked(b: &DirBackend) -> Vec<PathBuf> {
+        b.dirty.pending().paths.expect("targeted barrier")
+    }
+
+    #[test]
+    fn barrier_targets_skip_removed_objects_and_reach_special_files_through_their_directory() {
+        let (_dir, b) = backend();
+        let p = |s: &str| PathBuf::from(s);
+        b.create(&p("d"), FileKind::Dir, 0o755, 0).unwrap();
+        b.create(&p("d/f"), FileKind::File, 0o644, 0).unwrap();
+        b.create(&p("e"), FileKind::Dir, 0o755, 0).unwrap();
+        b.create(&p("e/fifo"), FileKind::Fifo, 0o644, 0).unwrap();
+        b.symlink(OsStr::new("d/f"), &p("link")).unwrap();
+        let keys = [p("d/f"), p("e/fifo"), p("link"), p("gone"), p("d/f/below-a-file"), p("")];
+        let targets = b.barrier_targets(&keys).unwrap();
+        let expected = BTreeMap::from([(p(""), true), (p("d/f"), false), (p("e"), true)]);
+        assert_eq!(targets, expected);
+        // and the opens for the fsyncs succeed, fifo or not
+        assert_eq!(b.open_for_barrier(&keys).unwrap().map(|opened| opened.len()), Some(3));
+    }
+
+    #[test]
+    fn changes_mark_what_a_barrier_must_fsync_and_a_barrier_clears_them() {
+        let (_dir, b) = backend();
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(b.dirty.pending().paths, None, "the first barrier flushes everything");
+        b.sync().unwrap();
+        b.create(&p("d"), FileKind::Dir, 0o755, 0).unwrap();
+        b.create(&p("d/a"), FileKind::File, 0o644, 0).unwrap();
+        assert_eq!(marked(&b), [p(""), p("d"), p("d/a")]);
+        b.sync().unwrap();
+        assert!(marked(&b).is_empty());
+        b.write_at(&p("d/a"), 0, b"data").unwrap();
+        b.set_times(&p("d"), UNIX_EPOCH, UNIX_EPOCH).unwrap();
+        assert_eq!(marked(&b), [p("d"), p("d/a")]);
+        // the write follows the file through a rename of its directory
+        b.rename(&p("d"), &p("e")).unwrap();
+        assert_eq!(marked(&b), [p(""), p("e"), p("e/a")]);
+        b.sync().unwrap();
+        // a file written then removed is skipped; its directory is marked
+        b.write_at(&p("e/a"), 0, b"more").unwrap();
+        b.remove_file(&p("e/a")).unwrap();
+        assert_eq!(marked(&b), [p("e"), p("e/a")]);
+        b.sync().unwrap();
+        assert!(marked(&b).is_empty());
+    }
+
+    #[test]
+    fn a_written_file_that_loses_one_of_two_names_is_made_durable_first() {
+        let (_dir, b) = backend();
+        let p = |s: &str| PathBuf::from(s);
+        let settles = |key: &str| b.settle_before_unlink(Path::new(key), &b.locate(Path::new(key)).unwrap()).unwrap();
+        b.create(&p("a"), FileKind::File, 0o644, 0).unwrap();
+        b.create(&p("alone"), FileKind::File, 0o644, 0).unwrap();
+        b.link(&p("a"), &p("c")).unwrap();
+        b.sync().unwrap();
+        assert!(!settles("a"), "nothing waits for a barrier");
+        b.write_at(&p("a"), 0, b"data").unwrap();
+        b.write_at(&p("alone"), 0, b"data").unwrap();
+        assert!(settles("a"), "the object lives on at c, where no mark leads");
+        assert!(!settles("alone"), "the last name: the data dies with it");
+        // both ways of losing a name go through it and keep the other name
+        b.remove_file(&p("a")).unwrap();
+        b.create(&p("x"), FileKind::File, 0o644, 0).unwrap();
+        b.link(&p("c"), &p("a")).unwrap();
+        b.rename(&p("x"), &p("c")).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(b.read_at(&p("a"), 0, &mut buf).unwrap(), 4);
+        assert_eq!(&buf, b"data");
+        b.sync().unwrap();
+        assert!(marked(&b).is_empty());
+    }
+
+    #[test]
+    fn barriers_beside_writes_and_renames_on_other_threads_fail_nothing_and_lose_no_mark() {
+        let (_dir, b) = backend();
+        b.sync().unwrap();
+        let p = |s: String| PathBuf::from(s);
+        std::thread::scope(|scope| {
+            let syncer = scope.spawn(|| (0..200).try_for_each(|_| b.sync()));
+            let workers: Vec<_> = (0..3)
+                .map(|w| {
+                    let b = &b;
+                    scope.spawn(move || {
+                        b.create(&p(format!("w{w}")), FileKind::Dir, 0o755, 0).unwrap();
+                        b.create(&p(format!("w{w}/a")), FileKind::File, 0o644, 0).unwrap();
+                        for i in 0..200u64 {
+                            let (from, to) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
+                            b.write_at(&p(format!("w{w}/{from}")), i * 8, b"8 bytes.").unwrap();
+                            b.rename(&p(format!("w{w}/{from}")), &p(format!("w{w}/{to}"))).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            workers.into_iter().for_each(|w| w.join().unwrap());
+            syncer.join().unwrap().unwrap();
+        });
+        // every file ends at "a" (an even number of renames), its last write
+        // moved along with it unless a barrier already covered it
+        for w in 0..3 {
+            assert_eq!(b.stat(&p(format!("w{w}/a"))).unwrap().size, 200 * 8);
+            b.write_at(&p(format!("w{w}/a")), 0, b"last").unwrap();
+            assert!(marked(&b).contains(&p(format!("w{w}/a"))));
+        }
+        b.sync().unwrap();
+        assert!(marked(&b).is_empty());
+    }
+
+    /// Not a check: prints the time of 50 barriers, each after a 4 KiB
+    /// write, with `syncfs` and with the targeted fsyncs. Run with
+    /// `cargo test -p mcfs-core --release barrier_timing -- --ignored --nocapture`
+    /// (MCFS_BENCH_DIR picks the file system; /tmp by default).
+    #[test]
+    #[ignore]
+    fn barrier_timing() {
+        let base = std::env::var_os("MCFS_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+        let dir = tempfile::tempdir_in(base).unwrap();
+        let b = DirBackend::new(dir.path()).unwrap();
+        let file = Path::new("f");
+        b.create(file, FileKind::File, 0o644, 0).unwrap();
+        b.sync().unwrap();
+        let page = vec![7u8; 4096];
+        let run = |label: &str, barrier: &dyn Fn() -> io::Result<()>| {
+            let start = std::time::Instant::now();
+            for i in 0..50u64 {
+                b.write_at(file, i * 4096, &page).unwrap();
+                barrier().unwrap();
+            }
+            let took = start.elapsed();
+            println!("{label}: 50 barriers in {took:?} ({:?} each) on {}", took / 50, b.root().display());
+        };
+        run("syncfs  ", &|| b.flush_everything());
+        run("targeted", &|| b.sync());
+        run("syncfs  ", &|| b.flush_everything());
+        run("targeted", &|| b.sync());
     }
 
     #[test]
