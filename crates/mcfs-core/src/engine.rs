@@ -45,7 +45,7 @@ struct NewNode<'a> {
     target: Option<&'a OsStr>,
 }
 
-fn check_name(parent: Ino, name: &OsStr) -> FsResult<()> {
+pub(crate) fn check_name(parent: Ino, name: &OsStr) -> FsResult<()> {
     if name.len() > NAME_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
@@ -338,133 +338,6 @@ impl Engine {
         Ok(())
     }
 
-    pub fn rename(
-        &self,
-        caller: Caller,
-        parent: Ino,
-        name: &OsStr,
-        new_parent: Ino,
-        new_name: &OsStr,
-        mode: RenameMode,
-    ) -> FsResult<()> {
-        check_name(new_parent, new_name)?;
-        check_name(parent, name)?;
-        let now = self.clock.now();
-        let mut st = self.state.lock();
-        let src = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
-        let dst = st.find(&self.store(), new_parent, new_name)?;
-        let app = st.app_of_uid(caller.uid);
-        let src_dir = st.inode(src)?.is_dir();
-        if src_dir && (new_parent == src || self.is_ancestor(&st, src, new_parent)) {
-            return Err(Errno::EINVAL);
-        }
-        match (mode, dst) {
-            (RenameMode::NoReplace, Some(_)) => return Err(Errno::EEXIST),
-            (RenameMode::Exchange, None) => return Err(Errno::ENOENT),
-            (RenameMode::Exchange, Some(dst)) => {
-                if st.inode(dst)?.is_dir() && (parent == dst || self.is_ancestor(&st, dst, parent)) {
-                    return Err(Errno::EINVAL);
-                }
-                return self.exchange(&mut st, app, (parent, name, src), (new_parent, new_name, dst));
-            }
-            (_, Some(dst)) if dst == src => return Ok(()),
-            (_, Some(dst)) => {
-                let dst_dir = st.inode(dst)?.is_dir();
-                if src_dir && !dst_dir {
-                    return Err(Errno::ENOTDIR);
-                }
-                if !src_dir && dst_dir {
-                    return Err(Errno::EISDIR);
-                }
-                if dst_dir {
-                    st.load_dir(&self.store(), dst)?;
-                    if st.inode(dst)?.children.as_ref().is_some_and(|c| !c.is_empty()) {
-                        return Err(Errno::ENOTEMPTY);
-                    }
-                }
-            }
-            (_, None) => {}
-        }
-        st.inode_mut(parent)?.children.as_mut().expect("loaded").remove(name);
-        st.inode_mut(new_parent)?.children.as_mut().expect("loaded").insert(new_name.to_owned(), src);
-        if let Some(dst) = dst {
-            let d = st.inode_mut(dst)?;
-            d.attr.nlink = if d.is_dir() { 0 } else { d.attr.nlink - 1 };
-            d.attr.ctime = now;
-            if d.is_dir() {
-                st.inode_mut(new_parent)?.attr.nlink -= 1;
-            }
-        }
-        if src_dir && parent != new_parent {
-            st.inode_mut(parent)?.attr.nlink -= 1;
-            st.inode_mut(new_parent)?.attr.nlink += 1;
-        }
-        for dir in [parent, new_parent] {
-            st.inode_mut(dir)?.touch_mtime(now);
-            st.apps.list[app].open.touch(dir);
-        }
-        let s = st.inode_mut(src)?;
-        s.parent = new_parent;
-        s.attr.ctime = now;
-        let mut touched = vec![parent, new_parent, src];
-        touched.extend(dst);
-        let entry = LogEntry::Rename {
-            ino: src,
-            parent,
-            name: name.to_owned(),
-            new_parent,
-            new_name: new_name.to_owned(),
-            replaced: dst,
-        };
-        st.log(app, entry, &touched, now);
-        if let Some(dst) = dst {
-            st.drop_if_unreferenced(dst, &self.tree);
-        }
-        Ok(())
-    }
-
-    /// Whether `ancestor` is a proper ancestor of directory `ino`.
-    fn is_ancestor(&self, st: &State, ancestor: Ino, mut ino: Ino) -> bool {
-        while ino != ROOT_INO {
-            let Some(i) = st.inodes.get(&ino) else { return false };
-            ino = i.parent;
-            if ino == ancestor {
-                return true;
-            }
-        }
-        false
-    }
-
-    fn exchange(
-        &self,
-        st: &mut State,
-        app: AppId,
-        (p1, n1, a): (Ino, &OsStr, Ino),
-        (p2, n2, b): (Ino, &OsStr, Ino),
-    ) -> FsResult<()> {
-        let now = self.clock.now();
-        st.inode_mut(p1)?.children.as_mut().expect("loaded").insert(n1.to_owned(), b);
-        st.inode_mut(p2)?.children.as_mut().expect("loaded").insert(n2.to_owned(), a);
-        if p1 != p2 {
-            let (a_dir, b_dir) = (st.inode(a)?.is_dir(), st.inode(b)?.is_dir());
-            let delta = a_dir as i64 - b_dir as i64;
-            st.inode_mut(p1)?.attr.nlink = (st.inode(p1)?.attr.nlink as i64 - delta) as u32;
-            st.inode_mut(p2)?.attr.nlink = (st.inode(p2)?.attr.nlink as i64 + delta) as u32;
-        }
-        st.inode_mut(a)?.parent = p2;
-        st.inode_mut(b)?.parent = p1;
-        for ino in [a, b] {
-            st.inode_mut(ino)?.attr.ctime = now;
-        }
-        for dir in [p1, p2] {
-            st.inode_mut(dir)?.touch_mtime(now);
-            st.apps.list[app].open.touch(dir);
-        }
-        let entry = LogEntry::Exchange { parent: p1, name: n1.to_owned(), new_parent: p2, new_name: n2.to_owned() };
-        st.log(app, entry, &[p1, p2, a, b], now);
-        Ok(())
-    }
-
     /// Creates a regular file and opens it (one open and one kernel reference).
     /// With `exclusive` false an existing regular file is opened instead.
     pub fn create(&self, caller: Caller, parent: Ino, name: &OsStr, perm: u32, exclusive: bool) -> FsResult<Attr> {
@@ -626,67 +499,6 @@ impl Engine {
 
     pub fn statfs(&self) -> FsResult<FsStats> {
         Ok(self.backend.statfs()?)
-    }
-
-    fn load_xattrs(&self, st: &mut State, ino: Ino) -> FsResult<()> {
-        if st.inode(ino)?.xattrs.is_some() {
-            return Ok(());
-        }
-        let mut map = std::collections::BTreeMap::new();
-        let path = self.store().stable_path(ino)?;
-        if let Some(path) = path {
-            for name in self.backend.list_xattr(&path)? {
-                if let Some(v) = self.backend.get_xattr(&path, &name)? {
-                    map.insert(name, v);
-                }
-            }
-        }
-        st.inode_mut(ino)?.xattrs = Some(map);
-        Ok(())
-    }
-
-    pub fn getxattr(&self, ino: Ino, name: &OsStr) -> FsResult<Vec<u8>> {
-        let mut st = self.state.lock();
-        self.load_xattrs(&mut st, ino)?;
-        st.inode(ino)?.xattrs.as_ref().and_then(|x| x.get(name)).cloned().ok_or(Errno::ENODATA)
-    }
-
-    pub fn listxattr(&self, ino: Ino) -> FsResult<Vec<OsString>> {
-        let mut st = self.state.lock();
-        self.load_xattrs(&mut st, ino)?;
-        Ok(st.inode(ino)?.xattrs.as_ref().map(|x| x.keys().cloned().collect()).unwrap_or_default())
-    }
-
-    pub fn setxattr(&self, caller: Caller, ino: Ino, name: &OsStr, value: &[u8], mode: XattrMode) -> FsResult<()> {
-        let now = self.clock.now();
-        let mut st = self.state.lock();
-        self.load_xattrs(&mut st, ino)?;
-        let app = st.app_of_uid(caller.uid);
-        let inode = st.inode_mut(ino)?;
-        let xattrs = inode.xattrs.as_mut().expect("loaded");
-        match (mode, xattrs.contains_key(name)) {
-            (XattrMode::CreateOnly, true) => return Err(Errno::EEXIST),
-            (XattrMode::ReplaceOnly, false) => return Err(Errno::ENODATA),
-            _ => {}
-        }
-        xattrs.insert(name.to_owned(), value.to_vec());
-        inode.attr.ctime = now;
-        st.log(app, LogEntry::SetXattr { ino, name: name.to_owned(), value: value.to_vec() }, &[ino], now);
-        Ok(())
-    }
-
-    pub fn removexattr(&self, caller: Caller, ino: Ino, name: &OsStr) -> FsResult<()> {
-        let now = self.clock.now();
-        let mut st = self.state.lock();
-        self.load_xattrs(&mut st, ino)?;
-        let app = st.app_of_uid(caller.uid);
-        let inode = st.inode_mut(ino)?;
-        if inode.xattrs.as_mut().expect("loaded").remove(name).is_none() {
-            return Err(Errno::ENODATA);
-        }
-        inode.attr.ctime = now;
-        st.log(app, LogEntry::RemoveXattr { ino, name: name.to_owned() }, &[ino], now);
-        Ok(())
     }
 
     /// Closes every open VCT and commits all closed ones (`mcfs ctl checkpoint`).

@@ -17,10 +17,12 @@ mod file_io;
 mod inode;
 pub mod journal;
 pub mod policy;
+mod rename;
 mod state;
 pub mod stats;
 pub mod types;
 mod vct;
+mod xattr;
 
 pub use backend::{Backend, DirBackend, MemBackend};
 pub use clock::{Clock, ManualClock, SystemClock};
