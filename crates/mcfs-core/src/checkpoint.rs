@@ -63,7 +63,10 @@ impl Engine {
             }
             let batch: Vec<ClosedVct> = st.closed.drain(..).collect();
             let referenced = |i: Ino| st.inodes.get(&i).is_some_and(|n| !n.unreferenced());
-            let live: HashSet<Ino> = batch_inodes(&batch).filter(|i| referenced(*i)).collect();
+            // Files still in use keep their data as orphans; a replaced or
+            // removed directory is empty, so nothing of it needs keeping.
+            let keeps_data = |i: Ino| referenced(i) && st.inodes.get(&i).is_some_and(|n| !n.is_dir());
+            let live: HashSet<Ino> = batch_inodes(&batch).filter(|i| keeps_data(*i)).collect();
             let skip = born_and_gone(batch.iter().flat_map(|v| v.entries.iter()), &referenced);
             (batch, live, skip)
         };
@@ -167,16 +170,17 @@ impl Engine {
         Ok(())
     }
 
-    /// Closes the app's open VCT if the policy says so; true if it did.
+    /// Closes the app's open VCT if the policy says so; true if it did or
+    /// if dirty data passed the background ratio (either way the background
+    /// thread has work).
     pub(crate) fn policy_closes(&self, st: &mut State, app: AppId) -> bool {
         let limits = limits_of(st, app);
         let a = &mut st.apps.list[app];
-        if a.policy.should_close(&a.open, &limits, self.clock.now()) {
+        let closed = a.policy.should_close(&a.open, &limits, self.clock.now());
+        if closed {
             st.close_vct(app);
-            return true;
         }
-        let dirty = st.cache.dirty_bytes() as f64;
-        dirty > st.config.dirty_background_ratio * st.config.cache_size as f64
+        closed || over_background_ratio(st)
     }
 
     /// Runs the policies: closes VCTs that are due and checkpoints. The
@@ -184,11 +188,10 @@ impl Engine {
     pub fn tick(&self) {
         let due = {
             let mut st = self.state.lock();
-            let mut pressure = false;
             for app in 0..st.apps.list.len() {
-                pressure |= self.policy_closes(&mut st, app);
+                self.policy_closes(&mut st, app);
             }
-            if pressure {
+            if over_background_ratio(&st) {
                 st.close_all();
             }
             !st.closed.is_empty() || !self.unapplied.lock().is_empty()
@@ -205,7 +208,7 @@ impl Engine {
     pub fn next_tick_in(&self) -> Duration {
         let st = self.state.lock();
         let now = self.clock.now();
-        if !st.closed.is_empty() || !self.unapplied.lock().is_empty() {
+        if !st.closed.is_empty() || !self.unapplied.lock().is_empty() || over_background_ratio(&st) {
             let retry_at = self.counters.lock().retry_at;
             return retry_at.map_or(Duration::ZERO, |t| t.duration_since(now).unwrap_or_default());
         }
@@ -252,6 +255,11 @@ impl Engine {
         self.wake_background();
         Ok(())
     }
+}
+
+/// Dirty data passed `dirty_background_ratio` of the cache: commit everything.
+fn over_background_ratio(st: &State) -> bool {
+    st.cache.dirty_bytes() as f64 > st.config.dirty_background_ratio * st.config.cache_size as f64
 }
 
 /// Bytes an app has written that are not committed yet (its staleness s).

@@ -49,6 +49,9 @@ pub(crate) fn check_name(parent: Ino, name: &OsStr) -> FsResult<()> {
     if name.len() > NAME_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
+    if name.is_empty() || name.as_encoded_bytes().iter().any(|b| *b == b'/' || *b == 0) {
+        return Err(Errno::EINVAL);
+    }
     if parent == ROOT_INO && name == STATE_DIR {
         return Err(Errno::EPERM);
     }

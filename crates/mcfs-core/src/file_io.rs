@@ -89,7 +89,7 @@ impl State {
             FileKind::Dir => return Err(Errno::EISDIR),
             _ => return Err(Errno::EINVAL),
         }
-        let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        let end = offset.checked_add(data.len() as u64).filter(|e| *e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
         let app = inode.app;
         self.close_conflicting(app, &[ino]);
         let vct = self.apps.list[app].open.id;
@@ -127,6 +127,9 @@ impl State {
 
     /// Sets a file's size; logged in the file's app's write log.
     pub fn truncate(&mut self, ino: Ino, size: u64, now: SystemTime) -> FsResult<()> {
+        if size > MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
         let inode = self.inode(ino)?;
         match inode.attr.kind {
             FileKind::File => {}
@@ -154,6 +157,9 @@ impl State {
         Ok(())
     }
 }
+
+/// Largest file size: what a backing file system's `off_t` can hold.
+const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
 /// Pages to read from the backing store at most at once (128 KiB).
 const MAX_FETCH_PAGES: u64 = 32;

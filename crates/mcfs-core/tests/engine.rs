@@ -283,3 +283,31 @@ fn close_on_fsync_makes_every_fsync_a_vct_boundary() {
     assert_eq!(f.engine.stats().vcts_closed, 1, "an fsync with nothing new closes nothing");
     assert_eq!(f.backing("db"), None, "closing is not committing: fsync stays asynchronous");
 }
+
+#[test]
+fn one_apps_deadline_commits_only_that_app() {
+    let f = fixture(Config { max_stale_seconds: 10.0, ..Config::default() });
+    let other = Caller { uid: 10002, gid: 10002, pid: 7 };
+    let a = f.create(ROOT_INO, "a");
+    f.engine.write(Some(ME), a, 0, b"early").unwrap();
+    f.clock.advance(Duration::from_secs(5));
+    let b = f.engine.create(other, ROOT_INO, OsStr::new("b"), 0o644, true).unwrap().ino;
+    f.engine.write(Some(other), b, 0, b"later").unwrap();
+    f.clock.advance(Duration::from_secs(5));
+    f.engine.tick();
+    assert_eq!(f.backing("a").as_deref(), Some(&b"early"[..]));
+    assert_eq!(f.backing("b"), None, "the other app's VCT is only 5 s old");
+    assert_eq!(f.engine.next_tick_in(), Duration::from_secs(5));
+}
+
+#[test]
+fn names_with_a_slash_or_nul_are_refused_and_sizes_past_off_t_too() {
+    let f = fixture(Config::default());
+    for bad in ["a/b", "nul\0"] {
+        assert_eq!(f.engine.create(ME, ROOT_INO, OsStr::new(bad), 0o644, true).map(|a| a.ino), Err(Errno::EINVAL));
+    }
+    let ino = f.create(ROOT_INO, "f");
+    assert_eq!(f.engine.write(Some(ME), ino, i64::MAX as u64, b"x"), Err(Errno::EFBIG));
+    let huge = SetAttr { size: Some(u64::MAX), ..SetAttr::default() };
+    assert_eq!(f.engine.setattr(ME, ino, &huge).map(|a| a.size), Err(Errno::EFBIG));
+}
