@@ -1,7 +1,8 @@
 //! mcfs-sim: the trace side of the simulator.
 //!
 //! This crate holds the trace model ([`trace`]), its two on-disk forms (readable text in [`text`], compact
-//! binary in [`binary`]) and importers that turn other people's traces into ours ([`import`]). Every reader
+//! binary in [`binary`]), importers that turn other people's traces into ours ([`import`]) and the replay core
+//! that drives the real engine with a trace in virtual time ([`replay`]). Every reader
 //! streams (an `Iterator` of `Result<TraceEvent, TraceError>`), stops at the first bad line or record with its
 //! position and reason, and never panics on any input. The format is documented in `docs/TRACE_FORMAT.md`.
 
@@ -10,6 +11,7 @@ pub mod error;
 pub mod escape;
 pub mod import;
 mod lines;
+pub mod replay;
 pub mod text;
 pub mod timefmt;
 pub mod trace;
