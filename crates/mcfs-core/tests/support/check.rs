@@ -20,7 +20,7 @@
 //! (`Engine::start`), and the engine must show what recovery left.
 
 use super::driver::Run;
-use super::model::{app_dir, Model};
+use super::model::app_dir;
 use super::script::APPS;
 use super::tree::{diff, from_backend, from_engine, subtree, Node, Tree};
 use mcfs_core::backend::{CrashState, RecordingBackend};
@@ -113,7 +113,7 @@ impl<'r> Checker<'r> {
         if let Some(tree) = self.replays.get(counts) {
             return tree.clone();
         }
-        let mut model = Model::default();
+        let mut model = self.run.initial.clone();
         let mut ok = true;
         for record in &self.run.steps {
             let Some((app, at)) = record.log else { continue };

@@ -32,6 +32,7 @@ use mcfs_core::backend::RecordingBackend;
 use mcfs_core::*;
 use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,6 +66,8 @@ pub struct Run {
     pub acks: Vec<(usize, Vec<u64>)>,
     pub recorder: Arc<RecordingBackend>,
     pub config: Config,
+    /// The model when the engine mounted (after the steps before `mount`).
+    pub initial: Model,
     /// The engine disagreed with the model (the run stopped there).
     pub problem: Option<String>,
 }
@@ -198,6 +201,15 @@ impl Harness {
                 let (p2, n2) = self.parent_and_name(*app, to)?;
                 e.rename(caller(*app), p1, n1, p2, n2, mode)?;
             }
+            Step::SetXattr { app, path, name, pattern, len } => {
+                let ino = self.resolve(*app, path)?;
+                let value = write_data(*pattern, 0, *len);
+                e.setxattr(caller(*app), ino, OsStr::new(name), &value, XattrMode::Any)?;
+            }
+            Step::RemoveXattr { app, path, name } => {
+                let ino = self.resolve(*app, path)?;
+                e.removexattr(caller(*app), ino, OsStr::new(name))?;
+            }
             Step::Link { app, from, to } => {
                 let ino = self.resolve(*app, from)?;
                 let (parent, name) = self.parent_and_name(*app, to)?;
@@ -229,6 +241,8 @@ impl Harness {
             }
             Step::Battery { percent } => e.set_battery(*percent),
             Step::Shutdown => e.shutdown()?,
+            // The engine mounts once, at the first `mount` (see `run`).
+            Step::Mount => {}
         }
         Ok(())
     }
@@ -252,8 +266,10 @@ pub enum Start {
     Mounted,
 }
 
-fn initial_store(start: Start) -> MemBackend {
-    let store = Arc::new(MemBackend::new());
+/// The store the engine is mounted on: `pre_mount` holds what the steps
+/// before a `mount` step put there directly (data that predates the mount).
+fn initial_store(pre_mount: MemBackend, start: Start) -> MemBackend {
+    let store = Arc::new(pre_mount);
     if let Start::Mounted = start {
         let engine = Engine::start(store.clone(), Arc::new(ManualClock::new()), Config::default());
         engine.expect("the engine starts on an empty store").shutdown().expect("an idle engine stops");
@@ -261,30 +277,82 @@ fn initial_store(start: Start) -> MemBackend {
     MemBackend::clone(&store)
 }
 
-/// Runs `script` from `start` under `config`.
+/// Makes a step before the mount directly in the backing store, owned by
+/// its app as the engine would have left it.
+fn apply_to_store(store: &MemBackend, step: &Step) -> std::io::Result<()> {
+    let owner = |app: usize, path: &str| {
+        let uid = UID_BASE + app as u32;
+        store.set_owner(Path::new(path), uid, uid)
+    };
+    match step {
+        Step::Mkdir { app, path, perm } => {
+            store.create(Path::new(path), FileKind::Dir, *perm, 0)?;
+            owner(*app, path)
+        }
+        Step::Create { app, path, perm, open: None } => {
+            store.create(Path::new(path), FileKind::File, *perm, 0)?;
+            owner(*app, path)
+        }
+        Step::Symlink { app, path, target } => {
+            store.symlink(OsStr::new(target), Path::new(path))?;
+            owner(*app, path)
+        }
+        Step::Write { file: Target::Path(p), offset, len, pattern, .. } => {
+            store.write_at(Path::new(p), *offset, &write_data(*pattern, *offset, *len))
+        }
+        Step::Truncate { file: Target::Path(p), size, .. } => store.set_len(Path::new(p), *size),
+        Step::Chmod { path, perm, .. } => store.set_perm(Path::new(path), *perm),
+        Step::SetXattr { path, name, pattern, len, .. } => {
+            store.set_xattr(Path::new(path), OsStr::new(name), &write_data(*pattern, 0, *len))
+        }
+        _ => Err(std::io::Error::other(format!("\"{step}\" cannot come before the mount"))),
+    }
+}
+
+/// Runs `script` from `start` under `config`. Steps before a `mount` step
+/// (if there is one) are made directly in the backing store: the engine
+/// mounts a tree that already has data.
 pub fn run(script: &[Step], config: Config, start: Start) -> Run {
-    let recorder = Arc::new(RecordingBackend::new(initial_store(start)));
+    let mounted_at = script.iter().position(|s| *s == Step::Mount).unwrap_or(0);
+    let mut model = Model::default();
+    let pre_mount = MemBackend::new();
+    let mut steps = Vec::new();
+    let mut problem = None;
+    for step in &script[..mounted_at] {
+        let skipped = model.apply(step).is_err();
+        if !skipped {
+            if let Err(e) = apply_to_store(&pre_mount, step) {
+                problem.get_or_insert(format!("before the mount: {step}: {e}"));
+            }
+        }
+        steps.push(StepRecord { step: step.clone(), skipped, log: None, ops_before: 0, ops_after: 0 });
+    }
+    let recorder = Arc::new(RecordingBackend::new(initial_store(pre_mount, start)));
     let clock = Arc::new(ManualClock::new());
+    let initial = model.tree();
     let mut run = Run {
-        steps: Vec::new(),
+        steps,
         boundaries: (0..APPS).map(|_| vec![Boundary { counts: vec![0], step: None }]).collect(),
-        app_states: (0..APPS).map(|_| HashMap::from([(0, Tree::new())])).collect(),
+        app_states: (0..APPS).map(|j| HashMap::from([(0, subtree(&initial, &app_dir(j)))])).collect(),
         acks: Vec::new(),
         recorder: Arc::clone(&recorder),
         config: config.clone(),
-        problem: None,
+        initial: model.clone(),
+        problem,
     };
+    if run.problem.is_some() {
+        return run;
+    }
     let engine = match Engine::start(recorder.clone(), clock.clone(), config) {
         Ok(engine) => engine,
         Err(e) => {
-            run.problem = Some(format!("the engine does not start on an empty backing store: {e}"));
+            run.problem = Some(format!("the engine does not start on the initial backing store: {e}"));
             return run;
         }
     };
     let mut harness = Harness { engine, clock, handles: HashMap::new() };
-    let mut model = Model::default();
     let mut logged = vec![0usize; APPS];
-    for (index, step) in script.iter().enumerate() {
+    for (index, step) in script.iter().enumerate().skip(mounted_at) {
         let ops_before = recorder.op_count();
         let mut record =
             StepRecord { step: step.clone(), skipped: false, log: None, ops_before, ops_after: ops_before };

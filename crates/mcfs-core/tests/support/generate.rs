@@ -3,8 +3,14 @@
 //! patterns crash bugs hide behind — writes at any offset (page-crossing,
 //! whole pages, sparse), truncates down and up, write-temp-then-rename over
 //! an existing file, unlink and re-create of one name, files unlinked while
-//! open, hard links, symlinks, chmod, fsync, checkpoints, clock ticks and
-//! battery changes (low battery puts every app in sync mode).
+//! open, hard links, symlinks, chmod, extended attributes, renames and
+//! exchanges of directories, fsync, checkpoints, clock ticks and battery
+//! changes (low battery puts every app in sync mode).
+//!
+//! Half the workloads start on data that predates the mount (made directly
+//! in the backing store before a `mount` step), so cache misses, loading
+//! directories and renaming or truncating files the engine did not write
+//! get their share.
 //!
 //! Every step it emits is valid in the reference model at that point, so
 //! the engine must accept each one. The same seed gives the same script.
@@ -18,6 +24,7 @@ use std::collections::HashMap;
 const FILE_NAMES: &[&str] = &["f0", "f1", "f2", "db", "db-journal", "tmp"];
 const DIR_NAMES: &[&str] = &["d0", "d1"];
 const LINK_NAMES: &[&str] = &["s0", "s1"];
+const XATTR_NAMES: &[&str] = &["user.k0", "user.k1", "user.k2"];
 const PERMS: &[u32] = &[0o644, 0o600, 0o640, 0o755];
 /// Files stay below this size so crash states stay cheap to compare.
 const MAX_FILE: u64 = 48 * 1024;
@@ -42,10 +49,15 @@ pub fn generate(seed: u64, len: usize) -> Vec<Step> {
         next_handle: 1,
         next_pattern: 1,
     };
-    for app in 0..APPS {
-        g.emit(Step::Mkdir { app, path: app_dir(app), perm: 0o755 });
+    if g.rng.gen_bool(0.5) {
+        g.populate();
+        g.emit(Step::Mount);
+    } else {
+        for app in 0..APPS {
+            g.emit(Step::Mkdir { app, path: app_dir(app), perm: 0o755 });
+        }
+        g.emit(Step::Mkdir { app: 0, path: SHARED.into(), perm: 0o777 });
     }
-    g.emit(Step::Mkdir { app: 0, path: SHARED.into(), perm: 0o777 });
     while g.steps.len() < len {
         let app = g.rng.gen_range(0..APPS);
         let area = if g.rng.gen_bool(0.12) { SHARED.to_string() } else { app_dir(app) };
@@ -132,7 +144,7 @@ impl Generator {
     /// One action of app `app` in `area`: usually one step, for a few
     /// patterns a short sequence.
     fn action(&mut self, app: usize, area: &str) {
-        match self.rng.gen_range(0..100) {
+        match self.rng.gen_range(0..106) {
             0..=27 => {
                 if let Some(file) = self.pick_file(app, area) {
                     let step = self.write_step(app, file);
@@ -226,10 +238,71 @@ impl Generator {
                 let percent = self.pick(&[5, 60]).expect("non-empty");
                 self.emit(Step::Battery { percent });
             }
-            _ => {
+            92..=99 => {
                 let seconds = self.pick(&[1, 5, 20, 45, 130]).expect("non-empty");
                 self.emit(Step::Tick { seconds });
             }
+            100..=103 => self.xattr(app, area),
+            _ => {
+                let (files, dirs, links) = self.model.paths_under(area);
+                let all: Vec<String> =
+                    files.into_iter().chain(links).chain(dirs.into_iter().filter(|d| d.contains('/'))).collect();
+                if let (Some(a), Some(b)) = (self.pick(&all), self.pick(&all)) {
+                    self.emit(Step::Exchange { app, a, b });
+                }
+            }
+        }
+    }
+
+    /// Data that predates the mount: each app's directory with files (some
+    /// sparse, some in a subdirectory) and maybe a symlink, and `shared/`
+    /// with files of several apps. No hard links: names that share an inode
+    /// before the mount show as separate files (a documented limit).
+    fn populate(&mut self) {
+        for app in 0..APPS {
+            let area = app_dir(app);
+            self.emit(Step::Mkdir { app, path: area.clone(), perm: 0o755 });
+            if self.rng.gen_bool(0.6) {
+                self.emit(Step::Mkdir { app, path: format!("{area}/d0"), perm: 0o750 });
+            }
+            for _ in 0..self.rng.gen_range(1..=4) {
+                self.populate_file(app, &area);
+            }
+            if let Some(path) = self.new_path(&area, LINK_NAMES).filter(|_| self.rng.gen_bool(0.5)) {
+                self.emit(Step::Symlink { app, path, target: "f0".into() });
+            }
+        }
+        self.emit(Step::Mkdir { app: 0, path: SHARED.into(), perm: 0o777 });
+        for _ in 0..self.rng.gen_range(0..=2) {
+            let app = self.rng.gen_range(0..APPS);
+            self.populate_file(app, SHARED);
+        }
+    }
+
+    fn populate_file(&mut self, app: usize, area: &str) {
+        let Some(path) = self.new_path(area, FILE_NAMES) else { return };
+        let perm = self.perm();
+        self.emit(Step::Create { app, path: path.clone(), perm, open: None });
+        for _ in 0..self.rng.gen_range(0..=2) {
+            let step = self.write_step(app, Target::Path(path.clone()));
+            self.emit(step);
+        }
+    }
+
+    /// Sets an extended attribute on a file or directory, or now and then
+    /// removes one.
+    fn xattr(&mut self, app: usize, area: &str) {
+        let (files, dirs, _) = self.model.paths_under(area);
+        let all: Vec<String> = files.into_iter().chain(dirs).collect();
+        let (Some(path), Some(name)) = (self.pick(&all), self.pick(XATTR_NAMES)) else { return };
+        let name = name.to_string();
+        if self.rng.gen_bool(0.25) {
+            self.emit(Step::RemoveXattr { app, path, name });
+        } else {
+            let pattern = self.next_pattern;
+            self.next_pattern += 1;
+            let len = self.rng.gen_range(1..40);
+            self.emit(Step::SetXattr { app, path, name, pattern, len });
         }
     }
 
@@ -244,7 +317,9 @@ impl Generator {
         let (files, dirs, links) = self.model.paths_under(area);
         let subdirs: Vec<String> = dirs.into_iter().filter(|d| d.contains('/')).collect();
         let (from, to) = if !subdirs.is_empty() && self.rng.gen_bool(0.15) {
-            (self.pick(&subdirs), self.new_path(area, DIR_NAMES))
+            let empty: Vec<String> = subdirs.iter().filter(|d| self.model.is_empty_dir(d)).cloned().collect();
+            let to = if self.rng.gen_bool(0.3) { self.pick(&empty) } else { self.new_path(area, DIR_NAMES) };
+            (self.pick(&subdirs), to)
         } else {
             let movable: Vec<String> = files.iter().cloned().chain(links).collect();
             let to = if self.rng.gen_bool(0.5) { self.pick(&files) } else { self.new_path(area, FILE_NAMES) };

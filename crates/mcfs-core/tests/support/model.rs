@@ -9,8 +9,9 @@
 //! script still runs.
 
 use super::script::{write_data, Step, Target};
-use super::tree::{link_files, Node, Tree};
+use super::tree::{link_files, Node, Tree, Xattrs};
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ type Fid = u64;
 struct File {
     data: Arc<Vec<u8>>,
     perm: u32,
+    xattrs: Xattrs,
     /// The app that created it: its data steps go to that app's log.
     app: usize,
     names: u32,
@@ -28,7 +30,7 @@ struct File {
 #[derive(Clone)]
 enum Name {
     File(Fid),
-    Dir { perm: u32 },
+    Dir { perm: u32, xattrs: Xattrs },
     Symlink(String),
 }
 
@@ -57,7 +59,7 @@ impl Model {
         match step {
             Step::Mkdir { app, path, perm } => {
                 self.check_new(*app, path)?;
-                self.names.insert(path.into(), Name::Dir { perm: perm & 0o7777 });
+                self.names.insert(path.into(), Name::Dir { perm: perm & 0o7777, xattrs: Xattrs::new() });
                 Ok(Some(*app))
             }
             Step::Rmdir { app, path } => {
@@ -80,7 +82,13 @@ impl Model {
                 }
                 let fid = self.next_fid;
                 self.next_fid += 1;
-                let file = File { data: Arc::new(Vec::new()), perm: perm & 0o7777, app: *app, names: 1 };
+                let file = File {
+                    data: Arc::new(Vec::new()),
+                    perm: perm & 0o7777,
+                    xattrs: Xattrs::new(),
+                    app: *app,
+                    names: 1,
+                };
                 self.files.insert(fid, file);
                 self.names.insert(path.into(), Name::File(fid));
                 if let Some(h) = open {
@@ -108,7 +116,7 @@ impl Model {
             Step::Chmod { app, path, perm } => {
                 self.check_owner(*app, path)?;
                 match self.names.get_mut(Path::new(path)) {
-                    Some(Name::Dir { perm: p }) => *p = perm & 0o7777,
+                    Some(Name::Dir { perm: p, .. }) => *p = perm & 0o7777,
                     Some(Name::File(fid)) => self.files.get_mut(fid).expect("live").perm = perm & 0o7777,
                     _ => return Err("chmod of a missing path or a symlink"),
                 }
@@ -139,18 +147,8 @@ impl Model {
                     (_, Some(_)) => {}
                 }
                 self.remove_name(&to);
-                let moved: Vec<(PathBuf, Name)> = self
-                    .names
-                    .range(from.clone()..)
-                    .take_while(|(p, _)| p.starts_with(&from))
-                    .map(|(p, n)| (p.clone(), n.clone()))
-                    .collect();
-                for (p, n) in moved {
-                    self.names.remove(&p);
-                    let rest = p.strip_prefix(&from).expect("under from");
-                    let dest = if rest.as_os_str().is_empty() { to.clone() } else { to.join(rest) };
-                    self.names.insert(dest, n);
-                }
+                let moved = self.take_subtree(&from);
+                self.put_subtree(&to, moved);
                 Ok(Some(*app))
             }
             Step::Exchange { app, a, b } => {
@@ -160,13 +158,25 @@ impl Model {
                     return Err("exchange across top-level directories or with itself");
                 }
                 let (pa, pb) = (PathBuf::from(a), PathBuf::from(b));
-                match (self.names.get(&pa), self.names.get(&pb)) {
-                    (Some(Name::File(_) | Name::Symlink(_)), Some(Name::File(_) | Name::Symlink(_))) => {}
-                    _ => return Err("exchange needs two existing non-directories"),
+                if !self.names.contains_key(&pa) || !self.names.contains_key(&pb) {
+                    return Err("exchange of a missing path");
                 }
-                let na = self.names.remove(&pa).expect("checked");
-                let nb = self.names.insert(pb, na).expect("checked");
-                self.names.insert(pa, nb);
+                if pa.starts_with(&pb) || pb.starts_with(&pa) {
+                    return Err("exchange of a directory with something inside it");
+                }
+                let (sa, sb) = (self.take_subtree(&pa), self.take_subtree(&pb));
+                self.put_subtree(&pb, sa);
+                self.put_subtree(&pa, sb);
+                Ok(Some(*app))
+            }
+            Step::SetXattr { app, path, name, pattern, len } => {
+                self.check_owner(*app, path)?;
+                self.xattrs_of(path)?.insert(name.into(), write_data(*pattern, 0, *len));
+                Ok(Some(*app))
+            }
+            Step::RemoveXattr { app, path, name } => {
+                self.check_owner(*app, path)?;
+                self.xattrs_of(path)?.remove(OsStr::new(name)).ok_or("remove of an absent attribute")?;
                 Ok(Some(*app))
             }
             Step::Link { app, from, to } => {
@@ -205,7 +215,42 @@ impl Model {
                 self.drop_if_gone(fid);
                 Ok(None)
             }
-            Step::Checkpoint | Step::Tick { .. } | Step::Battery { .. } | Step::Shutdown => Ok(None),
+            Step::Checkpoint | Step::Tick { .. } | Step::Battery { .. } | Step::Shutdown | Step::Mount => Ok(None),
+        }
+    }
+
+    /// The extended attributes of a file or directory (`user.*` ones are
+    /// not allowed on symlinks).
+    fn xattrs_of(&mut self, path: &str) -> Result<&mut Xattrs, Refusal> {
+        match self.names.get_mut(Path::new(path)) {
+            Some(Name::Dir { xattrs, .. }) => Ok(xattrs),
+            Some(Name::File(fid)) => Ok(&mut self.files.get_mut(fid).expect("live").xattrs),
+            _ => Err("xattr on a missing path or a symlink"),
+        }
+    }
+
+    /// Removes `root` and everything under it; returns them by their path
+    /// relative to `root` (`""` for `root` itself).
+    fn take_subtree(&mut self, root: &Path) -> Vec<(PathBuf, Name)> {
+        let paths: Vec<PathBuf> = self
+            .names
+            .range(root.to_path_buf()..)
+            .map(|(p, _)| p.clone())
+            .take_while(|p| p.starts_with(root))
+            .collect();
+        paths
+            .into_iter()
+            .map(|p| {
+                let name = self.names.remove(&p).expect("listed");
+                (p.strip_prefix(root).expect("under root").to_path_buf(), name)
+            })
+            .collect()
+    }
+
+    fn put_subtree(&mut self, root: &Path, entries: Vec<(PathBuf, Name)>) {
+        for (rest, name) in entries {
+            let path = if rest.as_os_str().is_empty() { root.to_path_buf() } else { root.join(rest) };
+            self.names.insert(path, name);
         }
     }
 
@@ -279,12 +324,12 @@ impl Model {
         let mut ids = HashMap::new();
         for (path, name) in &self.names {
             let node = match name {
-                Name::Dir { perm } => Node::Dir { perm: *perm },
+                Name::Dir { perm, xattrs } => Node::Dir { perm: *perm, xattrs: xattrs.clone() },
                 Name::Symlink(target) => Node::Symlink { target: target.into() },
                 Name::File(fid) => {
                     let f = &self.files[fid];
                     ids.insert(path.clone(), *fid);
-                    Node::File { perm: f.perm, data: Arc::clone(&f.data), link_of: None }
+                    Node::File { perm: f.perm, data: Arc::clone(&f.data), xattrs: f.xattrs.clone(), link_of: None }
                 }
             };
             tree.insert(path.clone(), node);

@@ -65,6 +65,19 @@ pub enum Step {
         a: String,
         b: String,
     },
+    /// Sets extended attribute `name` to `write_data(pattern, 0, len)`.
+    SetXattr {
+        app: usize,
+        path: String,
+        name: String,
+        pattern: u32,
+        len: u64,
+    },
+    RemoveXattr {
+        app: usize,
+        path: String,
+        name: String,
+    },
     Link {
         app: usize,
         from: String,
@@ -99,6 +112,10 @@ pub enum Step {
     },
     /// `Engine::shutdown` (orderly stop); the last step of a workload.
     Shutdown,
+    /// The engine mounts here; the steps before it are made directly in the
+    /// backing store (data that predates the mount). Without this step the
+    /// engine mounts before the first step.
+    Mount,
 }
 
 /// The bytes a write step stores: each byte depends on the pattern and its
@@ -138,6 +155,10 @@ impl fmt::Display for Step {
             Step::Chmod { app, path, perm } => write!(f, "a{app} chmod {path} {perm:o}"),
             Step::Rename { app, from, to } => write!(f, "a{app} rename {from} {to}"),
             Step::Exchange { app, a, b } => write!(f, "a{app} exchange {a} {b}"),
+            Step::SetXattr { app, path, name, pattern, len } => {
+                write!(f, "a{app} setxattr {path} {name} #{pattern}+{len}")
+            }
+            Step::RemoveXattr { app, path, name } => write!(f, "a{app} rmxattr {path} {name}"),
             Step::Link { app, from, to } => write!(f, "a{app} link {from} {to}"),
             Step::Symlink { app, path, target } => write!(f, "a{app} symlink {path} {target}"),
             Step::Unlink { app, path } => write!(f, "a{app} unlink {path}"),
@@ -147,6 +168,7 @@ impl fmt::Display for Step {
             Step::Tick { seconds } => write!(f, "tick {seconds}"),
             Step::Battery { percent } => write!(f, "battery {percent}"),
             Step::Shutdown => write!(f, "shutdown"),
+            Step::Mount => write!(f, "mount"),
         }
     }
 }
@@ -174,6 +196,7 @@ fn parse_step(text: &str) -> Result<Step, String> {
     match words.as_slice() {
         ["checkpoint"] => return Ok(Step::Checkpoint),
         ["shutdown"] => return Ok(Step::Shutdown),
+        ["mount"] => return Ok(Step::Mount),
         ["tick", s] => return Ok(Step::Tick { seconds: num(s)? }),
         ["battery", p] => return Ok(Step::Battery { percent: p.parse().map_err(|_| bad())? }),
         _ => {}
@@ -197,6 +220,12 @@ fn parse_step(text: &str) -> Result<Step, String> {
         ["chmod", p, m] => Step::Chmod { app, path: s(p), perm: octal(m)? },
         ["rename", a, b] => Step::Rename { app, from: s(a), to: s(b) },
         ["exchange", a, b] => Step::Exchange { app, a: s(a), b: s(b) },
+        ["setxattr", p, name, value] => {
+            let (pat, len) = value.strip_prefix('#').and_then(|v| v.split_once('+')).ok_or_else(bad)?;
+            let pattern = pat.parse().map_err(|_| bad())?;
+            Step::SetXattr { app, path: s(p), name: s(name), pattern, len: num(len)? }
+        }
+        ["rmxattr", p, name] => Step::RemoveXattr { app, path: s(p), name: s(name) },
         ["link", a, b] => Step::Link { app, from: s(a), to: s(b) },
         ["symlink", p, t] => Step::Symlink { app, path: s(p), target: s(t) },
         ["unlink", p] => Step::Unlink { app, path: s(p) },

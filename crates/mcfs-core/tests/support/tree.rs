@@ -1,7 +1,8 @@
 //! `Tree`: the part of a file tree the crash test compares — for every path,
 //! its kind, permission bits, full contents (regular files), symlink target,
-//! and which earlier path it is a hard link of. Times and owners are left
-//! out on purpose (the engine may run without root).
+//! extended attributes (files and directories), and which earlier path it
+//! is a hard link of. Times and owners are left out on purpose (the engine
+//! may run without root).
 //!
 //! Built the same way from the reference model, from a backing store after
 //! recovery (without the engine's `.mcfs/`), and from a live engine's view,
@@ -13,15 +14,20 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Extended attributes: name → value.
+pub type Xattrs = BTreeMap<OsString, Vec<u8>>;
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Node {
     File {
         perm: u32,
         data: Arc<Vec<u8>>,
+        xattrs: Xattrs,
         link_of: Option<PathBuf>,
     },
     Dir {
         perm: u32,
+        xattrs: Xattrs,
     },
     Symlink {
         target: OsString,
@@ -62,11 +68,12 @@ pub fn from_backend(backend: &MemBackend) -> Result<Tree, String> {
             continue;
         }
         let node = match entry.kind {
-            FileKind::Dir => Node::Dir { perm: entry.perm },
+            FileKind::Dir => Node::Dir { perm: entry.perm, xattrs: entry.xattrs.clone() },
             FileKind::Symlink => Node::Symlink { target: entry.target.clone().unwrap_or_default() },
             FileKind::File => {
                 let link_of = (entry.first_link != *path).then(|| entry.first_link.clone());
-                Node::File { perm: entry.perm, data: Arc::new(read_backing(backend, path)?), link_of }
+                let data = Arc::new(read_backing(backend, path)?);
+                Node::File { perm: entry.perm, data, xattrs: entry.xattrs.clone(), link_of }
             }
             other => Node::Other(format!("{other:?}")),
         };
@@ -98,24 +105,30 @@ pub fn from_engine(engine: &Engine) -> Result<Tree, String> {
     while let Some((dir, ino)) = dirs.pop() {
         for entry in engine.readdir(ino).map_err(|e| format!("readdir {}: {e}", dir.display()))? {
             let path = dir.join(&entry.name);
-            let attr = engine.getattr(entry.ino).map_err(|e| format!("getattr {}: {e}", path.display()))?;
+            let failed = |what: &str, e: mcfs_core::Errno| format!("{what} {}: {e}", path.display());
+            let attr = engine.getattr(entry.ino).map_err(|e| failed("getattr", e))?;
+            let xattrs = || -> Result<Xattrs, String> {
+                let names = engine.listxattr(entry.ino).map_err(|e| failed("listxattr", e))?;
+                names
+                    .into_iter()
+                    .map(|n| Ok((n.clone(), engine.getxattr(entry.ino, &n).map_err(|e| failed("getxattr", e))?)))
+                    .collect()
+            };
             let node = match attr.kind {
                 FileKind::Dir => {
                     dirs.push((path.clone(), entry.ino));
-                    Node::Dir { perm: attr.perm }
+                    Node::Dir { perm: attr.perm, xattrs: xattrs()? }
                 }
-                FileKind::Symlink => Node::Symlink {
-                    target: engine.readlink(entry.ino).map_err(|e| format!("readlink {}: {e}", path.display()))?,
-                },
+                FileKind::Symlink => {
+                    Node::Symlink { target: engine.readlink(entry.ino).map_err(|e| failed("readlink", e))? }
+                }
                 FileKind::File => {
-                    let data = engine
-                        .read(entry.ino, 0, attr.size as u32)
-                        .map_err(|e| format!("read {}: {e}", path.display()))?;
+                    let data = engine.read(entry.ino, 0, attr.size as u32).map_err(|e| failed("read", e))?;
                     if data.len() as u64 != attr.size {
                         return Err(format!("{}: read {} bytes of {}", path.display(), data.len(), attr.size));
                     }
                     ids.insert(path.clone(), entry.ino);
-                    Node::File { perm: attr.perm, data: Arc::new(data), link_of: None }
+                    Node::File { perm: attr.perm, data: Arc::new(data), xattrs: xattrs()?, link_of: None }
                 }
                 other => Node::Other(format!("{other:?}")),
             };
@@ -146,8 +159,8 @@ pub fn diff(got: &Tree, want: &Tree) -> Vec<String> {
 fn describe(node: Option<&Node>, other: Option<&Node>) -> String {
     match node {
         None => "missing".to_string(),
-        Some(Node::File { perm, data, link_of }) => {
-            let mut s = format!("file {perm:o} {} bytes", data.len());
+        Some(Node::File { perm, data, xattrs, link_of }) => {
+            let mut s = format!("file {perm:o} {} bytes{}", data.len(), describe_xattrs(xattrs));
             if let Some(Node::File { data: theirs, .. }) = other {
                 if let Some(at) = data.iter().zip(theirs.iter()).position(|(a, b)| a != b) {
                     s += &format!(" (first difference at {at}: {:#04x})", data[at]);
@@ -158,8 +171,17 @@ fn describe(node: Option<&Node>, other: Option<&Node>) -> String {
             }
             s
         }
-        Some(Node::Dir { perm }) => format!("dir {perm:o}"),
+        Some(Node::Dir { perm, xattrs }) => format!("dir {perm:o}{}", describe_xattrs(xattrs)),
         Some(Node::Symlink { target }) => format!("symlink -> {target:?}"),
         Some(Node::Other(kind)) => kind.clone(),
     }
+}
+
+/// ` xattrs {name: length, …}`, or nothing when there are none.
+fn describe_xattrs(xattrs: &Xattrs) -> String {
+    if xattrs.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = xattrs.iter().map(|(n, v)| format!("{}: {} bytes", n.to_string_lossy(), v.len())).collect();
+    format!(" xattrs {{{}}}", each.join(", "))
 }
