@@ -455,8 +455,9 @@ impl Engine {
         }
     }
 
-    /// fsync / fdatasync of one file: a VCT boundary in memory mode, a durable
-    /// commit of the app's data in sync mode.
+    /// fsync / fdatasync of one file: absorbed in memory mode (the policy may
+    /// close the VCT there, e.g. `close-on-fsync`), a durable commit of the
+    /// app's data in sync mode.
     pub fn fsync(&self, _caller: Option<Caller>, ino: Ino) -> FsResult<()> {
         let app = self.state.lock().inode(ino)?.app;
         self.sync_of(app)

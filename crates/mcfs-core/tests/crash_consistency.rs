@@ -12,18 +12,25 @@
 //! was committed before the crash, and crashing recovery itself changes
 //! nothing.
 //!
-//! Environment: `MCFS_SEED=<n>` runs that seed only; `MCFS_RANDOM_SEEDS=<n>`
-//! adds n random seeds (default 2, printed); `MCFS_STEPS` sets the workload
-//! length (default 120); `MCFS_CRASH_CUTS`,
-//! `MCFS_CRASH_STATES` and `MCFS_NESTED` set the budget per seed;
-//! `MCFS_SHRINK=1` shrinks a failing script and prints the smallest one
-//! that still fails the same way (paste it into a regression test below),
-//! `MCFS_SHRINK=<text>` the smallest whose failure report contains `<text>`;
-//! `MCFS_SCRIPT=<script>` checks one script; `MCFS_VARIANT=<variant>` runs
-//! everything under one engine configuration;
-//! `MCFS_DUMP=1` lists every backend op of a failing crash state;
-//! `MCFS_HANG_SECONDS` (default 300) is how long a script may run before
-//! the engine is reported hanging.
+//! Half the workloads mount on data that predates the mount; a sample of
+//! crash states is also mounted again (`Engine::start`). Failures print the
+//! seed, the engine configuration, the cut and crash state, the backend ops
+//! around it and the whole script in its compact text form.
+//!
+//! Environment:
+//! * `MCFS_SEED=<n>` runs that seed only; `MCFS_RANDOM_SEEDS=<n>` adds n
+//!   random seeds to the fixed ones (default 2; they are printed);
+//! * `MCFS_STEPS` (default 200) sets the workload length; `MCFS_CRASH_CUTS`,
+//!   `MCFS_CRASH_STATES`, `MCFS_NESTED` and `MCFS_RESTARTS` the budget per
+//!   seed (see `budget`);
+//! * `MCFS_VARIANT=<name>` runs everything under one engine configuration;
+//! * `MCFS_SCRIPT=<script>` checks that script instead of generated ones;
+//! * `MCFS_SHRINK=1` shrinks a failing script to the smallest that fails the
+//!   same way, `MCFS_SHRINK=<text>` to the smallest whose report contains
+//!   `<text>` (paste the result into a regression test below);
+//! * `MCFS_DUMP=1` lists every backend op before a failing cut;
+//! * `MCFS_HANG_SECONDS` (default 300) is how long one script may run before
+//!   the engine is reported hanging.
 
 mod support;
 
@@ -34,9 +41,9 @@ use support::generate::generate;
 use support::script::{parse, script_text, Step};
 
 /// Seeds every run checks; each also picks the engine configuration.
-const FIXED_SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+const FIXED_SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
 /// Steps per generated workload (plus set-up and shutdown).
-const STEPS: usize = 120;
+const STEPS: usize = 200;
 
 fn steps() -> usize {
     env_usize("MCFS_STEPS", STEPS)
@@ -116,7 +123,7 @@ fn check_script_here(script: &[Step], variant: &str, start: Start, seed: u64, bu
 /// fails with `kind` and, if given, a report that contains `needle`.
 fn shrink(script: &[Step], variant: &str, seed: u64, kind: &str, needle: Option<&str>, budget: Budget) -> Vec<Step> {
     let fails = |s: &[Step]| match check_script(s, variant, Start::Empty, seed, budget) {
-        Err((k, report)) => k == kind && needle.map_or(true, |n| report.contains(n)),
+        Err((k, report)) => k == kind && needle.is_none_or(|n| report.contains(n)),
         Ok(_) => false,
     };
     let mut current = script.to_vec();
@@ -243,6 +250,18 @@ fn a_file_unlinked_while_open_keeps_its_data_out_of_every_name() {
 }
 
 #[test]
+fn data_that_predates_the_mount_survives_exchange_truncate_and_xattrs() {
+    check_text(
+        "a0 mkdir app0 755; a0 mkdir app0/d0 750; a0 create app0/d0/f 644; a0 write app0/d0/f @0+9000 #1; \
+         a0 setxattr app0/d0/f user.k0 #2+10; a0 mkdir app0/d1 755; a1 mkdir app1 755; a1 create app1/g 600; \
+         a1 write app1/g @20000+300 #3; mount; a0 exchange app0/d0 app0/d1; a0 truncate app0/d1/f 100; \
+         a0 write app0/d1/f @8000+10 #4; a0 setxattr app0/d1 user.k1 #5+5; a0 rmxattr app0/d1/f user.k0; \
+         a1 rename app1/g app1/h; a1 truncate app1/h 4097; tick 130; a1 write app1/h @4000+200 #6; checkpoint; shutdown",
+        Start::Mounted,
+    );
+}
+
+#[test]
 fn apps_sharing_a_directory_commit_in_dependency_order() {
     check_text(
         "a0 mkdir app0 755; a1 mkdir app1 755; a0 mkdir shared 777; a0 create shared/x 644; \
@@ -252,11 +271,10 @@ fn apps_sharing_a_directory_commit_in_dependency_order() {
     );
 }
 
-/// Found by seeds 996503314794 and 380762047409. A directory made and
-/// removed in one batch is "born and gone" and skipped, but a file was
-/// renamed out of it (or into it): every op under the skipped directory is
-/// dropped, so the file never reaches the backing store (and once its clean
-/// pages are reclaimed the live engine reads zeros), or is never removed.
+/// Regression (seeds 996503314794, 380762047409): a directory made and
+/// removed in one batch was skipped as "born and gone" although a file was
+/// renamed out of it (or into it), so every op under it was dropped: the
+/// file never reached the backing store, or was never removed.
 #[test]
 fn a_file_renamed_out_of_a_directory_removed_in_the_same_batch_is_committed() {
     check_text(
@@ -275,21 +293,19 @@ fn a_file_renamed_into_a_directory_removed_in_the_same_batch_is_gone() {
     );
 }
 
-/// Found by seeds 510381538516, 109707886600, 15917676123 and others. The
-/// journal's files are created without a sync; a crash during the first
-/// commit can keep the journal (a committed transaction) but lose
-/// `.mcfs/progress`, and recovery then fails on every mount.
+/// Regression (seeds 510381538516, 109707886600, 15917676123, …): the
+/// journal's files were created without a sync, so a crash during the first
+/// commit could keep a committed journal but lose `.mcfs/progress`, and
+/// recovery then failed on every mount.
 #[test]
 fn a_crash_during_the_first_checkpoint_recovers() {
     check_text("a0 mkdir app0 755; checkpoint; shutdown", Start::Empty);
 }
 
-/// Found by seed 129422408222 (tight-cache): reading files back (the
-/// harness reads every file after every step) never returns. `Engine::read`
-/// fetches the missing pages run by run and inserts them with `make_room`,
-/// which evicts the least recently used clean pages — the ones the same
-/// read fetched a moment ago — so with little clean room the read loops
-/// forever under the state lock.
+/// Regression (seed 129422408222, tight-cache): `Engine::read` fetched the
+/// missing pages run by run and made room by evicting the least recently
+/// used clean pages — the ones the same read had just fetched — so with
+/// little clean room a read looped forever under the state lock.
 #[test]
 fn reading_a_file_when_the_cache_is_nearly_all_dirty_returns() {
     check_text(

@@ -284,7 +284,7 @@ fn recover_and_read(state: &MemBackend) -> Result<(RecoveryReport, Tree), Failur
 }
 
 /// Where a failure happened, for the message.
-fn context(run: &Run, state: &CrashState, nested: Option<&CrashState>) -> String {
+fn context(run: &Run, state: &CrashState, nested: Option<&str>) -> String {
     let k = state.cut;
     let step = run.steps.iter().position(|s| s.ops_after >= k && s.ops_after > s.ops_before);
     let mut out = format!("crash at {}", state.describe());
@@ -305,7 +305,7 @@ fn context(run: &Run, state: &CrashState, nested: Option<&CrashState>) -> String
         }
     }
     if let Some(n) = nested {
-        out += &format!("\n  then a crash during its recovery at {}", n.describe());
+        out += &format!("\n  then a crash during its recovery at {n}");
     }
     out
 }
@@ -319,7 +319,7 @@ pub fn check_run(run: &Run, seed: u64, budget: Budget) -> Result<Tally, (Failure
     for k in cuts {
         for state in run.recorder.crash_states(k, seed ^ k as u64, budget.states_per_cut) {
             let pristine = state.state.clone();
-            let fail = |f: Failure, nested: Option<&CrashState>| (f, context(run, &state, nested));
+            let fail = |f: Failure, nested: Option<&str>| (f, context(run, &state, nested));
             let (report, tree) = recover_and_read(&state.state).map_err(|f| fail(f, None))?;
             tally.states += 1;
             checker.check(&tree, k).map_err(|f| fail(f, None))?;
@@ -368,18 +368,19 @@ fn without_links(tree: &Tree) -> Tree {
 }
 
 /// Recovers `pristine` on a recorder, crashes that recovery at each of its
-/// cuts, recovers each crash state again and compares with `expected`.
+/// cuts, recovers each crash state again and compares with `expected`. The
+/// error names the crash state inside recovery.
 fn crash_recovery(
     pristine: MemBackend,
     expected: &Tree,
     seed: u64,
     states_per_cut: usize,
-) -> Result<usize, (Failure, CrashState)> {
+) -> Result<usize, (Failure, String)> {
     let recorder = RecordingBackend::new(pristine);
     let mut checked = 0;
     if let Err(e) = recover(&recorder) {
-        let state = recorder.crash_states(0, seed, 1).pop().expect("one state");
-        return Err((Failure { kind: "recovery failed", detail: format!("recover on a recorder: {e}") }, state));
+        let failure = Failure { kind: "recovery failed", detail: format!("recover on a recorder: {e}") };
+        return Err((failure, "none (recovery itself failed)".to_string()));
     }
     for k in 0..=recorder.op_count() {
         for state in recorder.crash_states(k, seed ^ k as u64, states_per_cut) {
@@ -397,7 +398,7 @@ fn crash_recovery(
                     ),
                 },
             };
-            return Err((failure, state));
+            return Err((failure, state.describe()));
         }
     }
     Ok(checked)

@@ -351,7 +351,7 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
         }
     };
     let mut harness = Harness { engine, clock, handles: HashMap::new() };
-    let mut logged = vec![0usize; APPS];
+    let mut logged = [0usize; APPS];
     for (index, step) in script.iter().enumerate().skip(mounted_at) {
         let ops_before = recorder.op_count();
         let mut record =

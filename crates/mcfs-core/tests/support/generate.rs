@@ -294,11 +294,13 @@ impl Generator {
     fn xattr(&mut self, app: usize, area: &str) {
         let (files, dirs, _) = self.model.paths_under(area);
         let all: Vec<String> = files.into_iter().chain(dirs).collect();
-        let (Some(path), Some(name)) = (self.pick(&all), self.pick(XATTR_NAMES)) else { return };
-        let name = name.to_string();
-        if self.rng.gen_bool(0.25) {
+        let Some(path) = self.pick(&all) else { return };
+        let present = self.model.xattr_names(&path);
+        if !present.is_empty() && self.rng.gen_bool(0.3) {
+            let name = self.pick(&present).expect("non-empty");
             self.emit(Step::RemoveXattr { app, path, name });
         } else {
+            let name = self.pick(XATTR_NAMES).expect("non-empty").to_string();
             let pattern = self.next_pattern;
             self.next_pattern += 1;
             let len = self.rng.gen_range(1..40);
@@ -316,7 +318,7 @@ impl Generator {
     fn rename(&mut self, app: usize, area: &str) {
         let (files, dirs, links) = self.model.paths_under(area);
         let subdirs: Vec<String> = dirs.into_iter().filter(|d| d.contains('/')).collect();
-        let (from, to) = if !subdirs.is_empty() && self.rng.gen_bool(0.15) {
+        let (from, to) = if !subdirs.is_empty() && self.rng.gen_bool(0.25) {
             let empty: Vec<String> = subdirs.iter().filter(|d| self.model.is_empty_dir(d)).cloned().collect();
             let to = if self.rng.gen_bool(0.3) { self.pick(&empty) } else { self.new_path(area, DIR_NAMES) };
             (self.pick(&subdirs), to)

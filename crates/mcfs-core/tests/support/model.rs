@@ -368,6 +368,16 @@ impl Model {
         self.file(app, target).ok().map(|fid| self.files[&fid].data.len() as u64)
     }
 
+    /// Names of the extended attributes a file or directory has.
+    pub fn xattr_names(&self, path: &str) -> Vec<String> {
+        let xattrs = match self.names.get(Path::new(path)) {
+            Some(Name::Dir { xattrs, .. }) => xattrs,
+            Some(Name::File(fid)) => &self.files[fid].xattrs,
+            _ => return Vec::new(),
+        };
+        xattrs.keys().map(|n| n.to_string_lossy().into_owned()).collect()
+    }
+
     /// The open handles, ascending.
     pub fn handles(&self) -> Vec<u32> {
         let mut h: Vec<u32> = self.handles.keys().copied().collect();
