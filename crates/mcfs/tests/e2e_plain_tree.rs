@@ -261,7 +261,12 @@ fn mtime(meta: &fs::Metadata) -> (i64, i64) {
 
 /// Reads a tree from disk into the model's shape, skipping `skip` at the top.
 /// Also returns inode numbers and mtimes of regular files.
-fn read_tree(root: &Path, skip: Option<&str>) -> (Model, BTreeMap<PathBuf, (u64, u64)>, BTreeMap<PathBuf, (i64, i64)>) {
+/// (device, inode) of each path, to find hard links.
+type Identities = BTreeMap<PathBuf, (u64, u64)>;
+/// (seconds, nanoseconds) of each path's mtime.
+type Mtimes = BTreeMap<PathBuf, (i64, i64)>;
+
+fn read_tree(root: &Path, skip: Option<&str>) -> (Model, Identities, Mtimes) {
     let mut model = Model::default();
     let mut inodes = BTreeMap::new();
     let mut mtimes = BTreeMap::new();
@@ -302,7 +307,7 @@ fn read_tree(root: &Path, skip: Option<&str>) -> (Model, BTreeMap<PathBuf, (u64,
 }
 
 /// Compares a tree on disk with the model; every difference is listed.
-fn compare(what: &str, root: &Path, skip: Option<&str>, expected: &Model) -> BTreeMap<PathBuf, (i64, i64)> {
+fn compare(what: &str, root: &Path, skip: Option<&str>, expected: &Model) -> Mtimes {
     let (actual, inodes, mtimes) = read_tree(root, skip);
     let mut problems = Vec::new();
     for (path, want) in &expected.nodes {
