@@ -261,7 +261,7 @@ fn mtime(meta: &fs::Metadata) -> (i64, i64) {
 
 /// Reads a tree from disk into the model's shape, skipping `skip` at the top.
 /// Also returns inode numbers and mtimes of regular files.
-/// (device, inode) of each path, to find hard links.
+/// (inode number, link count) of each regular file, to find hard links.
 type Identities = BTreeMap<PathBuf, (u64, u64)>;
 /// (seconds, nanoseconds) of each path's mtime.
 type Mtimes = BTreeMap<PathBuf, (i64, i64)>;
