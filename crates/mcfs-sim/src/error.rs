@@ -59,3 +59,16 @@ impl std::error::Error for TraceError {
         self.io.as_ref().map(|e| e as _)
     }
 }
+
+/// One step of a reader's iterator: an error or the end stops it for good
+/// (`done`), so a caller never reads past a bad record.
+pub(crate) fn stop_after_error(
+    done: &mut bool,
+    next: Result<Option<crate::trace::TraceEvent>, TraceError>,
+) -> Option<Result<crate::trace::TraceEvent, TraceError>> {
+    let result = next.transpose();
+    if !matches!(result, Some(Ok(_))) {
+        *done = true;
+    }
+    result
+}

@@ -176,11 +176,8 @@ impl<R: BufRead> Iterator for TextReader<R> {
         if self.done {
             return None;
         }
-        let result = self.read_next().transpose();
-        if !matches!(result, Some(Ok(_))) {
-            self.done = true;
-        }
-        result
+        let next = self.read_next();
+        crate::error::stop_after_error(&mut self.done, next)
     }
 }
 
