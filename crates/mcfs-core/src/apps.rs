@@ -3,6 +3,7 @@
 //! gives every app its own uid). Each app has its write log's open VCT, its
 //! own instance of the transactioning policy, its sync mode and its counters.
 
+use crate::app_metrics::AppMetrics;
 use crate::config::{Config, SyncMode};
 use crate::policy::{self, StalenessLimit, TransactionPolicy};
 use crate::vct::{AppId, OpenVct};
@@ -29,6 +30,7 @@ pub struct App {
     /// Decides when `open` closes; per app, as it may learn the app's writes.
     pub policy: Box<dyn TransactionPolicy>,
     pub counters: AppCounters,
+    pub metrics: AppMetrics,
 }
 
 pub struct Apps {
@@ -74,6 +76,7 @@ impl Apps {
             // unvalidated config from panicking and still bounds staleness.
             policy: policy::by_name(&self.policy_name).unwrap_or_else(|| Box::new(StalenessLimit)),
             counters: AppCounters::default(),
+            metrics: AppMetrics::default(),
         });
         self.list.len() - 1
     }

@@ -8,15 +8,17 @@
 //! applied in place, so a cache miss never reads a path the backing store
 //! does not have yet.
 
+use crate::batch_selection::{select, Selection};
 use crate::compile::{born_and_gone, Compiler};
 use crate::engine::Engine;
 use crate::journal::Journal;
+use crate::policy::prediction_score::PredictionScore;
 use crate::policy::Limits;
 use crate::state::State;
 use crate::stats::{AppStats, Stats};
 use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, SystemTime};
 
 /// Why a checkpoint runs; says which open VCTs it closes first.
@@ -47,6 +49,12 @@ pub struct CheckpointCounters {
 
 impl Engine {
     pub(crate) fn run_checkpoint(&self, trigger: Trigger) -> FsResult<()> {
+        self.commit(trigger, &Selection::All)
+    }
+
+    /// Closes the VCTs `trigger` names, then commits the closed VCTs
+    /// `selection` picks (oldest first) in one journal transaction.
+    fn commit(&self, trigger: Trigger, selection: &Selection) -> FsResult<()> {
         let mut journal = self.journal.lock();
         self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
@@ -57,11 +65,19 @@ impl Engine {
                 Trigger::App(app) => st.close_vct(app),
                 Trigger::Policy => {}
             }
-            if st.closed.is_empty() {
+            let batch: Vec<ClosedVct> = match selection {
+                Selection::All => st.closed.drain(..).collect(),
+                Selection::Only(ids) => {
+                    let (batch, waiting): (VecDeque<ClosedVct>, _) =
+                        st.closed.drain(..).partition(|v| ids.contains(&v.id));
+                    st.closed = waiting;
+                    batch.into()
+                }
+            };
+            if batch.is_empty() {
                 drop(st);
                 return self.delete_dead_orphans();
             }
-            let batch: Vec<ClosedVct> = st.closed.drain(..).collect();
             let referenced = |i: Ino| st.inodes.get(&i).is_some_and(|n| !n.unreferenced());
             // Files still in use keep their data as orphans; a replaced or
             // removed directory is empty, so nothing of it needs keeping.
@@ -106,7 +122,7 @@ impl Engine {
         drop(c);
         match applied {
             Ok(_) => {
-                self.state.lock().committed(batch, flushed, &self.tree);
+                self.state.lock().committed(batch, flushed, &self.tree, self.clock.now());
                 self.succeeded();
                 self.delete_dead_orphans()
             }
@@ -128,7 +144,7 @@ impl Engine {
             Ok(r) => {
                 let batch = std::mem::take(&mut *self.unapplied.lock());
                 self.counters.lock().bytes_flushed += r.data_bytes;
-                self.state.lock().committed(batch, r.data_bytes, &self.tree);
+                self.state.lock().committed(batch, r.data_bytes, &self.tree, self.clock.now());
                 self.succeeded();
                 Ok(())
             }
@@ -183,10 +199,13 @@ impl Engine {
         closed || over_background_ratio(st)
     }
 
-    /// Runs the policies: closes VCTs that are due and checkpoints. The
-    /// mount calls it from a background thread; the simulator at each step.
+    /// Runs the policies: closes VCTs that are due and checkpoints what the
+    /// batch selection picks. The mount calls it from a background thread;
+    /// the simulator at each step.
     pub fn tick(&self) {
-        let due = {
+        let now = self.clock.now();
+        let retry_at = self.counters.lock().retry_at;
+        let selection = {
             let mut st = self.state.lock();
             for app in 0..st.apps.list.len() {
                 self.policy_closes(&mut st, app);
@@ -194,13 +213,22 @@ impl Engine {
             if over_background_ratio(&st) {
                 st.close_all();
             }
-            !st.closed.is_empty() || !self.unapplied.lock().is_empty()
-        };
-        let backing_off = self.counters.lock().retry_at.is_some_and(|t| t > self.clock.now());
-        if due && !backing_off {
-            if let Err(e) = self.run_checkpoint(Trigger::Policy) {
-                tracing::warn!("background checkpoint failed: {e}; data stays in memory and is retried");
+            if st.closed.is_empty() && self.unapplied.lock().is_empty() {
+                return;
             }
+            // After a failure the batch went back to the queue, and
+            // dependencies on it may be unrecorded: retry everything.
+            if retry_at.is_some() {
+                Selection::All
+            } else {
+                select(&mut st, self.idle.lock().as_mut(), now)
+            }
+        };
+        if retry_at.is_some_and(|t| t > now) {
+            return;
+        }
+        if let Err(e) = self.commit(Trigger::Policy, &selection) {
+            tracing::warn!("background checkpoint failed: {e}; data stays in memory and is retried");
         }
     }
 
@@ -208,9 +236,17 @@ impl Engine {
     pub fn next_tick_in(&self) -> Duration {
         let st = self.state.lock();
         let now = self.clock.now();
-        if !st.closed.is_empty() || !self.unapplied.lock().is_empty() || over_background_ratio(&st) {
+        let waiting_for_idle = self.idle.lock().is_some() && !over_background_ratio(&st);
+        if !self.unapplied.lock().is_empty()
+            || (!st.closed.is_empty() && !waiting_for_idle)
+            || over_background_ratio(&st)
+        {
             let retry_at = self.counters.lock().retry_at;
             return retry_at.map_or(Duration::ZERO, |t| t.duration_since(now).unwrap_or_default());
+        }
+        if !st.closed.is_empty() {
+            // Closed VCTs wait for idle time: look again soon.
+            return IDLE_POLL;
         }
         let mut wait = Duration::from_secs_f64(if st.low_battery() {
             st.config.low_battery_writeback_seconds
@@ -257,8 +293,13 @@ impl Engine {
     }
 }
 
-/// Dirty data passed `dirty_background_ratio` of the cache: commit everything.
-fn over_background_ratio(st: &State) -> bool {
+/// How often the background thread asks the predictor while closed VCTs
+/// wait for idle time (a touch is ~100 ms, so a window is seen in time).
+pub const IDLE_POLL: Duration = Duration::from_millis(100);
+
+/// Dirty data passed `dirty_background_ratio` of the cache: commit everything
+/// (also the memory-footprint rule of MobiFS §7.2).
+pub(crate) fn over_background_ratio(st: &State) -> bool {
     st.cache.dirty_bytes() as f64 > st.config.dirty_background_ratio * st.config.cache_size as f64
 }
 
@@ -304,7 +345,7 @@ fn write_transaction(
     journal.wait_sync()
 }
 
-pub fn collect_stats(st: &State, c: &CheckpointCounters, now: SystemTime) -> Stats {
+pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<PredictionScore>, now: SystemTime) -> Stats {
     let mut s = Stats {
         journal_bytes: c.journal_bytes,
         bytes_flushed: c.bytes_flushed,
@@ -318,6 +359,8 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, now: SystemTime) -> Sta
         cache_limit_bytes: st.config.cache_size,
         battery_percent: st.battery,
         low_battery: st.low_battery(),
+        idle_predictor: st.config.idle_predictor.clone(),
+        idle,
         ..Stats::default()
     };
     for (id, app) in st.apps.list.iter().enumerate() {
@@ -326,6 +369,8 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, now: SystemTime) -> Sta
         let oldest = closed.filter_map(|v| v.first_entry_at).chain(app.open.first_entry_at).min();
         let stale_seconds = oldest.map_or(0.0, |t| now.duration_since(t).unwrap_or_default().as_secs_f64());
         let k = &app.counters;
+        let m = &app.metrics;
+        let micros = |d: Duration| d.as_nanos() as f64 / 1e3;
         let a = AppStats {
             app: app.name.clone(),
             mode: format!("{:?}", st.mode_of(id)).to_lowercase(),
@@ -337,6 +382,15 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, now: SystemTime) -> Sta
             vcts_committed: k.vcts_committed,
             stale_bytes,
             stale_seconds,
+            stale_bytes_max: m.staleness.max_bytes,
+            stale_bytes_mean: m.staleness.mean_bytes(now),
+            checkpoint_intervals: m.intervals.count,
+            checkpoint_interval_mean_seconds: m.intervals.mean().as_secs_f64(),
+            checkpoint_interval_max_seconds: m.intervals.max.as_secs_f64(),
+            fsync_calls: m.fsync_latency.count(),
+            fsync_p50_us: micros(m.fsync_latency.percentile(0.5)),
+            fsync_p99_us: micros(m.fsync_latency.percentile(0.99)),
+            stalled_seconds: m.stalled.as_secs_f64(),
         };
         s.bytes_written += a.bytes_written;
         s.fsync_absorbed += a.fsync_absorbed;

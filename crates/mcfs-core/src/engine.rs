@@ -10,6 +10,8 @@ use crate::committed::Committed;
 use crate::config::{Config, SyncMode};
 use crate::inode::Inode;
 use crate::journal::{self, Journal};
+use crate::policy::interval;
+use crate::policy::prediction_score::ScoredPredictor;
 use crate::state::{attr_from_backend, State, Store};
 use crate::stats::Stats;
 use crate::types::*;
@@ -17,7 +19,7 @@ use crate::vct::{AppId, LogEntry};
 use crate::STATE_DIR;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::ffi::{OsStr, OsString};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub struct Engine {
@@ -33,6 +35,8 @@ pub struct Engine {
     pub(crate) unapplied: Mutex<Vec<crate::vct::ClosedVct>>,
     /// Wakes the background thread when a VCT closes or on shutdown.
     pub(crate) wake: (Mutex<bool>, Condvar),
+    /// The user-idle predictor (`idle_predictor`), with its score.
+    pub(crate) idle: Mutex<Option<ScoredPredictor>>,
 }
 
 const NAME_MAX: usize = 255;
@@ -74,6 +78,7 @@ impl Engine {
         let mut root_inode = Inode::new(attr_from_backend(ROOT_INO, &root), 0, ROOT_INO);
         root_inode.children = None;
         root_inode.lookups = 1;
+        let idle = interval::by_name(&config.idle_predictor).map(ScoredPredictor::new);
         let mut state = State::new(config, root_inode);
         let app = state.app_of_uid(root.uid);
         state.inodes.get_mut(&ROOT_INO).expect("root").app = app;
@@ -88,6 +93,7 @@ impl Engine {
             counters: Mutex::new(CheckpointCounters::default()),
             unapplied: Mutex::new(Vec::new()),
             wake: (Mutex::new(false), Condvar::new()),
+            idle: Mutex::new(idle),
         })
     }
 
@@ -417,7 +423,7 @@ impl Engine {
             let stale = crate::checkpoint::stale_bytes(&st, app);
             if stale > 0 && stale + data.len() as u64 > crate::checkpoint::limits_of(&st, app).max_stale_bytes {
                 drop(st);
-                self.run_checkpoint(Trigger::App(app))?;
+                self.stalled(app, || self.run_checkpoint(Trigger::App(app)))?;
                 continue;
             }
             let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
@@ -425,12 +431,13 @@ impl Engine {
                 break;
             }
             drop(st);
-            self.run_checkpoint(Trigger::Memory)?;
+            self.stalled(app, || self.run_checkpoint(Trigger::Memory))?;
         }
         let now = self.clock.now();
         let mut st = self.state.lock();
         st.write(&self.store(), ino, offset, data, now)?;
         let app = st.inode(ino)?.app;
+        st.note_staleness(app, now);
         if self.policy_closes(&mut st, app) {
             self.wake_background();
         }
@@ -470,6 +477,15 @@ impl Engine {
     }
 
     fn sync_of(&self, app: AppId) -> FsResult<()> {
+        let started = self.clock.now();
+        let done = self.sync_in_mode(app);
+        let took = self.clock.now().duration_since(started).unwrap_or_default();
+        self.state.lock().apps.list[app].metrics.fsync_latency.record(took);
+        done
+    }
+
+    /// Memory mode: a log boundary. Sync mode: a durable commit.
+    fn sync_in_mode(&self, app: AppId) -> FsResult<()> {
         let mut st = self.state.lock();
         let mode = st.mode_of(app);
         let counters = &mut st.apps.list[app].counters;
@@ -483,7 +499,17 @@ impl Engine {
         }
         counters.fsync_honoured += 1;
         drop(st);
-        self.run_checkpoint(Trigger::App(app))
+        self.stalled(app, || self.run_checkpoint(Trigger::App(app)))
+    }
+
+    /// Runs a checkpoint an app's call waits for, counting the wait as the
+    /// app's time stalled on storage.
+    fn stalled(&self, app: AppId, checkpoint: impl FnOnce() -> FsResult<()>) -> FsResult<()> {
+        let started = self.clock.now();
+        let done = checkpoint();
+        let took = self.clock.now().duration_since(started).unwrap_or_default();
+        self.state.lock().apps.list[app].metrics.stalled += took;
+        done
     }
 
     /// Entries of a directory (without `.` and `..`).
@@ -524,8 +550,35 @@ impl Engine {
         Ok(())
     }
 
+    /// The path of `ino` below the mount root as the live namespace has it
+    /// now (one of its names if it has several); `None` for an unknown or
+    /// unlinked inode. Costs one scan of each ancestor's children.
+    pub fn path_of(&self, ino: Ino) -> Option<PathBuf> {
+        let st = self.state.lock();
+        let mut names = Vec::new();
+        let mut at = ino;
+        while at != ROOT_INO {
+            let inode = st.inodes.get(&at)?;
+            let parent = st.inodes.get(&inode.parent)?;
+            let name = parent.children.as_ref()?.iter().find(|(_, i)| **i == at).map(|(n, _)| n.clone())?;
+            names.push(name);
+            at = inode.parent;
+        }
+        Some(names.iter().rev().collect())
+    }
+
+    /// A user-input operation (a tap, or a drag already merged into one)
+    /// happened now: feeds the idle-interval predictor (MobiFS §5.3).
+    pub fn user_input(&self) {
+        if let Some(predictor) = self.idle.lock().as_mut() {
+            predictor.input(self.clock.now());
+        }
+        self.wake_background();
+    }
+
     pub fn stats(&self) -> Stats {
         let st = self.state.lock();
-        crate::checkpoint::collect_stats(&st, &self.counters.lock(), self.clock.now())
+        let idle = self.idle.lock().as_ref().map(ScoredPredictor::score);
+        crate::checkpoint::collect_stats(&st, &self.counters.lock(), idle, self.clock.now())
     }
 }

@@ -4,8 +4,10 @@
 //! methods with an inode number and a `Caller`; the engine talks to storage
 //! only through `Backend` and to time only through `Clock`.
 
+mod app_metrics;
 mod apps;
 pub mod backend;
+mod batch_selection;
 mod cache;
 mod checkpoint;
 pub mod clock;
@@ -14,6 +16,7 @@ mod compile;
 pub mod config;
 mod engine;
 mod file_io;
+mod histogram;
 mod inode;
 pub mod journal;
 pub mod policy;

@@ -108,10 +108,11 @@ impl State {
     }
 
     pub fn mode_of(&self, app: AppId) -> SyncMode {
-        if self.low_battery() {
+        let app = &self.apps.list[app];
+        if self.low_battery() || app.policy.fsync_durable() {
             return SyncMode::Sync;
         }
-        self.apps.list[app].mode.unwrap_or(self.config.mode)
+        app.mode.unwrap_or(self.config.mode)
     }
 
     pub fn inode(&self, ino: Ino) -> FsResult<&Inode> {
@@ -196,12 +197,20 @@ impl State {
         self.apps.list[app].open.record(entry, now);
     }
 
-    /// Closes the open VCT of any other app that changed one of `touched`.
+    /// Closes the open VCT of any other app that changed one of `touched`,
+    /// and makes `app`'s open VCT depend on every uncommitted VCT of another
+    /// app that changed one (so the checkpointer never commits it first).
     pub fn close_conflicting(&mut self, app: AppId, touched: &[Ino]) {
         for ino in touched {
             let Some((other, vct)) = self.inodes.get(ino).and_then(|i| i.last_change) else { continue };
-            if other != app && self.apps.list[other].open.id == vct {
+            if other == app {
+                continue;
+            }
+            if self.apps.list[other].open.id == vct {
                 self.close_vct(other);
+            }
+            if self.closed.iter().any(|v| v.id == vct) {
+                self.apps.list[app].open.deps.insert(vct);
             }
         }
     }
@@ -216,6 +225,7 @@ impl State {
         let next_id = self.take_vct_id();
         let open = &mut self.apps.list[app].open;
         let (id, bytes, first_entry_at) = (open.id, open.bytes, open.first_entry_at);
+        let deps = open.deps.iter().copied().collect();
         let (entries, changed) = open.take();
         open.id = next_id;
         let mut closed = Vec::with_capacity(entries.len() + changed.len());
@@ -237,7 +247,7 @@ impl State {
             }
         }
         self.apps.list[app].counters.vcts_closed += 1;
-        self.closed.push_back(ClosedVct { app, id, entries: closed, bytes, first_entry_at });
+        self.closed.push_back(ClosedVct { app, id, entries: closed, bytes, first_entry_at, deps, age: 0 });
     }
 
     pub fn close_all(&mut self) {
@@ -248,9 +258,12 @@ impl State {
 
     /// Bookkeeping once a batch of VCTs is durable and applied: their pages
     /// become clean, their truncates stop hiding backing data.
-    pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>) {
+    pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>, now: SystemTime) {
         let mut touched = Vec::new();
         let total: u64 = batch.iter().map(|v| v.bytes).sum::<u64>().max(1);
+        let mut apps: Vec<AppId> = batch.iter().map(|v| v.app).collect();
+        apps.sort_unstable();
+        apps.dedup();
         for vct in batch {
             let app = &mut self.apps.list[vct.app].counters;
             app.vcts_committed += 1;
@@ -281,6 +294,16 @@ impl State {
         for ino in touched {
             self.drop_if_unreferenced(ino, tree);
         }
+        for app in apps {
+            self.apps.list[app].metrics.intervals.checkpointed(now);
+            self.note_staleness(app, now);
+        }
+    }
+
+    /// Records the app's bytes at risk from `now` on (after a write or a commit).
+    pub fn note_staleness(&mut self, app: AppId, now: SystemTime) {
+        let bytes = crate::checkpoint::stale_bytes(self, app);
+        self.apps.list[app].metrics.staleness.set(now, bytes);
     }
 
     /// Forgets an inode nothing refers to any more.

@@ -1,5 +1,6 @@
 //! Counters the engine keeps for `mcfs stat`, overall and per app.
 
+use crate::policy::prediction_score::PredictionScore;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -15,6 +16,19 @@ pub struct AppStats {
     pub vcts_committed: u64,
     pub stale_bytes: u64,
     pub stale_seconds: f64,
+    /// Largest and time-weighted mean bytes at risk since the app first wrote.
+    pub stale_bytes_max: u64,
+    pub stale_bytes_mean: u64,
+    /// Intervals between the app's checkpoints.
+    pub checkpoint_intervals: u64,
+    pub checkpoint_interval_mean_seconds: f64,
+    pub checkpoint_interval_max_seconds: f64,
+    /// fsync latency the app saw (log-bucketed: within 12.5 %, never under).
+    pub fsync_calls: u64,
+    pub fsync_p50_us: f64,
+    pub fsync_p99_us: f64,
+    /// Time the app's calls waited for checkpoints.
+    pub stalled_seconds: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -41,5 +55,8 @@ pub struct Stats {
     /// succeeded since.
     pub checkpoint_error: Option<String>,
     pub checkpoint_failures: u64,
+    /// The idle predictor in use and its score (MobiFS §7.4), if any.
+    pub idle_predictor: String,
+    pub idle: Option<PredictionScore>,
     pub apps: BTreeMap<String, AppStats>,
 }

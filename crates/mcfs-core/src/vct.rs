@@ -119,6 +119,9 @@ pub struct OpenVct {
     pub overwrite_bytes: u64,
     /// Time of the first entry.
     pub first_entry_at: Option<SystemTime>,
+    /// Closed VCTs of other apps this one depends on: it touched an inode
+    /// they changed, so it may only commit with or after them.
+    pub deps: BTreeSet<u64>,
 }
 
 impl OpenVct {
@@ -197,6 +200,7 @@ impl OpenVct {
         self.bytes = 0;
         self.overwrite_bytes = 0;
         self.first_entry_at = None;
+        self.deps.clear();
         self.id += 1;
         (entries, inodes)
     }
@@ -217,6 +221,10 @@ pub struct ClosedVct {
     /// Staleness this VCT carries (bytes written into it).
     pub bytes: u64,
     pub first_entry_at: Option<SystemTime>,
+    /// Other apps' closed VCTs that must commit no later than this one.
+    pub deps: Vec<u64>,
+    /// Idle intervals this VCT was passed over in (its scheduling queue).
+    pub age: u32,
 }
 
 #[cfg(test)]

@@ -8,12 +8,32 @@
 //! `BurstFilter` merges the event bursts of one gesture (a drag) into one
 //! operation (§6.1); predictors expect operations, already merged.
 //!
-//! Not wired into the engine yet: the checkpointer does not consult a
-//! predictor so far. Invariant of every predictor: its answer depends only on
-//! the inputs fed and the `now` asked, never on wall time.
+//! The engine asks the predictor named by `idle_predictor` in the config
+//! before it checkpoints (see `checkpoint`); `prediction_score` scores a
+//! predictor the way §7.4 does. Invariant of every predictor: its answer
+//! depends only on the inputs fed and the `now` asked, never on wall time.
 
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
+
+/// Names accepted by `idle_predictor` in the config; `none` checkpoints
+/// without waiting for idle time.
+pub const PREDICTOR_NAMES: &[&str] = &["none", "state-machine", "last-min", "last-average"];
+
+/// History length of the LMM and LAM baselines (the paper's k is not given;
+/// the same as the state machine's short history).
+pub const BASELINE_K: usize = 8;
+
+/// A fresh predictor registered under `name`; `None` for `none` and for
+/// unknown names (`Config::validate` rejects those).
+pub fn by_name(name: &str) -> Option<Box<dyn IntervalPredictor + Send>> {
+    match name {
+        "state-machine" => Some(Box::new(StateMachine::default())),
+        "last-min" => Some(Box::new(LastMin::new(BASELINE_K))),
+        "last-average" => Some(Box::new(LastAverage::new(BASELINE_K))),
+        _ => None,
+    }
+}
 
 /// Predicts user-idle intervals from user-input times.
 pub trait IntervalPredictor {

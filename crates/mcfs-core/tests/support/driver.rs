@@ -73,7 +73,7 @@ pub struct Run {
 }
 
 /// Engine configurations the test rotates through, by name.
-pub const VARIANTS: &[&str] = &["memory", "app2-sync", "tight-cache", "small-vcts"];
+pub const VARIANTS: &[&str] = &["memory", "app2-sync", "tight-cache", "small-vcts", "idle-scheduled"];
 
 pub fn config(variant: &str) -> Config {
     let app = |j: usize, mode: Option<SyncMode>| AppConfig {
@@ -99,6 +99,12 @@ pub fn config(variant: &str) -> Config {
             config.max_stale_seconds = 10.0;
             config.checkpoint_segment_bytes = 4096;
             config.apps[1].mode = Some(SyncMode::Sync);
+        }
+        // Checkpoints wait for predicted idle time and the multi-app
+        // scheduler commits apps' VCTs out of their closing order.
+        "idle-scheduled" => {
+            config.idle_predictor = "last-min".to_string();
+            config.checkpoint_write_rate = 64.0 * 1024.0;
         }
         other => panic!("unknown variant {other}"),
     }
@@ -239,6 +245,7 @@ impl Harness {
                 self.clock.advance(Duration::from_secs(*seconds));
                 e.tick();
             }
+            Step::Input => e.user_input(),
             Step::Battery { percent } => e.set_battery(*percent),
             Step::Shutdown => e.shutdown()?,
             // The engine mounts once, at the first `mount` (see `run`).

@@ -238,9 +238,12 @@ impl Generator {
                 let percent = self.pick(&[5, 60]).expect("non-empty");
                 self.emit(Step::Battery { percent });
             }
-            92..=99 => {
+            92..=97 => {
                 let seconds = self.pick(&[1, 5, 20, 45, 130]).expect("non-empty");
                 self.emit(Step::Tick { seconds });
+            }
+            98..=99 => {
+                self.emit(Step::Input);
             }
             100..=103 => self.xattr(app, area),
             _ => {

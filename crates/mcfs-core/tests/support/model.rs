@@ -215,7 +215,12 @@ impl Model {
                 self.drop_if_gone(fid);
                 Ok(None)
             }
-            Step::Checkpoint | Step::Tick { .. } | Step::Battery { .. } | Step::Shutdown | Step::Mount => Ok(None),
+            Step::Checkpoint
+            | Step::Tick { .. }
+            | Step::Input
+            | Step::Battery { .. }
+            | Step::Shutdown
+            | Step::Mount => Ok(None),
         }
     }
 

@@ -106,6 +106,8 @@ pub enum Step {
     Tick {
         seconds: u64,
     },
+    /// `Engine::user_input`: a user operation (feeds the idle predictor).
+    Input,
     /// `Engine::set_battery`: below the low mark every app is in sync mode.
     Battery {
         percent: u8,
@@ -166,6 +168,7 @@ impl fmt::Display for Step {
             Step::Close { app, handle } => write!(f, "a{app} close h{handle}"),
             Step::Checkpoint => write!(f, "checkpoint"),
             Step::Tick { seconds } => write!(f, "tick {seconds}"),
+            Step::Input => write!(f, "input"),
             Step::Battery { percent } => write!(f, "battery {percent}"),
             Step::Shutdown => write!(f, "shutdown"),
             Step::Mount => write!(f, "mount"),
@@ -197,6 +200,7 @@ fn parse_step(text: &str) -> Result<Step, String> {
         ["checkpoint"] => return Ok(Step::Checkpoint),
         ["shutdown"] => return Ok(Step::Shutdown),
         ["mount"] => return Ok(Step::Mount),
+        ["input"] => return Ok(Step::Input),
         ["tick", s] => return Ok(Step::Tick { seconds: num(s)? }),
         ["battery", p] => return Ok(Step::Battery { percent: p.parse().map_err(|_| bad())? }),
         _ => {}
