@@ -12,9 +12,14 @@ const APP_COLUMNS: &[(&str, &str)] = &[
     ("bytes_flushed", "FLUSHED"),
     ("stale_bytes", "STALE"),
     ("stale_seconds", "STALE_AGE"),
+    ("stale_bytes_max", "STALE_MAX"),
+    ("stale_bytes_mean", "STALE_MEAN"),
     ("fsync_absorbed", "FSYNC_ABSORBED"),
     ("fsync_honoured", "FSYNC_HONOURED"),
+    ("fsync_p99_us", "FSYNC_P99"),
+    ("stalled_seconds", "STALLED"),
     ("vcts_committed", "VCTS_COMMITTED"),
+    ("checkpoint_interval_mean_seconds", "CKPT_INTERVAL"),
 ];
 
 pub fn render(stats: &Value) -> String {
@@ -28,10 +33,26 @@ pub fn render(stats: &Value) -> String {
     for (key, value) in scalars {
         let _ = writeln!(out, "  {key:<width$}  {}", format_value(key, value));
     }
+    if let Some(idle) = top.get("idle").and_then(Value::as_object) {
+        out.push_str(&render_idle(idle));
+    }
     if let Some(apps) = top.get("apps").and_then(Value::as_object) {
         out.push_str(&render_apps(apps));
     }
     out
+}
+
+/// The idle predictor's score as MobiFS §7.4 reports it.
+fn render_idle(idle: &Map<String, Value>) -> String {
+    let count = |key: &str| idle.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let predictions = count("predictions");
+    let per_prediction = count("conflicts") as f64 / predictions.max(1) as f64;
+    let mean_seconds = count("predicted_ns") as f64 / 1e9 / predictions.max(1) as f64;
+    format!(
+        "idle prediction\n  user operations {}, idle windows predicted {predictions}, responsive conflicts per \
+         prediction {per_prediction:.2}, mean predicted idle {mean_seconds:.1} s\n",
+        count("operations")
+    )
 }
 
 fn render_apps(apps: &Map<String, Value>) -> String {
@@ -62,6 +83,7 @@ fn format_value(key: &str, value: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Number(n) if key.contains("bytes") => n.as_u64().map_or(n.to_string(), human_bytes),
         Value::Number(n) if key.ends_with("seconds") => n.as_f64().map_or(n.to_string(), |s| format!("{s:.1} s")),
+        Value::Number(n) if key.ends_with("_us") => n.as_f64().map_or(n.to_string(), |us| format!("{us:.0} µs")),
         Value::Bool(b) => if *b { "yes" } else { "no" }.to_string(),
         other => other.to_string(),
     }
@@ -123,6 +145,18 @@ mod tests {
         assert!(mail.contains("sync") && mail.contains("10 B"), "{mail}");
         assert!(line("uid:10042").contains("4.8 MiB"), "{text}");
         assert!(!text.contains("\"apps\""), "nested objects are not dumped as scalars");
+    }
+
+    #[test]
+    fn idle_prediction_and_latencies_are_readable() {
+        let stats = json!({
+            "idle": {"predictions": 4, "conflicts": 1, "predicted_ns": 10_000_000_000u64, "operations": 30},
+            "apps": {"a": {"fsync_p99_us": 1234.4}}
+        });
+        let text = render(&stats);
+        assert!(text.contains("conflicts per prediction 0.25"), "{text}");
+        assert!(text.contains("mean predicted idle 2.5 s"), "{text}");
+        assert!(text.contains("1234 µs"), "{text}");
     }
 
     #[test]
