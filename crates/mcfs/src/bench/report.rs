@@ -153,8 +153,19 @@ mod tests {
         let row = table.lines().find(|l| l.contains("fsync latency p50")).unwrap();
         let fields: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(
-            &fields[1..10],
-            ["fio", "fsync latency p50", "us", "1000", "-", "250 (0.250x)", "error", "<= 0.5x ext4", "pass (0.250x)"]
+            &fields[1..11],
+            [
+                "fio",
+                "fsync latency p50",
+                "us",
+                "1000",
+                "-",
+                "250 (0.250x)",
+                "error",
+                "-",
+                "<= 0.5x ext4",
+                "pass (0.250x)"
+            ]
         );
         assert!(table.contains("- fio on mcfs-sync: mount failed"), "{table}");
         assert!(!table.contains("sqlite"), "workloads that did not run get no rows:\n{table}");

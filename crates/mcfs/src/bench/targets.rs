@@ -27,10 +27,14 @@ pub enum TargetKind {
     Mcfs,
     /// mcfs with every app in sync mode (`mode = "sync"`).
     McfsSync,
+    /// mcfs in memory mode with the tradeoff-point-location policy
+    /// (`transaction_policy = "tpl"`): the policy's cost on the write path.
+    McfsTpl,
 }
 
 impl TargetKind {
-    pub const ALL: [TargetKind; 4] = [TargetKind::Ext4, TargetKind::Tmpfs, TargetKind::Mcfs, TargetKind::McfsSync];
+    pub const ALL: [TargetKind; 5] =
+        [TargetKind::Ext4, TargetKind::Tmpfs, TargetKind::Mcfs, TargetKind::McfsSync, TargetKind::McfsTpl];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -38,11 +42,12 @@ impl TargetKind {
             TargetKind::Tmpfs => "tmpfs",
             TargetKind::Mcfs => "mcfs",
             TargetKind::McfsSync => "mcfs-sync",
+            TargetKind::McfsTpl => "mcfs-tpl",
         }
     }
 
     pub fn is_mcfs(self) -> bool {
-        matches!(self, TargetKind::Mcfs | TargetKind::McfsSync)
+        matches!(self, TargetKind::Mcfs | TargetKind::McfsSync | TargetKind::McfsTpl)
     }
 
     pub fn has_device(self) -> bool {
@@ -178,6 +183,9 @@ impl Target {
 fn mcfs_config(kind: TargetKind, cache_size: Option<u64>, options: &[String]) -> String {
     let mode = if kind == TargetKind::McfsSync { "sync" } else { "memory" };
     let mut text = format!("mode = \"{mode}\"\n");
+    if kind == TargetKind::McfsTpl {
+        text.push_str("transaction_policy = \"tpl\"\n");
+    }
     if let Some(bytes) = cache_size {
         text.push_str(&format!("cache_size = {bytes}\n"));
     }
@@ -425,6 +433,7 @@ mod tests {
     #[test]
     fn config_sets_mode_and_cache_size() {
         assert_eq!(mcfs_config(TargetKind::McfsSync, None, &[]), "mode = \"sync\"\n");
+        assert_eq!(mcfs_config(TargetKind::McfsTpl, None, &[]), "mode = \"memory\"\ntransaction_policy = \"tpl\"\n");
         let options = ["max_stale_bytes = 1".to_string(), "dirty_high_ratio = 0.5".to_string()];
         assert_eq!(
             mcfs_config(TargetKind::Mcfs, Some(4096), &options),
