@@ -86,7 +86,7 @@ impl Apps {
         if let Some(id) = self.by_uid.get(&uid) {
             return *id;
         }
-        let id = self.add(format!("uid:{uid}"));
+        let id = self.add(crate::config::uid_app_name(uid));
         self.by_uid.insert(uid, id);
         id
     }

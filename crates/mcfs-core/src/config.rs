@@ -91,7 +91,18 @@ impl Default for Config {
     }
 }
 
+/// The name of an app no `[[apps]]` table claims: `uid:N`.
+pub fn uid_app_name(uid: u32) -> String {
+    format!("uid:{uid}")
+}
+
 impl Config {
+    /// The name of the app a uid belongs to, as the engine names it: the
+    /// `[[apps]]` table that lists the uid, else `uid:N`.
+    pub fn app_name_of(&self, uid: u32) -> String {
+        self.apps.iter().find(|a| a.uids.contains(&uid)).map_or_else(|| uid_app_name(uid), |a| a.name.clone())
+    }
+
     /// Parses TOML; the error names the offending key.
     pub fn from_toml(text: &str) -> Result<Config, String> {
         let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;

@@ -1,7 +1,8 @@
 //! `McfsFs`: the fuser `Filesystem` over `mcfs_core::Engine`. Each request
 //! becomes one engine call (readdirplus: one per entry) and its result one
 //! reply; the engine does its own locking, so nothing here holds a lock
-//! across an engine call.
+//! across an engine call. An observer, if set, is told of each file
+//! operation the engine carried out (see `observer`).
 //!
 //! Invariants: every request is answered exactly once, no request panics,
 //! and every kernel reference the engine counts (lookup, create, mknod,
@@ -9,13 +10,14 @@
 //! a reference whose reply could not carry it is forgotten at once.
 
 use crate::dir_handles::{items_from, DirHandles};
+use crate::observer::{RequestObserver, ServedOp};
 use crate::translate::{self, caller, errno, file_attr, file_type};
 use fuser::{
     FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags,
     RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
     ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, Ino};
+use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, Ino, RenameMode};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -42,11 +44,31 @@ const FILE_HANDLE: FileHandle = FileHandle(0);
 pub struct McfsFs {
     engine: Arc<Engine>,
     dirs: DirHandles,
+    observer: Option<Arc<dyn RequestObserver>>,
 }
 
 impl McfsFs {
     pub fn new(engine: Arc<Engine>) -> McfsFs {
-        McfsFs { engine, dirs: DirHandles::default() }
+        McfsFs { engine, dirs: DirHandles::default(), observer: None }
+    }
+
+    /// Tells `observer` about every file operation served from now on.
+    pub fn with_observer(self, observer: Arc<dyn RequestObserver>) -> McfsFs {
+        McfsFs { observer: Some(observer), ..self }
+    }
+
+    /// Passes `result` through, telling the observer (if any) about the
+    /// operation `op` describes when it succeeded.
+    fn observed<'a, T>(
+        &self,
+        caller: Option<Caller>,
+        result: FsResult<T>,
+        op: impl FnOnce(&T) -> ServedOp<'a>,
+    ) -> FsResult<T> {
+        if let (Some(observer), Ok(value)) = (&self.observer, &result) {
+            observer.served(caller, op(value));
+        }
+        result
     }
 
     /// Empties `ino` for an `O_TRUNC` open that has already been counted;
@@ -156,6 +178,10 @@ impl Filesystem for McfsFs {
         } else {
             self.engine.setattr(caller(req), ino.0, &set)
         };
+        let result = match set.size {
+            Some(size) => self.observed(Some(caller(req)), result, |_| ServedOp::Truncate { ino: ino.0, size }),
+            None => result,
+        };
         reply_attr(reply, result);
     }
 
@@ -175,15 +201,18 @@ impl Filesystem for McfsFs {
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let perm = translate::new_perm(mode, umask);
-        reply_entry(reply, self.engine.mkdir(caller(req), parent.0, name, perm));
+        let result = self.engine.mkdir(caller(req), parent.0, name, perm);
+        reply_entry(reply, self.observed(Some(caller(req)), result, |attr| ServedOp::Mkdir { ino: attr.ino }));
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(reply, self.engine.unlink(caller(req), parent.0, name));
+        let result = self.engine.unlink(caller(req), parent.0, name);
+        reply_empty(reply, self.observed(Some(caller(req)), result, |()| ServedOp::Unlink { parent: parent.0, name }));
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(reply, self.engine.rmdir(caller(req), parent.0, name));
+        let result = self.engine.rmdir(caller(req), parent.0, name);
+        reply_empty(reply, self.observed(Some(caller(req)), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
@@ -200,9 +229,17 @@ impl Filesystem for McfsFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let result = translate::rename_mode(flags)
-            .and_then(|mode| self.engine.rename(caller(req), parent.0, name, newparent.0, newname, mode));
-        reply_empty(reply, result);
+        let result = translate::rename_mode(flags).and_then(|mode| {
+            self.engine.rename(caller(req), parent.0, name, newparent.0, newname, mode).map(|()| mode)
+        });
+        let result = self.observed(Some(caller(req)), result, |mode| ServedOp::Rename {
+            parent: parent.0,
+            name,
+            new_parent: newparent.0,
+            new_name: newname,
+            exchange: *mode == RenameMode::Exchange,
+        });
+        reply_empty(reply, result.map(drop));
     }
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
@@ -214,6 +251,8 @@ impl Filesystem for McfsFs {
         if result.is_ok() && translate::truncates(flags.0) {
             result = self.truncate_opened(caller(req), ino.0).map(drop);
         }
+        let truncated = translate::truncates(flags.0);
+        let result = self.observed(Some(caller(req)), result, |()| ServedOp::Open { ino: ino.0, truncated });
         match result {
             // KEEP_CACHE: the kernel's cached pages stay valid across opens,
             // since every write to the file comes through this mount.
@@ -242,6 +281,8 @@ impl Filesystem for McfsFs {
                 result = self.truncate_opened(caller, ino).inspect_err(|_| self.engine.forget(ino, 1));
             }
         }
+        let truncated = translate::truncates(flags);
+        let result = self.observed(Some(caller), result, |attr| ServedOp::Create { ino: attr.ino, truncated });
         match result {
             Ok(attr) => reply.created(&TTL, &file_attr(&attr), GENERATION, FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(errno(e)),
@@ -250,7 +291,7 @@ impl Filesystem for McfsFs {
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -259,7 +300,13 @@ impl Filesystem for McfsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.engine.read(ino.0, offset, size) {
+        let result = self.engine.read(ino.0, offset, size);
+        let result = self.observed(Some(caller(req)), result, |data| ServedOp::Read {
+            ino: ino.0,
+            offset,
+            len: data.len() as u64,
+        });
+        match result {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(errno(e)),
         }
@@ -277,15 +324,23 @@ impl Filesystem for McfsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.engine.write(translate::write_caller(req, write_flags), ino.0, offset, data) {
+        let caller = translate::write_caller(req, write_flags);
+        let result = self.engine.write(caller, ino.0, offset, data);
+        let result = self.observed(caller, result, |n| ServedOp::Write { ino: ino.0, offset, len: u64::from(*n) });
+        match result {
             Ok(written) => reply.written(written),
             Err(e) => reply.error(errno(e)),
         }
     }
 
     /// close(2): nothing to do — durability is fsync's business, and
-    /// without writeback cache there is no kernel-held data to push.
-    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+    /// without writeback cache there is no kernel-held data to push. The
+    /// observer hears of it here, in order with the caller's other calls
+    /// (a release may come any time later).
+    fn flush(&self, req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        if let Some(observer) = &self.observer {
+            observer.served(Some(caller(req)), ServedOp::Close { ino: ino.0 });
+        }
         reply.ok();
     }
 
@@ -305,8 +360,9 @@ impl Filesystem for McfsFs {
 
     /// fsync and fdatasync alike: the engine decides what durability the
     /// caller's app gets (a VCT boundary, or a real commit in sync mode).
-    fn fsync(&self, req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        reply_empty(reply, self.engine.fsync(Some(caller(req)), ino.0));
+    fn fsync(&self, req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        let result = self.engine.fsync(Some(caller(req)), ino.0);
+        reply_empty(reply, self.observed(Some(caller(req)), result, |()| ServedOp::Fsync { ino: ino.0, datasync }));
     }
 
     fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

@@ -4,12 +4,15 @@
 //! `McfsFs` turns each request into one engine call; `mount` checks the
 //! mount point and serves a `McfsFs` on several threads; `Mounted` waits for
 //! the session to end or unmounts it. Pure request translations live in
-//! `translate`, directory stream state in `dir_handles`.
+//! `translate`, directory stream state in `dir_handles`; `observer` is the
+//! hook that lets the mounting program watch what is served (recording).
 
 mod dir_handles;
 mod filesystem;
 mod mount;
+mod observer;
 mod translate;
 
 pub use filesystem::McfsFs;
-pub use mount::{mount, usable_mount_point, MountOptions, Mounted, Unmounter};
+pub use mount::{mount, mount_fs, usable_mount_point, MountOptions, Mounted, Unmounter};
+pub use observer::{RequestObserver, ServedOp};

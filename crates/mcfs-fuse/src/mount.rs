@@ -63,7 +63,12 @@ impl MountOptions {
 /// Mounts `engine` at `mountpoint` and serves it on background threads. The
 /// error names the mount point and the cause.
 pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
-    start_session(McfsFs::new(engine), mountpoint, opts)
+    mount_fs(McfsFs::new(engine), mountpoint, opts)
+}
+
+/// `mount` for a file system set up by the caller (with an observer, say).
+pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
+    start_session(fs, mountpoint, opts)
 }
 
 fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {

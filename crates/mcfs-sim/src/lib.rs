@@ -7,11 +7,15 @@
 //! position and reason, and never panics on any input. The format is documented in `docs/TRACE_FORMAT.md`.
 
 pub mod binary;
+pub mod device;
 pub mod error;
 pub mod escape;
 pub mod import;
 mod lines;
+pub mod live_replay;
+pub mod pattern;
 pub mod replay;
+pub mod synth;
 pub mod text;
 pub mod timefmt;
 pub mod trace;

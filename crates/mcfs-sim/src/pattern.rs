@@ -6,12 +6,22 @@
 /// The period of the pattern (a prime, so 4 KiB pages do not repeat).
 const PERIOD: u64 = 251;
 
-/// Fills `buf` with the pattern bytes of file offsets `offset..offset + buf.len()`.
+/// Fills `buf` with the pattern bytes of file offsets `offset..offset + buf.len()`. The first period is
+/// written byte by byte, the rest copied from it in doubling blocks (replays write gigabytes).
 pub fn fill(offset: u64, buf: &mut [u8]) {
     let mut value = (offset % PERIOD) as u8;
-    for byte in buf {
+    let first = buf.len().min(PERIOD as usize);
+    for byte in &mut buf[..first] {
         *byte = value;
         value = if u64::from(value) + 1 == PERIOD { 0 } else { value + 1 };
+    }
+    // Whole periods repeat, so any multiple of the period is a valid source length.
+    let mut done = first;
+    while done < buf.len() {
+        let block = done - done % PERIOD as usize;
+        let n = block.min(buf.len() - done);
+        buf.copy_within(..n, done);
+        done += n;
     }
 }
 

@@ -1,29 +1,46 @@
-//! The replay core: drives the real `mcfs_core::Engine` with a trace, in virtual time.
+//! The replay core: drives the real `mcfs_core::Engine` with a trace, in virtual time, over a simulated
+//! device.
 //!
-//! The engine runs over a `MemBackend` and a `ManualClock`. The first event's time is virtual time zero;
-//! before each event the clock moves to the event's time, stopping at every deadline `next_tick_in` gives
-//! on the way to run `tick` there, so background checkpoints happen at the virtual times a live mount's
-//! background thread would run them. Invariants: the clock never goes back (an event stamped earlier than
-//! the one before it runs at the current time and is counted), and no trace content makes the replay
-//! panic: an operation the replay cannot map (unknown path) or that the engine refuses is skipped and
-//! counted by kind and reason.
+//! The engine runs over a `SimBackend` (files in memory, a device model in virtual time) and a
+//! `ManualClock`. The first event's time is virtual time zero; before each event the clock moves to the
+//! event's time, stopping at every deadline `next_tick_in` gives on the way to run `tick` there, so
+//! background checkpoints happen at the virtual times a live mount's background thread would run them.
+//! Background work does not move the clock (on a phone it runs beside the apps) but it occupies the
+//! device, so an app call that needs the device behind it waits. Each event is one timed call: what it
+//! waited for the device is its latency (CPU time is not modelled), recorded per app; the trace's own
+//! times are kept (open loop), so a stall delays no later event. Invariants: the clock never goes back
+//! (an event stamped earlier than the one before it runs at the current time and is counted), and no
+//! trace content makes the replay panic: an operation the replay cannot map (unknown path) or that the
+//! engine refuses is skipped and counted by kind and reason.
 
+mod latency;
 mod metrics;
+mod ops;
+mod options;
 mod paths;
+mod prediction;
+mod risk;
+mod waits;
 
+pub use latency::LatencySummary;
 pub use metrics::{AppMetrics, Metrics};
+pub use options::ReplayOptions;
+pub use prediction::COMPARED_PREDICTORS;
+pub use risk::BytesAtRisk;
 
+use crate::device::SimBackend;
 use crate::error::TraceError;
 use crate::text::op_name;
 use crate::trace::{EventKind, TraceEvent};
-use mcfs_core::{Caller, Clock, Config, Engine, Errno, FileKind, Ino, ManualClock, MemBackend, RenameMode, SetAttr};
-use paths::{normalize, split_last, PathTable};
+use mcfs_core::{Caller, Config, Engine, Errno, ManualClock};
+use paths::PathTable;
+use prediction::InputTimes;
+use risk::RiskTracker;
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::fmt;
-use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::Duration;
+use waits::Waits;
 
 /// The first app seen gets this uid, the next one more, and so on (Android's first app uid).
 pub const FIRST_APP_UID: u32 = 10_000;
@@ -42,6 +59,8 @@ const DIR_PERM: u32 = 0o755;
 /// Why a replay stopped.
 #[derive(Debug)]
 pub enum ReplayError {
+    /// The options are unusable.
+    Options(String),
     /// The trace could not be read.
     Trace(TraceError),
     /// The engine could not start or could not shut down cleanly.
@@ -51,6 +70,7 @@ pub enum ReplayError {
 impl fmt::Display for ReplayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            ReplayError::Options(e) => write!(f, "replay options: {e}"),
             ReplayError::Trace(e) => write!(f, "reading the trace: {e}"),
             ReplayError::Engine(e) => write!(f, "engine: {e}"),
         }
@@ -74,7 +94,7 @@ impl From<Errno> for Skip {
 pub struct Replayer {
     engine: Engine,
     clock: Arc<ManualClock>,
-    backend: Arc<MemBackend>,
+    backend: Arc<SimBackend>,
     config: Config,
     /// Trace time of the first event (virtual time zero).
     origin_ns: Option<u64>,
@@ -84,16 +104,24 @@ pub struct Replayer {
     last_event_ns: u64,
     paths: PathTable,
     uids: HashMap<String, u32>,
-    /// The bytes every write writes (a fixed pattern, so runs are reproducible).
-    pattern: Vec<u8>,
+    /// Room for one chunk of written bytes.
+    scratch: Vec<u8>,
+    waits: Waits,
+    risk: RiskTracker,
+    /// User inputs, for the predictor comparison.
+    inputs: InputTimes,
     metrics: Metrics,
 }
 
 impl Replayer {
-    pub fn new(config: Config) -> Result<Replayer, ReplayError> {
+    pub fn new(options: ReplayOptions) -> Result<Replayer, ReplayError> {
+        let sample_every_ns = u64::try_from(options.sample_every.as_nanos()).unwrap_or(u64::MAX);
+        if sample_every_ns == 0 {
+            return Err(ReplayError::Options("sample_every must be longer than zero".into()));
+        }
         let clock = Arc::new(ManualClock::new());
-        let backend = Arc::new(MemBackend::new());
-        backend.set_now(clock.now());
+        let backend = Arc::new(SimBackend::new(options.device, clock.clone()));
+        let config = options.config;
         let engine = Engine::start(backend.clone(), clock.clone(), config.clone()).map_err(ReplayError::Engine)?;
         Ok(Replayer {
             engine,
@@ -105,17 +133,20 @@ impl Replayer {
             last_event_ns: 0,
             paths: PathTable::new(),
             uids: HashMap::new(),
-            pattern: (0..CHUNK_BYTES).map(|i| (i % 251) as u8).collect(),
+            scratch: vec![0; CHUNK_BYTES],
+            waits: Waits::default(),
+            risk: RiskTracker::new(sample_every_ns),
+            inputs: InputTimes::default(),
             metrics: Metrics::default(),
         })
     }
 
     /// Replays a whole trace and shuts the engine down; stops at the first unreadable event.
-    pub fn run<I>(config: Config, events: I) -> Result<Metrics, ReplayError>
+    pub fn run<I>(options: ReplayOptions, events: I) -> Result<Metrics, ReplayError>
     where
         I: IntoIterator<Item = Result<TraceEvent, TraceError>>,
     {
-        let mut replayer = Replayer::new(config)?;
+        let mut replayer = Replayer::new(options)?;
         for event in events {
             replayer.replay(&event.map_err(ReplayError::Trace)?);
         }
@@ -131,8 +162,17 @@ impl Replayer {
         }
         self.advance_to(at.max(self.now_ns));
         self.last_event_ns = self.now_ns;
+        if matches!(event.kind, EventKind::Input { .. }) {
+            self.inputs.record(self.now_ns);
+        }
         let kind = op_name(&event.kind);
-        match self.apply(event) {
+        self.backend.begin_call();
+        let result = self.apply(event);
+        let cost = self.backend.end_call();
+        let fsync = matches!(event.kind, EventKind::Fsync { .. } | EventKind::Fdatasync { .. });
+        self.waits.record(&event.app, cost.latency_ns, fsync && result.is_ok());
+        self.observe_risk();
+        match result {
             Ok(()) => {
                 self.metrics.events_replayed += 1;
                 *self.metrics.replayed_by_kind.entry(kind).or_default() += 1;
@@ -154,17 +194,35 @@ impl Replayer {
         &self.engine
     }
 
+    /// The simulated backing store and device, to look at between events.
+    pub fn backend(&self) -> &SimBackend {
+        &self.backend
+    }
+
     /// Shuts the engine down (committing everything) and reports.
     pub fn finish(mut self) -> Result<Metrics, ReplayError> {
-        self.metrics.checkpoints_before_shutdown = self.engine.stats().checkpoints;
+        let during = self.engine.stats();
+        self.metrics.checkpoints_before_shutdown = during.checkpoints;
+        let m = &mut self.metrics;
+        m.bytes_at_risk = self.risk.finish(self.now_ns);
         self.engine.shutdown().map_err(|e| ReplayError::Engine(format!("shutdown failed: {e}")))?;
         let stats = self.engine.stats();
-        self.metrics.take_engine_stats(&stats);
-        self.metrics.virtual_ns = self.now_ns;
+        m.take_engine_stats(&stats);
+        m.virtual_ns = self.now_ns;
+        (m.fsync_latency, m.stall_ns) = self.waits.of(None);
+        m.device = self.backend.report();
+        m.prediction = self.inputs.scores();
         for (app, uid) in self.uids {
-            let engine_app = engine_app_name(&self.config, uid);
-            let per_app = AppMetrics::new(uid, engine_app.clone(), stats.apps.get(&engine_app));
-            self.metrics.apps.insert(app, per_app);
+            let engine_app = self.config.app_name_of(uid);
+            let waits = self.waits.of(Some(&app));
+            let per_app = AppMetrics::new(
+                uid,
+                engine_app.clone(),
+                stats.apps.get(&engine_app),
+                during.apps.get(&engine_app),
+                waits,
+            );
+            m.apps.insert(app, per_app);
         }
         Ok(self.metrics)
     }
@@ -187,201 +245,36 @@ impl Replayer {
                 deadline = target_ns - (target_ns - self.now_ns) % wait_ns;
             }
             self.set_time(deadline);
+            // Background work: it occupies the device, but no app waits for it.
+            self.backend.begin_call();
             self.engine.tick();
+            self.backend.end_call();
             self.metrics.ticks += 1;
+            self.observe_risk();
         }
         self.set_time(target_ns);
     }
 
-    /// Whether nothing waits to be committed: no app has an uncommitted entry and no page is dirty. Only
-    /// asked after time has moved past the last event, so an entry made "now" cannot hide behind a zero age.
+    /// Whether nothing waits to be committed: no app has an uncommitted entry and no page is dirty.
     fn engine_idle(&self) -> bool {
-        if self.now_ns <= self.last_event_ns {
-            return false;
-        }
-        let s = self.engine.stats();
-        s.stale_bytes == 0 && s.stale_seconds == 0.0 && s.cache_dirty_bytes == 0
+        self.engine.is_quiet()
     }
 
     fn set_time(&mut self, ns: u64) {
         if ns > self.now_ns {
             self.clock.advance(Duration::from_nanos(ns - self.now_ns));
-            self.backend.set_now(self.clock.now());
             self.now_ns = ns;
         }
+    }
+
+    /// Reports the bytes at risk now to the tracker.
+    fn observe_risk(&mut self) {
+        self.risk.observe(self.now_ns, self.engine.bytes_at_risk());
     }
 
     fn caller_of(&mut self, event: &TraceEvent) -> Caller {
         let next = FIRST_APP_UID.saturating_add(self.uids.len() as u32);
         let uid = *self.uids.entry(event.app.clone()).or_insert(next);
         Caller { uid, gid: uid, pid: event.pid }
-    }
-
-    fn apply(&mut self, event: &TraceEvent) -> Result<(), Skip> {
-        let caller = self.caller_of(event);
-        let engine = &self.engine;
-        match &event.kind {
-            EventKind::Open { path } => self.open(self.resolve(path)?)?,
-            EventKind::Create { path } => self.create(caller, key_of(path)?)?,
-            EventKind::Read { path, offset, len } => self.read(self.resolve(path)?, *offset, *len)?,
-            EventKind::Write { path, offset, len } => self.write(caller, self.resolve(path)?, *offset, *len)?,
-            EventKind::Fsync { path } | EventKind::Fdatasync { path } => {
-                engine.fsync(Some(caller), self.resolve(path)?)?
-            }
-            EventKind::Truncate { path, size } => {
-                let ino = self.resolve(path)?;
-                if *size > MAX_FILE_SIZE {
-                    return Err(Skip::Refused(Errno::EFBIG));
-                }
-                let set = SetAttr { size: Some(*size), ..SetAttr::default() };
-                engine.setattr(caller, ino, &set)?;
-            }
-            EventKind::Unlink { path } => self.remove(caller, path, false)?,
-            EventKind::Rmdir { path } => self.remove(caller, path, true)?,
-            EventKind::Rename { from, to } => self.rename(caller, from, to)?,
-            EventKind::Mkdir { path } => {
-                self.mkdir(caller, key_of(path)?)?;
-            }
-            EventKind::Close { path } => {
-                let ino = self.resolve(path)?;
-                if !self.is_dir(ino)? {
-                    engine.release(ino);
-                }
-            }
-            EventKind::Battery { percent } => engine.set_battery(*percent),
-            // Counted only, until the idle predictor and scheduler take them (issue 3).
-            EventKind::Input { .. }
-            | EventKind::Launch
-            | EventKind::Foreground
-            | EventKind::Background
-            | EventKind::Exit
-            | EventKind::Screen { .. } => {}
-        }
-        Ok(())
-    }
-
-    /// Opens a file. Directories are not counted, as on the mount (its `opendir` opens nothing).
-    fn open(&self, ino: Ino) -> Result<(), Errno> {
-        if !self.is_dir(ino)? {
-            self.engine.open_file(ino)?;
-        }
-        Ok(())
-    }
-
-    fn is_dir(&self, ino: Ino) -> Result<bool, Errno> {
-        Ok(self.engine.getattr(ino)?.kind == FileKind::Dir)
-    }
-
-    /// Creates and opens a file, or opens the file already there (`O_CREAT` without `O_EXCL`).
-    fn create(&mut self, caller: Caller, key: Vec<u8>) -> Result<(), Skip> {
-        let (parent, name) = self.parent_of(&key, caller)?;
-        let attr = self.engine.create(caller, parent, os(name), FILE_PERM, false)?;
-        // The table holds one kernel reference per path; the engine took another.
-        if self.paths.get(&key).is_some() {
-            self.engine.forget(attr.ino, 1);
-        } else {
-            self.paths.insert(key, attr.ino);
-        }
-        Ok(())
-    }
-
-    fn resolve(&self, path: &[u8]) -> Result<Ino, Skip> {
-        self.paths.get(&key_of(path)?).ok_or(Skip::UnknownPath)
-    }
-
-    /// The directory holding `key` (made on demand, as the app would have) and the last name of `key`.
-    fn parent_of<'k>(&mut self, key: &'k [u8], caller: Caller) -> Result<(Ino, &'k [u8]), Skip> {
-        let (parent, name) = split_last(key).ok_or(Skip::Refused(Errno::EEXIST))?;
-        let parent_ino = match self.paths.get(parent) {
-            Some(ino) => ino,
-            None => self.mkdir(caller, parent.to_vec())?,
-        };
-        Ok((parent_ino, name))
-    }
-
-    /// Makes directory `key`, and its missing parents first.
-    fn mkdir(&mut self, caller: Caller, key: Vec<u8>) -> Result<Ino, Skip> {
-        let (parent, name) = self.parent_of(&key, caller)?;
-        let attr = self.engine.mkdir(caller, parent, os(name), DIR_PERM)?;
-        self.paths.insert(key, attr.ino);
-        Ok(attr.ino)
-    }
-
-    fn remove(&mut self, caller: Caller, path: &[u8], dir: bool) -> Result<(), Skip> {
-        let key = key_of(path)?;
-        let ino = self.paths.get(&key).ok_or(Skip::UnknownPath)?;
-        let (parent, name) = split_last(&key).ok_or(Skip::Refused(Errno::EINVAL))?;
-        let parent = self.paths.get(parent).ok_or(Skip::UnknownPath)?;
-        if dir {
-            self.engine.rmdir(caller, parent, os(name))?;
-        } else {
-            self.engine.unlink(caller, parent, os(name))?;
-        }
-        self.paths.remove(&key);
-        self.engine.forget(ino, 1);
-        Ok(())
-    }
-
-    fn rename(&mut self, caller: Caller, from: &[u8], to: &[u8]) -> Result<(), Skip> {
-        let (from, to) = (key_of(from)?, key_of(to)?);
-        self.paths.get(&from).ok_or(Skip::UnknownPath)?;
-        let (from_parent, from_name) = split_last(&from).ok_or(Skip::Refused(Errno::EINVAL))?;
-        let from_parent = self.paths.get(from_parent).ok_or(Skip::UnknownPath)?;
-        let (to_parent, to_name) = self.parent_of(&to, caller)?;
-        self.engine.rename(caller, from_parent, os(from_name), to_parent, os(to_name), RenameMode::Replace)?;
-        if let Some(replaced) = self.paths.rename(&from, &to) {
-            self.engine.forget(replaced, 1);
-        }
-        Ok(())
-    }
-
-    fn read(&self, ino: Ino, offset: u64, len: u64) -> Result<(), Errno> {
-        if len > MAX_REQUEST_BYTES {
-            return Err(Errno::EINVAL);
-        }
-        let mut done = 0;
-        while done < len {
-            let want = (len - done).min(CHUNK_BYTES as u64);
-            let got = self.engine.read(ino, offset.checked_add(done).ok_or(Errno::EINVAL)?, want as u32)?;
-            if (got.len() as u64) < want {
-                break;
-            }
-            done += want;
-        }
-        Ok(())
-    }
-
-    fn write(&self, caller: Caller, ino: Ino, offset: u64, len: u64) -> Result<(), Errno> {
-        if len > MAX_REQUEST_BYTES || offset.checked_add(len).is_none_or(|end| end > MAX_FILE_SIZE) {
-            return Err(Errno::EFBIG);
-        }
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(CHUNK_BYTES as u64) as usize;
-            self.engine.write(Some(caller), ino, offset + done, &self.pattern[..n])?;
-            done += n as u64;
-        }
-        Ok(())
-    }
-}
-
-/// The table key of a trace path. A path with a NUL byte cannot reach a kernel (it would end there), so
-/// it is refused rather than cut.
-fn key_of(path: &[u8]) -> Result<Vec<u8>, Skip> {
-    if path.contains(&0) {
-        return Err(Skip::Refused(Errno::EINVAL));
-    }
-    Ok(normalize(path))
-}
-
-fn os(name: &[u8]) -> &OsStr {
-    OsStr::from_bytes(name)
-}
-
-/// The engine's name for the app of `uid`: the config's, if an app there lists the uid, else `uid:N`.
-fn engine_app_name(config: &Config, uid: u32) -> String {
-    match config.apps.iter().find(|a| a.uids.contains(&uid)) {
-        Some(app) => app.name.clone(),
-        None => format!("uid:{uid}"),
     }
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use mcfs_core::Config;
-use mcfs_sim::replay::{Metrics, Replayer, FIRST_APP_UID};
+use mcfs_sim::replay::{Metrics, ReplayOptions, Replayer, FIRST_APP_UID};
 use mcfs_sim::text::TextReader;
 use mcfs_sim::TraceEvent;
 
@@ -35,8 +35,12 @@ fn config(max_stale_seconds: f64) -> Config {
     Config { max_stale_seconds, ..Config::default() }
 }
 
+fn options(config: Config) -> ReplayOptions {
+    ReplayOptions { config, ..ReplayOptions::default() }
+}
+
 fn replay(text: &str, config: Config) -> Metrics {
-    Replayer::run(config, events(text).into_iter().map(Ok)).expect("replay succeeds")
+    Replayer::run(options(config), events(text).into_iter().map(Ok)).expect("replay succeeds")
 }
 
 #[test]
@@ -63,7 +67,7 @@ fn checkpoints_follow_the_staleness_bound() {
 
 #[test]
 fn a_background_checkpoint_runs_at_its_deadline_not_before() {
-    let mut r = Replayer::new(config(10.0)).expect("engine starts");
+    let mut r = Replayer::new(options(config(10.0))).expect("engine starts");
     let trace = events(
         "mcfs-trace 1\n\
          0.0 app 1 create /f\n\
@@ -150,7 +154,7 @@ fn arbitrary_traces_replay_without_panicking_and_deterministically() {
     let mut rng = common::seeded_rng("arbitrary_traces_replay_without_panicking_and_deterministically");
     for _ in 0..20 {
         let trace = common::random_trace(&mut rng, 60);
-        let run = || Replayer::run(config(10.0), trace.iter().cloned().map(Ok)).expect("replay succeeds");
+        let run = || Replayer::run(options(config(10.0)), trace.iter().cloned().map(Ok)).expect("replay succeeds");
         let m = run();
         assert_eq!(m.events_replayed + m.events_skipped, trace.len() as u64);
         assert_eq!(serde_json::to_string(&m).unwrap(), serde_json::to_string(&run()).unwrap());
@@ -160,6 +164,6 @@ fn arbitrary_traces_replay_without_panicking_and_deterministically() {
 #[test]
 fn a_trace_read_error_stops_the_replay_with_its_line() {
     let text = "mcfs-trace 1\n0 app 1 launch\n1 app 1 frobnicate /x\n";
-    let err = Replayer::run(Config::default(), TextReader::new(text.as_bytes())).expect_err("bad line");
+    let err = Replayer::run(ReplayOptions::default(), TextReader::new(text.as_bytes())).expect_err("bad line");
     assert!(err.to_string().contains("line 3"), "{err}");
 }

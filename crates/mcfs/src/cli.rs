@@ -29,12 +29,18 @@ pub enum Command {
     Umount(UmountArgs),
     /// Show the counters of a mounted mcfs (overall and per app).
     Stat(StatArgs),
-    /// Control a mounted mcfs: checkpoint, battery level, per-app mode.
+    /// Control a mounted mcfs: checkpoint, battery level, per-app mode, user input.
     Ctl(CtlArgs),
     /// Offline recovery of a backing directory after a crash.
     Recover(RecoverArgs),
     /// Benchmark ext4, tmpfs and mcfs side by side (needs root; see docs/BENCHMARKS.md).
     Bench(crate::bench::BenchArgs),
+    /// Write a study's section of the report (e.g. docs/REPORT.md) from its results, with SVG charts.
+    Report(ReportArgs),
+    /// Trace files: import strace or CSV traces, convert, synthesize app workloads, summarize, replay.
+    Trace(crate::commands::trace::TraceArgs),
+    /// Replay a trace through the engine in virtual time on a simulated device and report the metrics.
+    Sim(crate::commands::sim::SimArgs),
 }
 
 #[derive(Args, Debug)]
@@ -59,6 +65,15 @@ pub struct MountArgs {
     /// Where the mcfs is mounted.
     #[arg(value_name = "MOUNTPOINT")]
     pub mountpoint: PathBuf,
+    /// Record every file operation on the mount, and every user input, into FILE as an mcfs trace
+    /// (binary if FILE ends in .bin, text otherwise; see docs/TRACE_FORMAT.md). FILE must lie outside
+    /// the mount point and the backing directory.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Read user input (taps, drags, key presses) from this Linux input device, e.g. /dev/input/event0,
+    /// to feed the idle predictor; repeat for several devices.
+    #[arg(long = "input-device", value_name = "PATH")]
+    pub input_devices: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -108,6 +123,9 @@ pub enum CtlAction {
         #[arg(value_name = "MODE")]
         mode: ModeArg,
     },
+    /// Tell the engine the user just did something (one tap): feeds the idle predictor, like input
+    /// read from --input-device.
+    Input,
 }
 
 /// `SyncMode` as the command line spells it.
@@ -133,6 +151,18 @@ pub struct RecoverArgs {
     /// Backing directory of an unmounted mcfs.
     #[arg(value_name = "BACKING")]
     pub backing: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results of the MobiFS study (DIR/GROUP/TRACE/CONFIG.json, as experiments/mobifs/run.sh writes
+    /// them): replaces the section between <!-- mobifs:begin --> and <!-- mobifs:end --> of the report.
+    #[arg(long, value_name = "DIR")]
+    pub mobifs: Option<PathBuf>,
+    /// The report file (created if missing; text outside the study's markers is kept). Charts go to
+    /// the report/ directory next to it.
+    #[arg(long, value_name = "FILE", default_value = "docs/REPORT.md")]
+    pub out: PathBuf,
 }
 
 #[cfg(test)]
@@ -185,5 +215,28 @@ mod tests {
         assert!(m.foreground);
         assert_eq!(m.config, Some(PathBuf::from("c.toml")));
         assert_eq!((m.backing, m.mountpoint), (PathBuf::from("/b"), PathBuf::from("/m")));
+        assert_eq!((m.record, m.input_devices), (None, vec![]));
+    }
+
+    #[test]
+    fn mount_takes_a_record_file_and_several_input_devices() {
+        let cli = parse(&[
+            "mount",
+            "--record",
+            "t.bin",
+            "--input-device",
+            "/dev/input/event0",
+            "--input-device",
+            "/dev/input/event3",
+            "/b",
+            "/m",
+        ])
+        .unwrap();
+        let Command::Mount(m) = cli.command else { panic!("not mount") };
+        assert_eq!(m.record, Some(PathBuf::from("t.bin")));
+        assert_eq!(m.input_devices, [PathBuf::from("/dev/input/event0"), PathBuf::from("/dev/input/event3")]);
+        let cli = parse(&["ctl", "/m", "input"]).unwrap();
+        let Command::Ctl(c) = cli.command else { panic!("not ctl") };
+        assert_eq!(c.action, CtlAction::Input);
     }
 }

@@ -1,19 +1,24 @@
 //! The mounted file system's process: starts the engine on the backing
 //! directory, the FUSE session, the ticker, the battery watcher, the control
-//! socket and the signal thread, reports readiness, then waits for the one
-//! event that ends it (a stop signal, or the mount going away) and stops in
-//! an order that loses nothing: checkpoint, unmount, shut the engine down
-//! (which checkpoints whatever arrived in between), exit.
+//! socket, the signal thread and, if asked, the trace recorder and the input
+//! device watchers, reports readiness, then waits for the one event that
+//! ends it (a stop signal, or the mount going away) and stops in an order
+//! that loses nothing: checkpoint, unmount, complete the trace, shut the
+//! engine down (which checkpoints whatever arrived in between), exit.
 
 use crate::control::{ControlServer, Handler};
 use crate::daemonize::StartupReport;
 use crate::fuse_mount::{self, FuseSettings, MountHandle};
+use crate::input_devices::{self, InputDevice, InputWatchers};
 use crate::preflight::{self, MountPlan};
 use crate::protocol::{Request, Response};
+use crate::record::{Recorder, TraceFile};
 use crate::stop_signal::StopSignal;
 use crate::ticker::{self, Ticker};
+use crate::user_input::UserInput;
 use crate::{battery, panic_guard, signals, socket_path, unmount};
 use mcfs_core::{Engine, SystemClock};
+use mcfs_fuse::RequestObserver;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
@@ -23,6 +28,14 @@ use std::time::Duration;
 const SESSION_END_WAIT: Duration = Duration::from_secs(30);
 /// How long an exiting daemon lets control answers reach their clients.
 const CONTROL_DRAIN_WAIT: Duration = Duration::from_secs(5);
+
+/// What the daemon captures besides serving: the trace it records
+/// (`--record`) and the input devices it watches (`--input-device`), both
+/// opened before the daemon starts.
+pub struct Capture {
+    pub record: Option<TraceFile>,
+    pub input_devices: Vec<InputDevice>,
+}
 
 enum Event {
     Signal(libc::c_int),
@@ -38,17 +51,19 @@ struct Running {
     ticker: Ticker,
     battery_stop: Arc<StopSignal>,
     battery_watcher: Option<std::thread::JoinHandle<()>>,
+    inputs: InputWatchers,
+    recorder: Option<Arc<Recorder>>,
     events: Receiver<Event>,
 }
 
 /// Runs the daemon; returns its exit status. Must be called while the
 /// process has one thread (it blocks the stop signals for all threads).
-pub fn serve(mut plan: MountPlan, fuse: FuseSettings, report: StartupReport) -> i32 {
+pub fn serve(mut plan: MountPlan, fuse: FuseSettings, capture: Capture, report: StartupReport) -> i32 {
     limit_malloc_arenas();
     if let Err(e) = plan.lock.record_pid() {
         tracing::warn!("cannot record the pid in the lock file: {e}");
     }
-    match start(&plan, &fuse) {
+    match start(&plan, &fuse, capture) {
         Ok(running) => {
             tracing::info!(
                 "mounted {} on {} (pid {})",
@@ -66,7 +81,7 @@ pub fn serve(mut plan: MountPlan, fuse: FuseSettings, report: StartupReport) -> 
     }
 }
 
-fn start(plan: &MountPlan, fuse: &FuseSettings) -> Result<Running, String> {
+fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Running, String> {
     signals::block_stop_signals().map_err(|e| format!("cannot block signals: {e}"))?;
     let backend = preflight::open_backend(&plan.backing)?;
     let engine = Arc::new(Engine::start(Arc::new(backend), Arc::new(SystemClock), plan.config.clone())?);
@@ -85,19 +100,30 @@ fn start(plan: &MountPlan, fuse: &FuseSettings) -> Result<Running, String> {
     })
     .map_err(thread_error)?;
 
+    let recorder = match capture.record {
+        Some(file) => Some(Arc::new(Recorder::start(file, engine.clone(), &plan.config)?)),
+        None => None,
+    };
+    let user_input = Arc::new(UserInput::new(engine.clone(), recorder.clone()));
+
     // Last, so that nothing can fail with the mount left behind but the
     // thread starts below, which undo it.
-    let mounted = fuse_mount::start(engine.clone(), &plan.mountpoint, fuse)?;
+    let observer = recorder.clone().map(|r| r as Arc<dyn RequestObserver>);
+    let mounted = fuse_mount::start(engine.clone(), &plan.mountpoint, fuse, observer)?;
     let mount = mounted.handle();
     let handler: Arc<Handler> = {
-        let (engine, mount) = (engine.clone(), mount.clone());
-        Arc::new(move |request| handle_request(&engine, &mount, request))
+        let (engine, mount, user_input) = (engine.clone(), mount.clone(), user_input.clone());
+        Arc::new(move |request| handle_request(&engine, &mount, &user_input, request))
     };
     let (events_tx, events) = mpsc::channel();
-    control.spawn(listener, owner, handler).and_then(|()| spawn_event_threads(mounted, events_tx)).map_err(|e| {
-        let _ = unmount::unmount(&plan.mountpoint, true);
-        thread_error(e)
-    })?;
+    let inputs = control
+        .spawn(listener, owner, handler)
+        .and_then(|()| spawn_event_threads(mounted, events_tx))
+        .and_then(|()| input_devices::watch(capture.input_devices, Arc::new(move |g| user_input.gesture(g))))
+        .map_err(|e| {
+            let _ = unmount::unmount(&plan.mountpoint, true);
+            thread_error(e)
+        })?;
     tracing::info!("control socket {}", control.path().display());
     Ok(Running {
         engine,
@@ -107,6 +133,8 @@ fn start(plan: &MountPlan, fuse: &FuseSettings) -> Result<Running, String> {
         ticker,
         battery_stop,
         battery_watcher,
+        inputs,
+        recorder,
         events,
     })
 }
@@ -129,7 +157,7 @@ fn spawn_event_threads(mounted: fuse_mount::LiveMount, events: Sender<Event>) ->
 }
 
 /// Answers one control request.
-fn handle_request(engine: &Engine, mount: &MountHandle, request: Request) -> Response {
+fn handle_request(engine: &Engine, mount: &MountHandle, user_input: &UserInput, request: Request) -> Response {
     let outcome = match request {
         Request::Stats => {
             return match serde_json::to_value(engine.stats()) {
@@ -144,6 +172,10 @@ fn handle_request(engine: &Engine, mount: &MountHandle, request: Request) -> Res
             Ok(())
         }
         Request::Mode { app, mode } => engine.set_app_mode(&app, mode),
+        Request::Input => {
+            user_input.tap();
+            Ok(())
+        }
         Request::Unmount => {
             return match checkpoint_and_unmount(engine, mount) {
                 Ok(()) => Response::Unmounting { pid: std::process::id() },
@@ -208,10 +240,18 @@ impl Running {
                 std::thread::park();
             }
         }
+        self.inputs.stop();
         self.ticker.stop();
         self.battery_stop.stop();
         if let Some(watcher) = self.battery_watcher {
             let _ = watcher.join();
+        }
+        // The session is over and the input watchers are gone: nothing records any more.
+        if let Some(recorder) = &self.recorder {
+            match recorder.finish() {
+                Ok(events) => tracing::info!("trace {}: {events} events recorded", recorder.path().display()),
+                Err(e) => tracing::error!("{e}"),
+            }
         }
         let status = match self.engine.shutdown() {
             Ok(()) => {

@@ -3,6 +3,7 @@
 //! of the daemon sees only this small surface.
 
 use mcfs_core::Engine;
+use mcfs_fuse::{McfsFs, RequestObserver};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,14 +20,24 @@ pub struct LiveMount(mcfs_fuse::Mounted);
 #[derive(Clone)]
 pub struct MountHandle(mcfs_fuse::Unmounter);
 
-pub fn start(engine: Arc<Engine>, mountpoint: &Path, settings: &FuseSettings) -> Result<LiveMount, String> {
+/// Starts serving `engine`; `observer`, if any, is told of every file operation served.
+pub fn start(
+    engine: Arc<Engine>,
+    mountpoint: &Path,
+    settings: &FuseSettings,
+    observer: Option<Arc<dyn RequestObserver>>,
+) -> Result<LiveMount, String> {
     let options = mcfs_fuse::MountOptions {
         threads: settings.threads as usize,
         allow_other: settings.allow_other,
         fsname: settings.fsname.clone(),
     };
     // mcfs-fuse errors already name the mount point and the cause.
-    mcfs_fuse::mount(engine, mountpoint, &options).map(LiveMount).map_err(|e| e.to_string())
+    let fs = match observer {
+        Some(observer) => McfsFs::new(engine).with_observer(observer),
+        None => McfsFs::new(engine),
+    };
+    mcfs_fuse::mount_fs(fs, mountpoint, &options).map(LiveMount).map_err(|e| e.to_string())
 }
 
 impl LiveMount {

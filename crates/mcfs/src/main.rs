@@ -13,17 +13,21 @@ mod control_client;
 mod daemon;
 mod daemonize;
 mod fuse_mount;
+mod input_devices;
 mod logging;
 mod mountinfo;
 mod panic_guard;
 mod preflight;
 mod protocol;
+mod record;
+mod report;
 mod signals;
 mod socket_path;
 mod stats_table;
 mod stop_signal;
 mod ticker;
 mod unmount;
+mod user_input;
 
 use clap::Parser;
 use cli::{Cli, Command};
@@ -37,6 +41,9 @@ fn main() {
         Command::Ctl(args) => with_logging(|| commands::ctl::run(args)),
         Command::Recover(args) => with_logging(|| commands::recover::run(args)),
         Command::Bench(args) => bench::run(&args),
+        Command::Report(args) => with_logging(|| commands::report::run(args)),
+        Command::Trace(args) => with_logging(|| commands::trace::run(args)),
+        Command::Sim(args) => with_logging(|| commands::sim::run(args)),
     };
     if let Err(message) = result {
         eprintln!("mcfs: {message}");

@@ -24,6 +24,8 @@ pub enum Request {
     },
     /// Checkpoint, unmount, and exit.
     Unmount,
+    /// The user just did something (a tap): feeds the idle predictor.
+    Input,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +88,7 @@ mod tests {
         );
         round_trip(Request::Checkpoint);
         round_trip(Request::Unmount);
+        assert_eq!(round_trip(Request::Input), "{\"op\":\"input\"}\n");
     }
 
     #[test]

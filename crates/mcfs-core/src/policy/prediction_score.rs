@@ -95,9 +95,15 @@ impl ScoredPredictor {
     }
 }
 
+/// How long after an input `evaluate` keeps asking: a user idle for longer
+/// has put the phone away (screen off), and a trace with hours between two
+/// inputs must not cost hours of polls.
+pub const EVALUATION_HORIZON: Duration = Duration::from_secs(600);
+
 /// Scores `predictor` on input times (in order), asking for a window right
 /// after each input and every `poll` in between, as a background thread
-/// waking every `poll` would.
+/// waking every `poll` would — up to `EVALUATION_HORIZON` after the input. An
+/// offered window is not asked about again before it ends.
 pub fn evaluate(
     predictor: Box<dyn IntervalPredictor + Send>,
     inputs: &[SystemTime],
@@ -108,10 +114,13 @@ pub fn evaluate(
     for (i, at) in inputs.iter().enumerate() {
         scored.input(*at);
         let Some(next) = inputs.get(i + 1) else { break };
+        let stop = (*next).min(*at + EVALUATION_HORIZON);
         let mut now = *at;
-        while now < *next {
-            scored.window(now);
-            now += poll;
+        while now < stop {
+            now += match scored.window(now) {
+                Some(w) if w.left > poll => w.left,
+                _ => poll,
+            };
         }
     }
     scored.score()

@@ -1,9 +1,15 @@
-//! What a replay reports: how many events it replayed or skipped, by kind, and what the engine did with
-//! them (from `Engine::stats`), overall and per trace app.
+//! What a replay reports: how many events it replayed or skipped, by kind, what the engine did with
+//! them (from `Engine::stats`), what apps waited for the simulated device, the bytes at risk over time
+//! and what the device did and spent, overall and per trace app; and how the three idle predictors would
+//! have fared on the trace's user inputs (`prediction`).
 //!
 //! Invariant: every field is a pure function of the trace and the config (integers and ordered maps only,
 //! no wall-clock times), so the same inputs serialize to the same JSON, byte for byte.
 
+use super::latency::LatencySummary;
+use super::risk::BytesAtRisk;
+use crate::device::DeviceReport;
+use mcfs_core::policy::prediction_score::PredictionScore;
 use mcfs_core::{AppStats, Stats};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -33,8 +39,19 @@ pub struct Metrics {
     pub fsync_honoured: u64,
     pub vcts_closed: u64,
     pub vcts_committed: u64,
+    /// Latency apps saw in fsync and fdatasync (replayed ones; 0 when the call issued no device I/O).
+    pub fsync_latency: LatencySummary,
+    /// Time apps spent waiting for the device, over all their calls.
+    pub stall_ns: u64,
+    /// Data written but not committed, over virtual time.
+    pub bytes_at_risk: BytesAtRisk,
+    /// What the simulated device did and the energy it spent (shutdown's final checkpoint included).
+    pub device: DeviceReport,
     /// Per trace app name.
     pub apps: BTreeMap<String, AppMetrics>,
+    /// The compared idle predictors (`state-machine`, `last-min`, `last-average`) scored on the trace's
+    /// user inputs, whatever predictor the config runs (MobiFS §7.4).
+    pub prediction: BTreeMap<String, PredictionScore>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -50,6 +67,13 @@ pub struct AppMetrics {
     pub bytes_flushed: u64,
     pub fsync_absorbed: u64,
     pub fsync_honoured: u64,
+    pub fsync_latency: LatencySummary,
+    pub stall_ns: u64,
+    /// Intervals between two of the app's checkpoints while the trace ran (shutdown's final checkpoint,
+    /// which only marks the end of the trace, is left out), their mean and the longest, in nanoseconds.
+    pub checkpoint_intervals: u64,
+    pub checkpoint_interval_mean_ns: u64,
+    pub checkpoint_interval_max_ns: u64,
 }
 
 impl Metrics {
@@ -67,8 +91,17 @@ impl Metrics {
 }
 
 impl AppMetrics {
-    pub fn new(uid: u32, engine_app: String, s: Option<&AppStats>) -> AppMetrics {
+    /// The metrics of one app from its engine counters at the end (`s`) and before shutdown (`during`,
+    /// for the checkpoint intervals), and what it waited for.
+    pub fn new(
+        uid: u32,
+        engine_app: String,
+        s: Option<&AppStats>,
+        during: Option<&AppStats>,
+        (fsync_latency, stall_ns): (LatencySummary, u64),
+    ) -> AppMetrics {
         let s = s.cloned().unwrap_or_default();
+        let during = during.cloned().unwrap_or_default();
         AppMetrics {
             uid,
             engine_app,
@@ -78,6 +111,37 @@ impl AppMetrics {
             bytes_flushed: s.bytes_flushed,
             fsync_absorbed: s.fsync_absorbed,
             fsync_honoured: s.fsync_honoured,
+            fsync_latency,
+            stall_ns,
+            checkpoint_intervals: during.checkpoint_intervals,
+            checkpoint_interval_mean_ns: seconds_to_ns(during.checkpoint_interval_mean_seconds),
+            checkpoint_interval_max_ns: seconds_to_ns(during.checkpoint_interval_max_seconds),
         }
+    }
+}
+
+/// Whole nanoseconds of a duration the engine reports in seconds (it keeps them as a `Duration`, so the
+/// value is exact to the nanosecond and rounding only undoes the float); negative or NaN gives 0.
+fn seconds_to_ns(seconds: f64) -> u64 {
+    let ns = (seconds * 1e9).round();
+    if ns.is_nan() || ns <= 0.0 {
+        0
+    } else if ns >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        ns as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_become_whole_nanoseconds() {
+        assert_eq!(seconds_to_ns(8.5), 8_500_000_000);
+        assert_eq!(seconds_to_ns(0.000_000_001), 1);
+        assert_eq!(seconds_to_ns(123.456_789_012), 123_456_789_012);
+        assert_eq!((seconds_to_ns(-1.0), seconds_to_ns(f64::NAN), seconds_to_ns(f64::INFINITY)), (0, 0, u64::MAX));
     }
 }

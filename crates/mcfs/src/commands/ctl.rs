@@ -14,6 +14,7 @@ pub fn run(args: CtlArgs) -> Result<(), String> {
             let mode = (*mode).into();
             (Request::Mode { app: app.clone(), mode }, format!("{app} is now in {} mode", mode_name(mode)))
         }
+        CtlAction::Input => (Request::Input, "user input noted".to_string()),
     };
     control_client::call_expect_done(&args.mountpoint, &request)?;
     println!("{}: {done}", args.mountpoint.display());

@@ -3,5 +3,9 @@
 pub mod ctl;
 pub mod mount;
 pub mod recover;
+pub mod report;
+pub mod sim;
 pub mod stat;
+pub mod trace;
+pub mod trace_replay;
 pub mod umount;

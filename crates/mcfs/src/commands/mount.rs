@@ -1,8 +1,11 @@
 //! `mcfs mount`: check everything, then fork (unless --foreground) and serve.
 
 use crate::cli::MountArgs;
+use crate::daemon::Capture;
 use crate::daemonize::{self, StartupReport};
 use crate::fuse_mount::FuseSettings;
+use crate::input_devices::InputDevice;
+use crate::record::TraceFile;
 use crate::{daemon, logging, preflight};
 
 /// Returns only on errors found before the daemon starts; otherwise exits
@@ -15,11 +18,20 @@ pub fn run(args: MountArgs) -> Result<(), String> {
         allow_other: args.allow_other || unsafe { libc::geteuid() } == 0,
         fsname: plan.backing.display().to_string(),
     };
+    // Opened before the fork, so that a bad path is reported here.
+    let capture = Capture {
+        record: args
+            .record
+            .as_deref()
+            .map(|path| TraceFile::create(path, &plan.mountpoint, &plan.backing))
+            .transpose()?,
+        input_devices: args.input_devices.iter().map(|path| InputDevice::open(path)).collect::<Result<_, _>>()?,
+    };
     let report = if args.foreground {
         StartupReport::foreground()
     } else {
         daemonize::daemonize(&logging::log_path(&plan.backing))?
     };
     logging::init("info");
-    std::process::exit(daemon::serve(plan, fuse, report))
+    std::process::exit(daemon::serve(plan, fuse, capture, report))
 }

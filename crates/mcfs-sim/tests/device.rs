@@ -1,0 +1,342 @@
+//! The device model, the energy model and the profiles against hand-computed figures, and the replay over
+//! the simulated device: latencies apps see, bytes at risk, byte-equal metrics across runs.
+
+use mcfs_core::{AppConfig, Backend, Caller, Config, FileKind, ManualClock, SyncMode, ROOT_INO};
+use mcfs_sim::device::{Device, DeviceProfile, EnergyReport, Request, SimBackend, METADATA_WRITE_BYTES};
+use mcfs_sim::pattern;
+use mcfs_sim::replay::{Metrics, ReplayOptions, Replayer, FIRST_APP_UID};
+use mcfs_sim::text::TextReader;
+use mcfs_sim::TraceEvent;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+
+/// A device with round figures: reads take 1 µs per byte, writes 2 µs per byte.
+fn profile(queue_depth: u32) -> DeviceProfile {
+    DeviceProfile::from_toml(&format!(
+        "name = \"round\"\n\
+         read_mb_per_s = 1\n\
+         write_mb_per_s = 0.5\n\
+         read_latency_us = 100\n\
+         write_latency_us = 200\n\
+         flush_latency_us = 1000\n\
+         queue_depth = {queue_depth}\n\
+         read_nj_per_byte = 0.5\n\
+         write_nj_per_byte = 2\n\
+         flush_batch_uj = 1\n\
+         standby_after_ms = 100\n\
+         standby_penalty = 2.5\n"
+    ))
+    .expect("test profile parses")
+}
+
+/// A backend on `profile` holding file `f` with 1000 bytes, and its clock moved on to 1 s so the device
+/// is idle again.
+fn backend_with_file(profile: DeviceProfile) -> (SimBackend, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new());
+    let backend = SimBackend::new(profile, clock.clone());
+    backend.create(Path::new("f"), FileKind::File, 0o644, 0).expect("create");
+    backend.write_at(Path::new("f"), 0, &[7; 1000]).expect("write");
+    clock.advance(Duration::from_secs(1));
+    (backend, clock)
+}
+
+#[test]
+fn a_single_read_takes_its_latency_and_its_transfer() {
+    let (backend, _clock) = backend_with_file(profile(1));
+    let setup = backend.report();
+    assert_eq!((setup.metadata_writes, setup.writes, setup.bytes_written), (1, 1, METADATA_WRITE_BYTES + 1000));
+    // The create's block: 200 µs + 4096 × 2 µs; the write behind it: 200 µs + 1000 × 2 µs.
+    assert_eq!(setup.busy_until_ns, 200 * US + 8192 * US + 200 * US + 2000 * US);
+
+    backend.begin_call();
+    assert!(backend.stat(Path::new("f")).is_ok(), "stat is served from the metadata cache");
+    assert!(!backend.end_call().issued_io);
+
+    backend.begin_call();
+    let mut buf = [0u8; 1000];
+    assert_eq!(backend.read_at(Path::new("f"), 0, &mut buf).expect("read"), 1000);
+    let cost = backend.end_call();
+    assert!(cost.issued_io);
+    assert_eq!(cost.latency_ns, 100 * US + 1000 * US);
+    assert_eq!(backend.report().busy_until_ns, 1_000 * MS + 1_100 * US);
+}
+
+#[test]
+fn a_request_queued_behind_another_starts_when_it_ends() {
+    let (backend, _clock) = backend_with_file(profile(1));
+    backend.begin_call();
+    // The write is queued and the caller goes on; the read waits for the write, then for its own data.
+    backend.write_at(Path::new("f"), 0, &[1; 1000]).expect("write");
+    let mut buf = [0u8; 500];
+    backend.read_at(Path::new("f"), 0, &mut buf).expect("read");
+    assert_eq!(backend.end_call().latency_ns, (200 + 2000) * US + (100 + 500) * US);
+}
+
+#[test]
+fn a_deeper_queue_overlaps_request_latencies() {
+    // Three 1000-byte writes and a flush, in one call.
+    let latency = |depth| {
+        let (backend, _clock) = backend_with_file(profile(depth));
+        backend.begin_call();
+        for _ in 0..3 {
+            backend.write_at(Path::new("f"), 0, &[1; 1000]).expect("write");
+        }
+        backend.sync().expect("sync");
+        backend.end_call().latency_ns
+    };
+    // One at a time: 3 × (200 + 2000) µs, then the 1000 µs flush.
+    assert_eq!(latency(1), 3 * 2200 * US + 1000 * US);
+    // Two slots: the second write's latency runs during the first's transfer (ends at 4.2 ms); the third
+    // takes the first slot when it frees at 2.2 ms, so its latency is hidden too: transfers end at 6.2 ms.
+    assert_eq!(latency(2), 6200 * US + 1000 * US);
+}
+
+#[test]
+fn a_flush_waits_for_work_another_caller_queued() {
+    let (backend, clock) = backend_with_file(profile(4));
+    // Background work: a write nobody waits for.
+    backend.begin_call();
+    backend.write_at(Path::new("f"), 0, &[1; 1000]).expect("write");
+    assert_eq!(backend.end_call(), mcfs_sim::device::CallCost { issued_io: true, latency_ns: 0 });
+    // An app's fsync 1 ms later waits for that write (ends at 2.2 ms), then flushes.
+    clock.advance(Duration::from_millis(1));
+    backend.begin_call();
+    backend.sync().expect("sync");
+    assert_eq!(backend.end_call().latency_ns, 1200 * US + 1000 * US);
+    let report = backend.report();
+    assert_eq!((report.flushes, report.requests), (1, 4));
+    // Busy: the setup's two requests overlapped (create 0..8.392 ms, write 0..10.392 ms), then 3.2 ms.
+    assert_eq!(report.busy_ns, 10_392 * US + 3200 * US);
+}
+
+#[test]
+fn energy_of_a_hand_built_sequence_with_a_standby_wakeup() {
+    let mut d = Device::new(profile(1));
+    // Batch 1 at 0: 1000 B written (2000 nJ) and a flush (1000 nJ); done at 3.2 ms.
+    d.submit(Request::Write(1000), 0);
+    d.submit(Request::Flush, 0);
+    // Batch 2: the device idled 46.8 ms (< 100 ms): no standby. 1000 B read (500 nJ).
+    let read = d.submit(Request::Read(1000), 50 * MS);
+    assert_eq!(read.idle_before_ns, 50 * MS - 3200 * US);
+    // Batch 3: the read was done, so the flush at 60 ms opens a new busy period (1000 nJ).
+    d.submit(Request::Flush, 60 * MS);
+    // Batch 4 after 439 ms idle: from standby. 2000 B written (4000 nJ) and two flushes issued back to
+    // back, which pay the batch's fixed cost once (1000 nJ); all × 2.5.
+    let write = d.submit(Request::Write(2000), 500 * MS);
+    assert_eq!(write.idle_before_ns, 500 * MS - 61 * MS);
+    d.submit(Request::Flush, 500 * MS);
+    d.submit(Request::Flush, 500 * MS);
+    // Batch 5, still open: from standby again, 100 B read (50 nJ), × 2.5.
+    d.submit(Request::Read(100), 1_000 * MS);
+    let expected = EnergyReport {
+        write_nj: 2000 + 4000,
+        read_nj: 500 + 50,
+        flush_nj: 3 * 1000,
+        standby_penalty_nj: (4000 + 1000) * 3 / 2 + 50 * 3 / 2,
+        total_nj: 6000 + 550 + 3000 + 7575,
+        batches: 5,
+        standby_wakeups: 2,
+    };
+    assert_eq!(d.report().energy, expected);
+}
+
+#[test]
+fn an_idle_gap_of_exactly_standby_after_is_not_standby() {
+    let mut d = Device::new(profile(1));
+    let first = d.submit(Request::Flush, 0);
+    d.submit(Request::Flush, first.done_ns + 100 * MS);
+    assert_eq!(d.report().energy.standby_wakeups, 0);
+    d.submit(Request::Flush, d.report().busy_until_ns + 100 * MS + 1);
+    assert_eq!(d.report().energy.standby_wakeups, 1);
+    assert_eq!(d.report().energy.standby_penalty_nj, 1500);
+}
+
+#[test]
+fn profile_errors_name_the_key() {
+    let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/emmc.toml")).expect("emmc");
+    let with = |key: &str, value: &str| {
+        let mut lines: Vec<String> =
+            good.lines().filter(|l| !l.starts_with(&format!("{key} "))).map(String::from).collect();
+        if !value.is_empty() {
+            lines.push(format!("{key} = {value}"));
+        }
+        DeviceProfile::from_toml(&lines.join("\n"))
+    };
+    assert_eq!(with("queue_depth", "1").expect("unchanged"), DeviceProfile::builtin("emmc").unwrap());
+    for (key, value) in [
+        ("read_mb_per_s", "0"),
+        ("write_mb_per_s", "-46"),
+        ("read_latency_us", "nan"),
+        ("flush_latency_us", "inf"),
+        ("write_latency_us", "\"fast\""),
+        ("queue_depth", "0"),
+        ("queue_depth", "-1"),
+        ("write_nj_per_byte", "-0.5"),
+        ("standby_penalty", "0.5"),
+        ("read_nj_per_byte", ""),
+        ("flash_wear", "3"),
+    ] {
+        let err = with(key, value).expect_err(&format!("{key} = {value} is refused"));
+        assert!(err.contains(key), "{key} = {value}: {err}");
+    }
+}
+
+#[test]
+fn profiles_load_by_name_or_from_a_file_whose_name_errors_carry() {
+    for name in DeviceProfile::BUILTIN {
+        assert_eq!(DeviceProfile::load(name).expect("built-in").name, *name);
+    }
+    let missing = DeviceProfile::load("/nonexistent/phone.toml").expect_err("no such file");
+    assert!(missing.contains("/nonexistent/phone.toml") && missing.contains("emmc"), "{missing}");
+
+    let path = std::env::temp_dir().join(format!("mcfs-device-test-{}.toml", std::process::id()));
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/ufs.toml")).expect("ufs");
+    std::fs::write(&path, text.replace("name = \"ufs\"", "name = \"my-ufs\"")).expect("write profile");
+    let loaded = DeviceProfile::load(path.to_str().expect("utf-8 temp dir"));
+    std::fs::write(&path, text.replace("queue_depth = 32", "queue_depth = 0")).expect("write profile");
+    let bad = DeviceProfile::load(path.to_str().expect("utf-8 temp dir"));
+    std::fs::remove_file(&path).expect("remove profile");
+    assert_eq!(loaded.expect("file profile").name, "my-ufs");
+    let bad = bad.expect_err("queue_depth 0");
+    assert!(bad.contains(path.to_str().unwrap()) && bad.contains("queue_depth"), "{bad}");
+}
+
+/// App `com.a` writes 8 KiB at 1 s and fsyncs it; a tap at 5 s; app `com.b` writes 4 KiB at 20 s.
+const TRACE: &str = "\
+mcfs-trace 1
+0.0  com.a 100 create /data/a/db
+1.0  com.a 100 write  /data/a/db 0 8192
+1.5  com.a 100 fsync  /data/a/db
+5.0  -     0   tap    0.08
+20.0 com.b 200 create /data/b/log
+20.0 com.b 200 write  /data/b/log 0 4096
+20.5 com.b 200 fdatasync /data/b/log
+30.0 com.b 200 close  /data/b/log
+";
+
+fn events(text: &str) -> Vec<TraceEvent> {
+    TextReader::new(text.as_bytes()).collect::<Result<_, _>>().expect("test trace parses")
+}
+
+fn options(mode: SyncMode, device: &str) -> ReplayOptions {
+    let config = Config { mode, max_stale_seconds: 10.0, ..Config::default() };
+    ReplayOptions { config, device: DeviceProfile::builtin(device).expect("built-in"), ..ReplayOptions::default() }
+}
+
+fn replay(text: &str, options: ReplayOptions) -> Metrics {
+    Replayer::run(options, events(text).into_iter().map(Ok)).expect("replay succeeds")
+}
+
+#[test]
+fn memory_mode_fsyncs_wait_for_nothing_and_sync_mode_fsyncs_wait_for_the_flash() {
+    let memory = replay(TRACE, options(SyncMode::Memory, "emmc"));
+    assert_eq!(memory.fsync_latency.count, 2, "{memory:#?}");
+    assert_eq!((memory.fsync_latency.p99_ns, memory.stall_ns), (0, 0), "{memory:#?}");
+    assert!(memory.device.flushes > 0 && memory.device.bytes_written >= 8192 + 4096, "{memory:#?}");
+
+    let sync = replay(TRACE, options(SyncMode::Sync, "emmc"));
+    let emmc = DeviceProfile::builtin("emmc").unwrap();
+    assert_eq!(sync.fsync_latency.count, 2);
+    // Each fsync commits: at least the data's transfer and one flush.
+    let least = emmc.flush_latency_ns + 4096 * 1_000_000_000 / emmc.write_bytes_per_s;
+    assert!(sync.fsync_latency.p50_ns >= least, "{:#?}", sync.fsync_latency);
+    assert!(sync.apps["com.a"].fsync_latency.p50_ns >= least, "{:#?}", sync.apps["com.a"]);
+    assert!(sync.stall_ns >= sync.fsync_latency.total_ns);
+    assert_eq!(sync.stall_ns, sync.apps.values().map(|a| a.stall_ns).sum::<u64>());
+
+    let ufs = replay(TRACE, options(SyncMode::Sync, "ufs"));
+    assert!(ufs.fsync_latency.p99_ns < sync.fsync_latency.p99_ns, "UFS moves the data 3x faster");
+    assert_eq!(ufs.device.bytes_written, sync.device.bytes_written, "same work on either device");
+}
+
+#[test]
+fn bytes_at_risk_are_sampled_every_period_and_end_at_the_commit() {
+    let m = replay(TRACE, options(SyncMode::Memory, "emmc"));
+    let risk = &m.bytes_at_risk;
+    assert_eq!(risk.sample_every_ns, 1_000_000_000);
+    assert_eq!(risk.series.len(), 31, "0 s to 30 s: {risk:?}");
+    // a's 8 KiB are at risk from 1 s until its staleness deadline (its VCT opened with the create at 0 s:
+    // 10 s); b's 4 KiB from 20 s until its deadline at 30 s. A sample holds the value after its instant.
+    let at = |s: usize| risk.series[s];
+    assert_eq!(
+        [at(0), at(1), at(9), at(10), at(19)],
+        [(0, 0), (1_000_000_000, 8192), (9_000_000_000, 8192), (10_000_000_000, 0), (19_000_000_000, 0)]
+    );
+    assert_eq!((at(20).1, at(29).1, at(30).1), (4096, 4096, 0), "{risk:?}");
+    assert_eq!(risk.max_bytes, 8192);
+    assert_eq!(risk.mean_bytes, (8192 * 9 + 4096 * 10) / 30, "{risk:?}");
+
+    let sync = replay(TRACE, options(SyncMode::Sync, "emmc"));
+    assert_eq!(sync.bytes_at_risk.series[2], (2_000_000_000, 0), "sync mode commits at the fsync");
+}
+
+#[test]
+fn a_background_checkpoint_delays_an_app_that_needs_the_device_behind_it() {
+    // com.a (memory mode) leaves 32 MiB for its checkpoint at 10 s; com.b (sync mode) fsyncs at 10.1 s.
+    let trace = |a_bytes: u64| {
+        format!(
+            "mcfs-trace 1\n\
+             0.0  com.a 1 create /a\n\
+             0.0  com.a 1 write /a 0 {a_bytes}\n\
+             10.1 com.b 2 create /b\n\
+             10.1 com.b 2 write /b 0 4096\n\
+             10.1 com.b 2 fsync /b\n"
+        )
+    };
+    let b_sync = AppConfig {
+        name: "b".into(),
+        uids: vec![FIRST_APP_UID + 1],
+        mode: Some(SyncMode::Sync),
+        max_stale_bytes: None,
+        max_stale_seconds: None,
+    };
+    let mut opts = options(SyncMode::Memory, "emmc");
+    opts.config.apps.push(b_sync);
+    let quiet = replay(&trace(1), opts.clone());
+    let busy = replay(&trace(32 << 20), opts);
+    assert!(quiet.apps["com.b"].fsync_latency.max_ns < 50 * MS, "{:#?}", quiet.apps["com.b"]);
+    // 32 MiB written at 46.23 MB/s take 0.73 s; the journal writes them once more before that.
+    assert!(busy.apps["com.b"].fsync_latency.max_ns > 500 * MS, "{:#?}", busy.apps["com.b"]);
+    assert_eq!(busy.apps["com.a"].stall_ns, 0, "nobody waits for background work");
+}
+
+#[test]
+fn written_bytes_follow_the_file_offset_pattern() {
+    let mut r = Replayer::new(ReplayOptions::default()).expect("engine starts");
+    for e in events("mcfs-trace 1\n0 app 1 create /f\n0 app 1 write /f 1000 3000\n") {
+        r.replay(&e);
+    }
+    let caller = Caller { uid: FIRST_APP_UID, gid: FIRST_APP_UID, pid: 1 };
+    let ino = r.engine().lookup(caller, ROOT_INO, OsStr::new("f")).expect("f exists").ino;
+    let data = r.engine().read(ino, 1000, 3000).expect("read");
+    let mut expected = vec![0u8; 3000];
+    pattern::fill(1000, &mut expected);
+    assert_eq!(data, expected);
+    // Memory mode: nothing of it reached the backing store yet, so the device wrote none of it.
+    assert!(r.backend().store().stat(Path::new("f")).is_err());
+    assert_eq!(r.backend().report().writes, 0, "only the engine start's metadata: {:?}", r.backend().report());
+}
+
+#[test]
+fn the_same_trace_gives_byte_equal_metrics_on_every_device_and_mode() {
+    for device in DeviceProfile::BUILTIN {
+        for mode in [SyncMode::Memory, SyncMode::Sync] {
+            let json = || serde_json::to_string(&replay(TRACE, options(mode, device))).expect("serializes");
+            let first = json();
+            assert_eq!(first, json(), "{device} {mode:?}");
+            assert!(first.contains("\"energy\":{\"total_nj\":"), "{first}");
+        }
+    }
+}
+
+#[test]
+fn a_zero_sampling_period_is_refused() {
+    let opts = ReplayOptions { sample_every: Duration::ZERO, ..ReplayOptions::default() };
+    let err = Replayer::new(opts).err().expect("refused");
+    assert!(err.to_string().contains("sample_every"), "{err}");
+}

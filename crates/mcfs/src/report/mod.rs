@@ -1,0 +1,11 @@
+//! `mcfs report`: the studies' sections of the report (docs/REPORT.md), made from their results
+//! directories. Each study writes only between its markers (`splice`), with its tables (`format`,
+//! `stats`, the paper's figures in `paper`) and SVG charts (`plots`) next to the report file.
+
+pub mod format;
+pub mod mobifs;
+pub mod paper;
+pub mod plots;
+pub mod results;
+pub mod splice;
+pub mod stats;
