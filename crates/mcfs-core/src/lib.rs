@@ -25,6 +25,7 @@ mod state;
 pub mod stats;
 pub mod types;
 mod vct;
+pub mod virtual_time;
 mod xattr;
 
 pub use backend::{Backend, DirBackend, MemBackend};

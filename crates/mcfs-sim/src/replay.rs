@@ -32,7 +32,7 @@ use crate::device::SimBackend;
 use crate::error::TraceError;
 use crate::text::op_name;
 use crate::trace::{EventKind, TraceEvent};
-use mcfs_core::{Caller, Config, Engine, Errno, ManualClock};
+use mcfs_core::{Caller, Clock, Config, Engine, Errno, ManualClock};
 use paths::PathTable;
 use prediction::InputTimes;
 use risk::RiskTracker;
@@ -229,42 +229,20 @@ impl Replayer {
 
     /// Moves virtual time to `target_ns`, ticking at every engine deadline up to and including it.
     fn advance_to(&mut self, target_ns: u64) {
-        let mut zero_waits = 0;
-        loop {
-            let wait_ns = u64::try_from(self.engine.next_tick_in().as_nanos()).unwrap_or(u64::MAX);
-            // A tick with nothing to wait for clears the work that made the wait zero; a second zero in a
-            // row means it could not, and waiting for the event keeps the replay from spinning.
-            zero_waits = if wait_ns == 0 { zero_waits + 1 } else { 0 };
-            let mut deadline = self.now_ns.saturating_add(wait_ns);
-            if deadline > target_ns || zero_waits > 1 {
-                break;
-            }
-            if wait_ns > 0 && target_ns - self.now_ns > wait_ns.saturating_mul(2) && self.engine_idle() {
-                // The ticks until the event would find nothing to do: run only the last one (on the same
-                // grid), so a long gap costs two ticks and policies still see one right before the event.
-                deadline = target_ns - (target_ns - self.now_ns) % wait_ns;
-            }
-            self.set_time(deadline);
+        let by = Duration::from_nanos(target_ns.saturating_sub(self.now_ns));
+        let Replayer { engine, clock, backend, risk, metrics, now_ns, .. } = self;
+        let start = clock.now();
+        mcfs_core::virtual_time::advance(engine, clock, by, || {
             // Background work: it occupies the device, but no app waits for it.
-            self.backend.begin_call();
-            self.engine.tick();
-            self.backend.end_call();
-            self.metrics.ticks += 1;
-            self.observe_risk();
-        }
-        self.set_time(target_ns);
-    }
-
-    /// Whether nothing waits to be committed: no app has an uncommitted entry and no page is dirty.
-    fn engine_idle(&self) -> bool {
-        self.engine.is_quiet()
-    }
-
-    fn set_time(&mut self, ns: u64) {
-        if ns > self.now_ns {
-            self.clock.advance(Duration::from_nanos(ns - self.now_ns));
-            self.now_ns = ns;
-        }
+            backend.begin_call();
+            engine.tick();
+            backend.end_call();
+            metrics.ticks += 1;
+            let at =
+                *now_ns + u64::try_from(clock.now().duration_since(start).unwrap_or_default().as_nanos()).unwrap_or(0);
+            risk.observe(at, engine.bytes_at_risk());
+        });
+        self.now_ns = self.now_ns.max(target_ns);
     }
 
     /// Reports the bytes at risk now to the tracker.

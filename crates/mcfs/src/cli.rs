@@ -74,6 +74,11 @@ pub struct MountArgs {
     /// to feed the idle predictor; repeat for several devices.
     #[arg(long = "input-device", value_name = "PATH")]
     pub input_devices: Vec<PathBuf>,
+    /// Run the engine on a virtual clock that stands still until `mcfs ctl MOUNTPOINT advance SECONDS`
+    /// moves it (running the background checkpointer at its deadlines on the way, as the simulator
+    /// does): for experiments that compare a live mount with the simulator.
+    #[arg(long)]
+    pub virtual_clock: bool,
 }
 
 #[derive(Args, Debug)]
@@ -126,6 +131,20 @@ pub enum CtlAction {
     /// Tell the engine the user just did something (one tap): feeds the idle predictor, like input
     /// read from --input-device.
     Input,
+    /// Move a mount's virtual clock forward (only for mounts started with --virtual-clock).
+    Advance {
+        /// Seconds to move forward, e.g. 2.5.
+        #[arg(value_parser = parse_seconds)]
+        seconds: f64,
+    },
+}
+
+/// A finite, non-negative number of seconds.
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 && s < 1e9 => Ok(s),
+        _ => Err(format!("expected a number of seconds from 0 to 1e9, got \"{text}\"")),
+    }
 }
 
 /// `SyncMode` as the command line spells it.

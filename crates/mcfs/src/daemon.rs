@@ -17,7 +17,7 @@ use crate::stop_signal::StopSignal;
 use crate::ticker::{self, Ticker};
 use crate::user_input::UserInput;
 use crate::{battery, panic_guard, signals, socket_path, unmount};
-use mcfs_core::{Engine, SystemClock};
+use mcfs_core::{Clock, Engine, ManualClock, SystemClock};
 use mcfs_fuse::RequestObserver;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -48,7 +48,8 @@ struct Running {
     mountpoint: PathBuf,
     mount: MountHandle,
     control: ControlServer,
-    ticker: Ticker,
+    /// The background thread; none on a virtual clock (`ctl advance` ticks).
+    ticker: Option<Ticker>,
     battery_stop: Arc<StopSignal>,
     battery_watcher: Option<std::thread::JoinHandle<()>>,
     inputs: InputWatchers,
@@ -84,7 +85,13 @@ pub fn serve(mut plan: MountPlan, fuse: FuseSettings, capture: Capture, report: 
 fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Running, String> {
     signals::block_stop_signals().map_err(|e| format!("cannot block signals: {e}"))?;
     let backend = preflight::open_backend(&plan.backing)?;
-    let engine = Arc::new(Engine::start(Arc::new(backend), Arc::new(SystemClock), plan.config.clone())?);
+    // A virtual clock starts at the real time, so file times stay plausible.
+    let virtual_clock = plan.virtual_clock.then(|| Arc::new(ManualClock::starting_at(SystemClock.now())));
+    let clock: Arc<dyn Clock> = match &virtual_clock {
+        Some(clock) => clock.clone(),
+        None => Arc::new(SystemClock),
+    };
+    let engine = Arc::new(Engine::start(Arc::new(backend), clock, plan.config.clone())?);
     panic_guard::install(engine.clone(), plan.mountpoint.clone());
 
     // SAFETY: getuid has no preconditions.
@@ -92,7 +99,10 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Runn
     let socket = socket_path::daemon_socket(&plan.mountpoint, owner)?;
     let (control, listener) = ControlServer::bind(&socket)?;
 
-    let ticker = ticker::spawn(engine.clone()).map_err(thread_error)?;
+    let ticker = match virtual_clock {
+        Some(_) => None,
+        None => Some(ticker::spawn(engine.clone()).map_err(thread_error)?),
+    };
     let battery_stop = Arc::new(StopSignal::default());
     let battery_engine = engine.clone();
     let battery_watcher = battery::spawn_watcher(battery::POWER_SUPPLY_DIR.into(), battery_stop.clone(), move |p| {
@@ -113,7 +123,7 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Runn
     let mount = mounted.handle();
     let handler: Arc<Handler> = {
         let (engine, mount, user_input) = (engine.clone(), mount.clone(), user_input.clone());
-        Arc::new(move |request| handle_request(&engine, &mount, &user_input, request))
+        Arc::new(move |request| handle_request(&engine, &mount, &user_input, virtual_clock.as_deref(), request))
     };
     let (events_tx, events) = mpsc::channel();
     let inputs = control
@@ -157,7 +167,13 @@ fn spawn_event_threads(mounted: fuse_mount::LiveMount, events: Sender<Event>) ->
 }
 
 /// Answers one control request.
-fn handle_request(engine: &Engine, mount: &MountHandle, user_input: &UserInput, request: Request) -> Response {
+fn handle_request(
+    engine: &Engine,
+    mount: &MountHandle,
+    user_input: &UserInput,
+    virtual_clock: Option<&ManualClock>,
+    request: Request,
+) -> Response {
     let outcome = match request {
         Request::Stats => {
             return match serde_json::to_value(engine.stats()) {
@@ -176,6 +192,13 @@ fn handle_request(engine: &Engine, mount: &MountHandle, user_input: &UserInput, 
             user_input.tap();
             Ok(())
         }
+        Request::Advance { nanos } => match virtual_clock {
+            Some(clock) => {
+                mcfs_core::virtual_time::advance(engine, clock, Duration::from_nanos(nanos), || engine.tick());
+                Ok(())
+            }
+            None => Err("this mount runs on the system clock; mount with --virtual-clock to move time".to_string()),
+        },
         Request::Unmount => {
             return match checkpoint_and_unmount(engine, mount) {
                 Ok(()) => Response::Unmounting { pid: std::process::id() },
@@ -241,7 +264,9 @@ impl Running {
             }
         }
         self.inputs.stop();
-        self.ticker.stop();
+        if let Some(ticker) = self.ticker {
+            ticker.stop();
+        }
         self.battery_stop.stop();
         if let Some(watcher) = self.battery_watcher {
             let _ = watcher.join();

@@ -17,6 +17,8 @@ pub struct MountPlan {
     pub mountpoint: PathBuf,
     pub config: Config,
     pub lock: BackingLock,
+    /// Run on a virtual clock moved by `mcfs ctl advance` (`--virtual-clock`).
+    pub virtual_clock: bool,
 }
 
 pub fn check(backing: &Path, mountpoint: &Path, config: Option<&Path>) -> Result<MountPlan, String> {
@@ -28,7 +30,7 @@ pub fn check(backing: &Path, mountpoint: &Path, config: Option<&Path>) -> Result
     check_not_nested(&backing, &mountpoint)?;
     let config = config_file::load(config)?;
     let lock = prepare_state_dir(&backing)?;
-    Ok(MountPlan { backing, mountpoint, config, lock })
+    Ok(MountPlan { backing, mountpoint, config, lock, virtual_clock: false })
 }
 
 /// Canonical path of a directory that must exist. `role` says which argument it is.

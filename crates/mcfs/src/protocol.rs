@@ -26,6 +26,10 @@ pub enum Request {
     Unmount,
     /// The user just did something (a tap): feeds the idle predictor.
     Input,
+    /// Move the virtual clock forward (mounts with `--virtual-clock`).
+    Advance {
+        nanos: u64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,6 +93,7 @@ mod tests {
         round_trip(Request::Checkpoint);
         round_trip(Request::Unmount);
         assert_eq!(round_trip(Request::Input), "{\"op\":\"input\"}\n");
+        assert_eq!(round_trip(Request::Advance { nanos: 5 }), "{\"op\":\"advance\",\"nanos\":5}\n");
     }
 
     #[test]

@@ -15,6 +15,10 @@ pub fn run(args: CtlArgs) -> Result<(), String> {
             (Request::Mode { app: app.clone(), mode }, format!("{app} is now in {} mode", mode_name(mode)))
         }
         CtlAction::Input => (Request::Input, "user input noted".to_string()),
+        CtlAction::Advance { seconds } => {
+            let nanos = (seconds * 1e9).round() as u64;
+            (Request::Advance { nanos }, format!("virtual clock moved {seconds} s forward"))
+        }
     };
     control_client::call_expect_done(&args.mountpoint, &request)?;
     println!("{}: {done}", args.mountpoint.display());

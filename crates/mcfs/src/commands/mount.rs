@@ -11,7 +11,8 @@ use crate::{daemon, logging, preflight};
 /// Returns only on errors found before the daemon starts; otherwise exits
 /// with the daemon's (or, after a fork, the waiting parent's) status.
 pub fn run(args: MountArgs) -> Result<(), String> {
-    let plan = preflight::check(&args.backing, &args.mountpoint, args.config.as_deref())?;
+    let mut plan = preflight::check(&args.backing, &args.mountpoint, args.config.as_deref())?;
+    plan.virtual_clock = args.virtual_clock;
     let fuse = FuseSettings {
         threads: args.threads,
         // SAFETY: geteuid has no preconditions.
