@@ -79,6 +79,10 @@ pub struct MountArgs {
     /// does): for experiments that compare a live mount with the simulator.
     #[arg(long)]
     pub virtual_clock: bool,
+    /// Device model for the estimate of what the mount's backing I/O would cost on phone flash
+    /// (`mcfs stat` shows it): emmc, ufs, or a profile TOML file (docs/DEVICE_MODEL.md).
+    #[arg(long, value_name = "PROFILE", default_value = "emmc")]
+    pub device_profile: String,
 }
 
 #[derive(Args, Debug)]

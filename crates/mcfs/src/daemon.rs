@@ -17,8 +17,9 @@ use crate::stop_signal::StopSignal;
 use crate::ticker::{self, Ticker};
 use crate::user_input::UserInput;
 use crate::{battery, panic_guard, signals, socket_path, unmount};
-use mcfs_core::{Clock, Engine, ManualClock, SystemClock};
+use mcfs_core::{Clock, DirBackend, Engine, ManualClock, SystemClock};
 use mcfs_fuse::RequestObserver;
+use mcfs_sim::device::SimBackend;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
@@ -91,7 +92,9 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Runn
         Some(clock) => clock.clone(),
         None => Arc::new(SystemClock),
     };
-    let engine = Arc::new(Engine::start(Arc::new(backend), clock, plan.config.clone())?);
+    // The backing I/O also runs through the device model: `mcfs stat` shows its estimate.
+    let backend = Arc::new(SimBackend::over(backend, plan.device.clone(), clock.clone()));
+    let engine = Arc::new(Engine::start(backend.clone(), clock, plan.config.clone())?);
     panic_guard::install(engine.clone(), plan.mountpoint.clone());
 
     // SAFETY: getuid has no preconditions.
@@ -123,7 +126,8 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Runn
     let mount = mounted.handle();
     let handler: Arc<Handler> = {
         let (engine, mount, user_input) = (engine.clone(), mount.clone(), user_input.clone());
-        Arc::new(move |request| handle_request(&engine, &mount, &user_input, virtual_clock.as_deref(), request))
+        let live = Live { engine, mount, user_input, virtual_clock, backend };
+        Arc::new(move |request| handle_request(&live, request))
     };
     let (events_tx, events) = mpsc::channel();
     let inputs = control
@@ -166,20 +170,28 @@ fn spawn_event_threads(mounted: fuse_mount::LiveMount, events: Sender<Event>) ->
     })
 }
 
+/// What control requests act on.
+struct Live {
+    engine: Arc<Engine>,
+    mount: MountHandle,
+    user_input: Arc<UserInput>,
+    virtual_clock: Option<Arc<ManualClock>>,
+    backend: Arc<SimBackend<DirBackend>>,
+}
+
 /// Answers one control request.
-fn handle_request(
-    engine: &Engine,
-    mount: &MountHandle,
-    user_input: &UserInput,
-    virtual_clock: Option<&ManualClock>,
-    request: Request,
-) -> Response {
+fn handle_request(live: &Live, request: Request) -> Response {
+    let Live { engine, mount, user_input, .. } = live;
     let outcome = match request {
         Request::Stats => {
-            return match serde_json::to_value(engine.stats()) {
+            let stats = serde_json::to_value(engine.stats()).and_then(|mut stats| {
+                stats["device_estimate"] = serde_json::to_value(live.backend.report())?;
+                Ok(stats)
+            });
+            return match stats {
                 Ok(stats) => Response::Stats { stats },
                 Err(e) => Response::Error { message: format!("cannot encode stats: {e}") },
-            }
+            };
         }
         Request::Checkpoint => engine.checkpoint().map_err(|e| format!("checkpoint failed: {e}")),
         Request::Battery { percent } if percent > 100 => Err(format!("battery percent must be 0..=100, got {percent}")),
@@ -192,7 +204,7 @@ fn handle_request(
             user_input.tap();
             Ok(())
         }
-        Request::Advance { nanos } => match virtual_clock {
+        Request::Advance { nanos } => match &live.virtual_clock {
             Some(clock) => {
                 mcfs_core::virtual_time::advance(engine, clock, Duration::from_nanos(nanos), || engine.tick());
                 Ok(())

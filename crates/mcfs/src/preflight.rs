@@ -6,6 +6,7 @@
 use crate::backing_lock::BackingLock;
 use crate::{config_file, mountinfo};
 use mcfs_core::{Config, DirBackend};
+use mcfs_sim::device::DeviceProfile;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,8 @@ pub struct MountPlan {
     pub lock: BackingLock,
     /// Run on a virtual clock moved by `mcfs ctl advance` (`--virtual-clock`).
     pub virtual_clock: bool,
+    /// The device the backing I/O is estimated on (`--device-profile`).
+    pub device: DeviceProfile,
 }
 
 pub fn check(backing: &Path, mountpoint: &Path, config: Option<&Path>) -> Result<MountPlan, String> {
@@ -30,7 +33,8 @@ pub fn check(backing: &Path, mountpoint: &Path, config: Option<&Path>) -> Result
     check_not_nested(&backing, &mountpoint)?;
     let config = config_file::load(config)?;
     let lock = prepare_state_dir(&backing)?;
-    Ok(MountPlan { backing, mountpoint, config, lock, virtual_clock: false })
+    let device = DeviceProfile::builtin("emmc").ok_or("the built-in emmc device profile is missing")?;
+    Ok(MountPlan { backing, mountpoint, config, lock, virtual_clock: false, device })
 }
 
 /// Canonical path of a directory that must exist. `role` says which argument it is.

@@ -36,10 +36,28 @@ pub fn render(stats: &Value) -> String {
     if let Some(idle) = top.get("idle").and_then(Value::as_object) {
         out.push_str(&render_idle(idle));
     }
+    if let Some(device) = top.get("device_estimate").and_then(Value::as_object) {
+        out.push_str(&render_device(device));
+    }
     if let Some(apps) = top.get("apps").and_then(Value::as_object) {
         out.push_str(&render_apps(apps));
     }
     out
+}
+
+/// What the backing I/O would cost on the modelled phone flash.
+fn render_device(device: &Map<String, Value>) -> String {
+    let count = |key: &str| device.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let energy_nj = device.get("energy").and_then(|e| e.get("total_nj")).and_then(Value::as_u64).unwrap_or(0);
+    let profile = device.get("profile").and_then(Value::as_str).unwrap_or("?");
+    format!(
+        "device estimate ({profile})\n  written {}, read {}, flushes {}, busy {:.1} s, energy {:.3} J\n",
+        human_bytes(count("bytes_written")),
+        human_bytes(count("bytes_read")),
+        count("flushes"),
+        count("busy_ns") as f64 / 1e9,
+        energy_nj as f64 / 1e9
+    )
 }
 
 /// The idle predictor's score as MobiFS §7.4 reports it.
@@ -155,6 +173,11 @@ mod tests {
         });
         let text = render(&stats);
         assert!(text.contains("conflicts per prediction 0.25"), "{text}");
+        let device = json!({"device_estimate": {"profile": "emmc", "bytes_written": 2048, "flushes": 3,
+            "busy_ns": 1_500_000_000u64, "energy": {"total_nj": 2_500_000_000u64}}});
+        let device = render(&device);
+        assert!(device.contains("device estimate (emmc)") && device.contains("written 2.0 KiB"), "{device}");
+        assert!(device.contains("flushes 3, busy 1.5 s, energy 2.500 J"), "{device}");
         assert!(text.contains("mean predicted idle 2.5 s"), "{text}");
         assert!(text.contains("1234 µs"), "{text}");
     }

@@ -1,5 +1,7 @@
 //! `SimBackend`: the backing store of a simulation — a `MemBackend` holds the files, a `Device` says how
-//! long each call keeps the storage busy and what it costs, in the virtual time of a `Clock`.
+//! long each call keeps the storage busy and what it costs, in the virtual time of a `Clock`. Over a real
+//! directory (`DirBackend`) and the system clock, the same wrapper gives a live mount its estimate of
+//! what its I/O would cost on the modelled device.
 //!
 //! Backend calls map to requests: `read_at` reads the bytes it returns; `write_at` writes its bytes;
 //! every call that changes metadata (create, symlink, link, remove, rename, set_len, set_owner, set_perm,
@@ -15,7 +17,7 @@
 use super::model::{Device, DeviceReport, Request};
 use super::profile::DeviceProfile;
 use mcfs_core::backend::BackendAttr;
-use mcfs_core::{Backend, Clock, FileKind, FsStats, MemBackend};
+use mcfs_core::{Backend, Clock, DirBackend, FileKind, FsStats, MemBackend};
 use parking_lot::Mutex;
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -41,8 +43,22 @@ struct Timeline {
     call: Option<(u64, bool)>,
 }
 
-pub struct SimBackend {
-    store: MemBackend,
+/// What `SimBackend` wraps: a backing store, told the virtual time if it stamps files itself.
+pub trait Store: Backend {
+    fn set_now(&self, _now: SystemTime) {}
+}
+
+impl Store for MemBackend {
+    fn set_now(&self, now: SystemTime) {
+        MemBackend::set_now(self, now)
+    }
+}
+
+/// The real file system stamps its own times.
+impl Store for DirBackend {}
+
+pub struct SimBackend<S: Store = MemBackend> {
+    store: S,
     clock: Arc<dyn Clock>,
     /// The clock's time at virtual zero.
     origin: SystemTime,
@@ -52,8 +68,14 @@ pub struct SimBackend {
 impl SimBackend {
     /// An empty store on a device of `profile`; virtual time zero is the clock's time now.
     pub fn new(profile: DeviceProfile, clock: Arc<dyn Clock>) -> SimBackend {
+        SimBackend::over(MemBackend::new(), profile, clock)
+    }
+}
+
+impl<S: Store> SimBackend<S> {
+    /// `store` on a device of `profile`; virtual time zero is the clock's time now.
+    pub fn over(store: S, profile: DeviceProfile, clock: Arc<dyn Clock>) -> SimBackend<S> {
         let origin = clock.now();
-        let store = MemBackend::new();
         store.set_now(origin);
         let timeline = Timeline { device: Device::new(profile), cursor_ns: 0, call: None };
         SimBackend { store, clock, origin, timeline: Mutex::new(timeline) }
@@ -91,7 +113,7 @@ impl SimBackend {
     }
 
     /// The files, to inspect.
-    pub fn store(&self) -> &MemBackend {
+    pub fn store(&self) -> &S {
         &self.store
     }
 
@@ -110,7 +132,7 @@ impl SimBackend {
 
     /// Runs a metadata-changing call on the store (stamped with the clock's time); on success, issues its
     /// metadata write.
-    fn metadata<T>(&self, op: impl FnOnce(&MemBackend) -> io::Result<T>) -> io::Result<T> {
+    fn metadata<T>(&self, op: impl FnOnce(&S) -> io::Result<T>) -> io::Result<T> {
         self.store.set_now(self.clock.now());
         let result = op(&self.store)?;
         self.issue(Request::MetadataWrite);
@@ -118,7 +140,7 @@ impl SimBackend {
     }
 }
 
-impl Backend for SimBackend {
+impl<S: Store> Backend for SimBackend<S> {
     fn stat(&self, path: &Path) -> io::Result<BackendAttr> {
         self.store.stat(path)
     }

@@ -7,12 +7,14 @@ use crate::fuse_mount::FuseSettings;
 use crate::input_devices::InputDevice;
 use crate::record::TraceFile;
 use crate::{daemon, logging, preflight};
+use mcfs_sim::device::DeviceProfile;
 
 /// Returns only on errors found before the daemon starts; otherwise exits
 /// with the daemon's (or, after a fork, the waiting parent's) status.
 pub fn run(args: MountArgs) -> Result<(), String> {
     let mut plan = preflight::check(&args.backing, &args.mountpoint, args.config.as_deref())?;
     plan.virtual_clock = args.virtual_clock;
+    plan.device = DeviceProfile::load(&args.device_profile)?;
     let fuse = FuseSettings {
         threads: args.threads,
         // SAFETY: geteuid has no preconditions.
