@@ -2,10 +2,12 @@
 //! cache, the apps with their open VCTs, and the queue of closed VCTs waiting
 //! for the checkpointer (oldest first, across apps).
 //!
-//! Invariant: closed VCTs are committed in the order they were closed. When
-//! an app's operation touches an inode another app changed in its still-open
-//! VCT, that VCT is closed first, so every cross-app dependency points from a
-//! later VCT to an earlier one and FIFO commit order respects it.
+//! Invariant: every cross-app dependency points from a later VCT to an
+//! earlier one and is recorded. When an app's operation touches an inode
+//! another app changed in its still-open VCT, that VCT is closed first; the
+//! app's open VCT lists every uncommitted VCT of another app it built on
+//! (`OpenVct::deps`), so any commit order that keeps dependencies first —
+//! FIFO, or the scheduler's batches (`batch_selection`) — is consistent.
 
 use crate::apps::Apps;
 use crate::backend::{Backend, BackendAttr};
