@@ -27,6 +27,9 @@ pub struct App {
     pub max_stale_bytes: u64,
     pub max_stale: Duration,
     pub open: OpenVct,
+    /// Bytes in the app's closed VCTs waiting for a checkpoint (kept by
+    /// `State`, so staleness costs no walk of the queue).
+    pub closed_bytes: u64,
     /// Decides when `open` closes; per app, as it may learn the app's writes.
     pub policy: Box<dyn TransactionPolicy>,
     pub counters: AppCounters,
@@ -72,6 +75,7 @@ impl Apps {
             max_stale_bytes: self.default_max_stale_bytes,
             max_stale: self.default_max_stale,
             open: OpenVct::default(),
+            closed_bytes: 0,
             // `Config::validate` rejects unknown names; the fallback keeps an
             // unvalidated config from panicking and still bounds staleness.
             policy: policy::by_name(&self.policy_name).unwrap_or_else(|| Box::new(StalenessLimit)),

@@ -18,7 +18,7 @@ use crate::state::State;
 use crate::stats::{AppStats, Stats};
 use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
 /// Why a checkpoint runs; says which open VCTs it closes first.
@@ -65,14 +65,9 @@ impl Engine {
                 Trigger::App(app) => st.close_vct(app),
                 Trigger::Policy => {}
             }
-            let batch: Vec<ClosedVct> = match selection {
-                Selection::All => st.closed.drain(..).collect(),
-                Selection::Only(ids) => {
-                    let (batch, waiting): (VecDeque<ClosedVct>, _) =
-                        st.closed.drain(..).partition(|v| ids.contains(&v.id));
-                    st.closed = waiting;
-                    batch.into()
-                }
+            let batch = match selection {
+                Selection::All => st.take_closed(|_| true),
+                Selection::Only(ids) => st.take_closed(|v| ids.contains(&v.id)),
             };
             if batch.is_empty() {
                 drop(st);
@@ -99,10 +94,7 @@ impl Engine {
         };
         if let Err(e) = write_transaction(&mut journal, seq, &batch, &mut compiler) {
             let _ = journal.abort();
-            let mut st = self.state.lock();
-            for vct in batch.into_iter().rev() {
-                st.closed.push_front(vct);
-            }
+            self.state.lock().requeue_closed(batch);
             return Err(self.failed("writing the journal", &e));
         }
         // Readers keep going during the apply except for inodes it moves.
@@ -319,7 +311,8 @@ pub(crate) fn over_background_ratio(st: &State) -> bool {
 
 /// Bytes an app has written that are not committed yet (its staleness s).
 pub(crate) fn stale_bytes(st: &State, app: AppId) -> u64 {
-    st.apps.list[app].open.bytes + st.closed.iter().filter(|v| v.app == app).map(|v| v.bytes).sum::<u64>()
+    let a = &st.apps.list[app];
+    a.open.bytes + a.closed_bytes
 }
 
 /// The limits in force for an app: low battery shortens the staleness window.

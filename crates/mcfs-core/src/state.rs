@@ -249,7 +249,26 @@ impl State {
             }
         }
         self.apps.list[app].counters.vcts_closed += 1;
+        self.apps.list[app].closed_bytes += bytes;
         self.closed.push_back(ClosedVct { app, id, entries: closed, bytes, first_entry_at, deps, age: 0 });
+    }
+
+    /// Takes the closed VCTs `chosen` picks out of the queue (oldest first) for a checkpoint.
+    pub fn take_closed(&mut self, chosen: impl Fn(&ClosedVct) -> bool) -> Vec<ClosedVct> {
+        let (batch, waiting): (VecDeque<ClosedVct>, _) = self.closed.drain(..).partition(|v| chosen(v));
+        self.closed = waiting;
+        for v in &batch {
+            self.apps.list[v.app].closed_bytes -= v.bytes;
+        }
+        batch.into()
+    }
+
+    /// Puts a batch that could not be committed back at the front of the queue.
+    pub fn requeue_closed(&mut self, batch: Vec<ClosedVct>) {
+        for vct in batch.into_iter().rev() {
+            self.apps.list[vct.app].closed_bytes += vct.bytes;
+            self.closed.push_front(vct);
+        }
     }
 
     pub fn close_all(&mut self) {
