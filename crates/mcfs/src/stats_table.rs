@@ -84,9 +84,16 @@ fn render_apps(apps: &Map<String, Value>) -> String {
         row.extend(APP_COLUMNS.iter().map(|(key, _)| app.get(key).map_or("-".to_string(), |v| format_value(key, v))));
         rows.push(row);
     }
-    let widths: Vec<usize> =
-        (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::from("apps\n");
+    aligned("apps", &rows)
+}
+
+/// `title`, then `rows` (the first is the header) in left-aligned columns, indented by two spaces.
+pub fn aligned(title: &str, rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r.get(c).map_or(0, |s| s.chars().count())).max().unwrap_or(0))
+        .collect();
+    let mut out = format!("{title}\n");
     for row in rows {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
         let _ = writeln!(out, "  {}", cells.join("  ").trim_end());

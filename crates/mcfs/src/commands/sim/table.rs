@@ -159,14 +159,7 @@ fn render_apps(apps: &serde_json::Map<String, Value>) -> String {
         row.extend(APP_COLUMNS.iter().map(|&(_, pointer, unit)| show(app, pointer, unit)));
         rows.push(row);
     }
-    let widths: Vec<usize> =
-        (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::from("apps\n");
-    for row in rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
-        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
-    }
-    out
+    crate::stats_table::aligned("apps", &rows)
 }
 
 #[cfg(test)]
