@@ -124,13 +124,14 @@ mod tests {
             open.record_write(1, page, 4096, now);
             policy.should_close(open, &limits, now)
         };
-        for _ in 0..40 {
+        // TPL samples every 16 pages: 400 rewrites give a's curve a long rise.
+        for _ in 0..400 {
             assert!(!closes(a, 0));
         }
-        for page in 1..=40 {
+        for page in 1..=400 {
             assert!(!closes(b, page), "b's policy must not see a's rise");
         }
-        assert!((1..=20).any(|page| closes(a, page)), "a's own curve peaked");
+        assert!((1..=200).any(|page| closes(a, page)), "a's own curve peaked");
     }
 
     #[test]
