@@ -3,20 +3,11 @@
 //! fault and the cause. (Mount/FUSE end-to-end runs live elsewhere.)
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn mcfs(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcfs"))
-        .args(args)
-        .env_remove("MCFS_LOG")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run mcfs")
-}
+mod common;
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use common::{run_cli as mcfs, stderr_of as stderr};
 
 /// Asserts exit status 1 and that stderr mentions every `needle`.
 fn assert_fails(out: &Output, needles: &[&str]) {

@@ -3,21 +3,18 @@
 //! another study's section, which must survive; the charts land next to the file, and a second run gives
 //! the same bytes.
 
+mod common;
+
+use common::run_cli as mcfs;
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
-
-const MCFS: &str = env!("CARGO_BIN_EXE_mcfs");
+use std::process::Output;
 
 const CONFIGS: [(&str, &str); 3] = [
     ("ext4", "transaction_policy = \"ext4-like\"\n"),
     ("mobifs-tpl", "transaction_policy = \"tpl\"\nidle_predictor = \"none\"\n"),
     ("mobifs", "transaction_policy = \"tpl\"\nidle_predictor = \"state-machine\"\n"),
 ];
-
-fn mcfs(args: &[&str]) -> Output {
-    Command::new(MCFS).args(args).output().expect("mcfs runs")
-}
 
 fn ok(args: &[&str]) -> Output {
     let out = mcfs(args);

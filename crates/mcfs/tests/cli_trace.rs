@@ -6,20 +6,11 @@ use mcfs_sim::binary::{BinaryReader, MAGIC};
 use mcfs_sim::text::TextReader;
 use mcfs_sim::{EventKind, TraceEvent};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn mcfs(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcfs"))
-        .args(args)
-        .env_remove("MCFS_LOG")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run mcfs")
-}
+mod common;
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use common::{run_cli as mcfs, stderr_of as stderr};
 
 fn assert_ok(out: &Output) {
     assert!(out.status.success(), "status {:?}, stderr: {}", out.status, stderr(out));

@@ -377,3 +377,20 @@ impl Drop for Daemon {
         }
     }
 }
+
+/// Runs `mcfs ARGS` to completion with the log settings cleared, for tests of the command line
+/// (no mount, so no FUSE needed).
+pub fn run_cli(args: &[&str]) -> std::process::Output {
+    Command::new(mcfs_bin())
+        .args(args)
+        .env_remove("MCFS_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcfs")
+}
+
+/// A command's stderr as text.
+pub fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
