@@ -4,7 +4,7 @@
 //! own instance of the transactioning policy, its sync mode and its counters.
 
 use crate::app_metrics::AppMetrics;
-use crate::config::{Config, SyncMode};
+use crate::config::{Config, SyncMode, FIRST_APP_UID};
 use crate::policy::{self, StalenessLimit, TransactionPolicy};
 use crate::vct::{AppId, OpenVct};
 use std::collections::HashMap;
@@ -34,6 +34,8 @@ pub struct App {
     pub policy: Box<dyn TransactionPolicy>,
     pub counters: AppCounters,
     pub metrics: AppMetrics,
+    /// A system service (uid below 10000 or listed in `fasttrack.system_apps`): never preempted.
+    pub system: bool,
 }
 
 pub struct Apps {
@@ -42,6 +44,7 @@ pub struct Apps {
     default_max_stale_bytes: u64,
     default_max_stale: Duration,
     policy_name: String,
+    system_apps: Vec<String>,
 }
 
 impl Apps {
@@ -52,10 +55,12 @@ impl Apps {
             default_max_stale_bytes: config.max_stale_bytes,
             default_max_stale: Duration::from_secs_f64(config.max_stale_seconds),
             policy_name: config.transaction_policy.clone(),
+            system_apps: config.fasttrack.system_apps.clone(),
         };
         for a in &config.apps {
             let id = apps.add(a.name.clone());
             let app = &mut apps.list[id];
+            app.system |= !a.uids.is_empty() && a.uids.iter().all(|u| *u < FIRST_APP_UID);
             app.mode = a.mode;
             app.max_stale_bytes = a.max_stale_bytes.unwrap_or(app.max_stale_bytes);
             if let Some(s) = a.max_stale_seconds {
@@ -69,7 +74,9 @@ impl Apps {
     }
 
     fn add(&mut self, name: String) -> AppId {
+        let system = self.system_apps.contains(&name);
         self.list.push(App {
+            system,
             name,
             mode: None,
             max_stale_bytes: self.default_max_stale_bytes,
@@ -91,6 +98,7 @@ impl Apps {
             return *id;
         }
         let id = self.add(crate::config::uid_app_name(uid));
+        self.list[id].system |= uid < FIRST_APP_UID;
         self.by_uid.insert(uid, id);
         id
     }

@@ -55,7 +55,8 @@ impl Engine {
     /// Closes the VCTs `trigger` names, then commits the closed VCTs
     /// `selection` picks (oldest first) in one journal transaction.
     fn commit(&self, trigger: Trigger, selection: &Selection) -> FsResult<()> {
-        let mut journal = self.journal.lock();
+        // A foreground request waiting here must not hold back the checkpoint it waits for.
+        let mut journal = self.dispatch.fg_waits_on_bg(|| self.journal.lock());
         self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
         let (batch, live, skip) = {
@@ -99,7 +100,7 @@ impl Engine {
         }
         // Readers keep going during the apply except for inodes it moves.
         self.tree.write().after = Some(tree);
-        let applied = journal.apply(&mut std::thread::yield_now);
+        let applied = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
         // The transaction is durable: if apply failed, recovery or the next
         // checkpoint finishes it, so the tree moves on either way.
         let mut committed = self.tree.write();
@@ -131,7 +132,7 @@ impl Engine {
         if !journal.has_committed() {
             return Ok(());
         }
-        let report = journal.apply(&mut std::thread::yield_now);
+        let report = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
         match report {
             Ok(r) => {
                 let batch = std::mem::take(&mut *self.unapplied.lock());
@@ -219,7 +220,7 @@ impl Engine {
         if retry_at.is_some_and(|t| t > now) {
             return;
         }
-        if let Err(e) = self.commit(Trigger::Policy, &selection) {
+        if let Err(e) = self.dispatch.background_work(|| self.commit(Trigger::Policy, &selection)) {
             tracing::warn!("background checkpoint failed: {e}; data stays in memory and is retried");
         }
     }

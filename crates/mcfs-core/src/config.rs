@@ -47,8 +47,53 @@ pub struct Config {
     /// Write rate (bytes/s) the scheduler assumes to estimate how long a
     /// VCT takes to checkpoint (default: Nexus 5 eMMC, 46.23 MB/s).
     pub checkpoint_write_rate: f64,
+    /// Foreground-first I/O (FastTrack, seed 001 §4).
+    pub fasttrack: FastTrackConfig,
     /// Per-app settings.
     pub apps: Vec<AppConfig>,
+}
+
+/// FastTrack's parts, each switchable so the study can run them alone
+/// (`[fasttrack]` in the config file; docs/FASTTRACK.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FastTrackConfig {
+    /// PA: requests are admitted by priority and background work yields to
+    /// foreground requests at segment boundaries (§4.2).
+    pub preempt: bool,
+    /// PR: reclaim takes background pages before foreground ones (§4.3).
+    pub reclaim: bool,
+    /// ID: foreground I/O goes to the device with a high I/O priority,
+    /// background I/O with a low one, and background checkpoint I/O is held
+    /// back while foreground requests are in flight (§4.4).
+    pub dispatch: bool,
+    /// Longest a background operation waits at one admission or segment
+    /// boundary for foreground work (the aging bound; the paper has none).
+    pub aging_ms: u64,
+    /// Size of the segments long background reads and writes run in.
+    pub segment_bytes: u64,
+    /// Apps never preempted besides every uid below 10000 (§4.2: services).
+    pub system_apps: Vec<String>,
+    /// File listing the foreground app's tasks, one pid per line (Android's
+    /// `/dev/cpuset/top-app/tasks`); the daemon follows it when set.
+    pub tasks_file: Option<std::path::PathBuf>,
+}
+
+/// uids below this belong to system services (Android gives apps 10000 and up).
+pub const FIRST_APP_UID: u32 = 10_000;
+
+impl Default for FastTrackConfig {
+    fn default() -> FastTrackConfig {
+        FastTrackConfig {
+            preempt: true,
+            reclaim: true,
+            dispatch: true,
+            aging_ms: 500,
+            segment_bytes: 64 * 1024,
+            system_apps: Vec::new(),
+            tasks_file: None,
+        }
+    }
 }
 
 /// Settings of one app, matched by uid or by name.
@@ -86,6 +131,7 @@ impl Default for Config {
             transaction_policy: "staleness-limit".to_string(),
             idle_predictor: "none".to_string(),
             checkpoint_write_rate: 46.23e6,
+            fasttrack: FastTrackConfig::default(),
             apps: Vec::new(),
         }
     }
@@ -130,6 +176,9 @@ impl Config {
             if !(v > 0.0 && v.is_finite()) {
                 return Err(format!("{key} must be a positive number, got {v}"));
             }
+        }
+        if self.fasttrack.segment_bytes < 4096 {
+            return Err(format!("fasttrack.segment_bytes must be at least 4096, got {}", self.fasttrack.segment_bytes));
         }
         if self.low_battery_percent > 100 {
             return Err(format!("low_battery_percent must be 0..=100, got {}", self.low_battery_percent));

@@ -3,11 +3,13 @@
 //! and returns; checkpoints run under their own lock and hold the state lock
 //! only to pick and to finish their batch (see `checkpoint`).
 
+use crate::app_status::IoClass;
 use crate::backend::Backend;
 use crate::checkpoint::{CheckpointCounters, Trigger};
 use crate::clock::Clock;
 use crate::committed::Committed;
 use crate::config::{Config, SyncMode};
+use crate::dispatch::{Dispatcher, Switches};
 use crate::inode::Inode;
 use crate::journal::{self, Journal};
 use crate::policy::interval;
@@ -21,6 +23,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub struct Engine {
     pub(crate) state: Mutex<State>,
@@ -37,6 +40,8 @@ pub struct Engine {
     pub(crate) wake: (Mutex<bool>, Condvar),
     /// The user-idle predictor (`idle_predictor`), with its score.
     pub(crate) idle: Mutex<Option<ScoredPredictor>>,
+    /// Foreground-first admission and yielding (FastTrack).
+    pub(crate) dispatch: Dispatcher,
 }
 
 const NAME_MAX: usize = 255;
@@ -79,6 +84,9 @@ impl Engine {
         root_inode.children = None;
         root_inode.lookups = 1;
         let idle = interval::by_name(&config.idle_predictor).map(ScoredPredictor::new);
+        let fasttrack = &config.fasttrack;
+        let switches = Switches { preempt_requests: fasttrack.preempt, hold_checkpoints: fasttrack.dispatch };
+        let dispatch = Dispatcher::new(Arc::clone(&clock), Duration::from_millis(fasttrack.aging_ms), switches);
         let mut state = State::new(config, root_inode);
         let app = state.app_of_uid(root.uid);
         state.inodes.get_mut(&ROOT_INO).expect("root").app = app;
@@ -94,6 +102,7 @@ impl Engine {
             unapplied: Mutex::new(Vec::new()),
             wake: (Mutex::new(false), Condvar::new()),
             idle: Mutex::new(idle),
+            dispatch,
         })
     }
 
@@ -403,6 +412,9 @@ impl Engine {
                 drop(st);
                 None
             };
+            if st.is_none() {
+                self.dispatch.request_segment_boundary();
+            }
             let pages = crate::file_io::fetch(&self.store(), &miss)?;
             let mut st = st.unwrap_or_else(|| self.state.lock());
             if !st.insert_fetched(&miss, pages) {
@@ -411,11 +423,33 @@ impl Engine {
         }
     }
 
-    /// Writes into the cache and the file's app's write log. Throttles the
-    /// writer with a checkpoint first when dirty data passes the high
-    /// watermark, or when the write would take its app past `max_stale_bytes`
-    /// of uncommitted data (invariant 2: bounded staleness).
+    /// Writes into the cache and the file's app's write log. A background
+    /// request writes in segments of `fasttrack.segment_bytes` and yields to
+    /// foreground requests between them; the policy sees the write once, whole.
     pub fn write(&self, _caller: Option<Caller>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<u32> {
+        let segment = match crate::dispatch::current() {
+            Some(w) if w.class == IoClass::Background => self.state.lock().config.fasttrack.segment_bytes as usize,
+            _ => data.len(),
+        };
+        for (i, chunk) in data.chunks(segment.max(1)).enumerate() {
+            if i > 0 {
+                self.dispatch.request_segment_boundary();
+            }
+            self.write_segment(ino, offset + (i * segment) as u64, chunk)?;
+        }
+        let mut st = self.state.lock();
+        let app = st.inode(ino)?.app;
+        if self.policy_closes(&mut st, app) {
+            self.wake_background();
+        }
+        Ok(data.len() as u32)
+    }
+
+    /// One segment of a write. Throttles the writer with a checkpoint first
+    /// when dirty data passes the high watermark, or when the write would
+    /// take its app past `max_stale_bytes` of uncommitted data (invariant 2:
+    /// bounded staleness).
+    fn write_segment(&self, ino: Ino, offset: u64, data: &[u8]) -> FsResult<()> {
         let pages = (data.len() as u64).div_ceil(PAGE_SIZE) + 1;
         for _ in 0..3 {
             let mut st = self.state.lock();
@@ -438,10 +472,7 @@ impl Engine {
         st.write(&self.store(), ino, offset, data, now)?;
         let app = st.inode(ino)?.app;
         st.note_staleness(app, now);
-        if self.policy_closes(&mut st, app) {
-            self.wake_background();
-        }
-        Ok(data.len() as u32)
+        Ok(())
     }
 
     /// `fallocate` mode 0 (allocate, extending the size) and KEEP_SIZE; other modes give EOPNOTSUPP.

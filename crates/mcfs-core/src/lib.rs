@@ -5,6 +5,7 @@
 //! only through `Backend` and to time only through `Clock`.
 
 mod app_metrics;
+pub mod app_status;
 mod apps;
 pub mod backend;
 mod batch_selection;
@@ -14,10 +15,13 @@ pub mod clock;
 mod committed;
 mod compile;
 pub mod config;
+pub mod dispatch;
 mod engine;
 mod file_io;
+mod foreground;
 mod histogram;
 mod inode;
+pub mod ioprio;
 pub mod journal;
 pub mod policy;
 mod rename;
@@ -28,9 +32,10 @@ mod vct;
 pub mod virtual_time;
 mod xattr;
 
+pub use app_status::IoClass;
 pub use backend::{Backend, DirBackend, MemBackend};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{AppConfig, Config, SyncMode};
+pub use config::{AppConfig, Config, FastTrackConfig, SyncMode};
 pub use engine::Engine;
 pub use stats::{AppStats, Stats};
 pub use types::*;

@@ -9,6 +9,7 @@
 //! (`OpenVct::deps`), so any commit order that keeps dependencies first —
 //! FIFO, or the scheduler's batches (`batch_selection`) — is consistent.
 
+use crate::app_status::{AppStatus, IoClass};
 use crate::apps::Apps;
 use crate::backend::{Backend, BackendAttr};
 use crate::cache::Cache;
@@ -39,6 +40,8 @@ pub struct State {
     /// Engine inodes of backing objects with several names, by backing
     /// inode number, so every name of a hard-linked file finds one inode.
     linked: HashMap<u64, Ino>,
+    /// The foreground app (FastTrack's app status detector).
+    pub status: AppStatus,
 }
 
 /// What loading from the backing store needs.
@@ -74,6 +77,7 @@ impl State {
             battery: None,
             dead_orphans: Vec::new(),
             linked: HashMap::new(),
+            status: AppStatus::default(),
         };
         state.inodes.insert(ROOT_INO, root);
         for app in 0..state.apps.list.len() {
@@ -94,6 +98,20 @@ impl State {
             self.apps.list[app].open.id = self.take_vct_id();
         }
         app
+    }
+
+    /// The class of `app`'s I/O now: foreground, background or system.
+    pub fn io_class(&self, app: AppId) -> IoClass {
+        self.status.class_of(app, self.apps.list[app].system)
+    }
+
+    /// The app on whose behalf the calling thread works: the uid of the
+    /// admitted request (see `dispatch`), else the owner of `ino`.
+    pub fn accessor(&mut self, ino: Ino) -> FsResult<AppId> {
+        match crate::dispatch::current().and_then(|w| w.uid) {
+            Some(uid) => Ok(self.app_of_uid(uid)),
+            None => Ok(self.inode(ino)?.app),
+        }
     }
 
     pub fn app_by_name(&mut self, name: &str) -> Option<AppId> {

@@ -1,0 +1,58 @@
+//! The engine's foreground-first entry points: what the detector tells it
+//! (`set_foreground`), how a front end admits each request (`admit`), and
+//! what class a uid's I/O has. The mechanisms live in `app_status`,
+//! `dispatch` and the cache's reclaim order.
+
+use crate::app_status::IoClass;
+use crate::dispatch::{Admission, DispatchStats};
+use crate::engine::Engine;
+use crate::types::Caller;
+
+impl Engine {
+    /// The foreground app is now `app` (an app name or `uid:N`), or none.
+    /// The error names an unknown app.
+    pub fn set_foreground(&self, app: Option<&str>) -> Result<(), String> {
+        let mut st = self.state.lock();
+        let id =
+            match app {
+                None => None,
+                Some(name) => Some(st.app_by_name(name).ok_or_else(|| {
+                    format!("no app named \"{name}\": use a name from the config's [[apps]] or uid:N")
+                })?),
+            };
+        st.status.set_foreground(id);
+        Ok(())
+    }
+
+    /// The foreground app uid `uid` belongs to is now in front.
+    pub fn set_foreground_uid(&self, uid: Option<u32>) {
+        let mut st = self.state.lock();
+        let id = uid.map(|u| st.app_of_uid(u));
+        st.status.set_foreground(id);
+    }
+
+    /// The name of the foreground app, if one is known.
+    pub fn foreground(&self) -> Option<String> {
+        let st = self.state.lock();
+        st.status.foreground().map(|a| st.apps.list[a].name.clone())
+    }
+
+    /// The class of `uid`'s I/O now.
+    pub fn io_class(&self, uid: u32) -> IoClass {
+        let mut st = self.state.lock();
+        let app = st.app_of_uid(uid);
+        st.io_class(app)
+    }
+
+    /// Admits one request of `caller`: a background app's request waits
+    /// while foreground requests are in flight (up to the aging bound). The
+    /// request runs as long as the returned `Admission` lives.
+    pub fn admit(&self, caller: Caller) -> Admission<'_> {
+        let class = self.io_class(caller.uid);
+        self.dispatch.admit(class, caller.uid)
+    }
+
+    pub fn dispatch_stats(&self) -> DispatchStats {
+        self.dispatch.stats()
+    }
+}
