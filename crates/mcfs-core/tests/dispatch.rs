@@ -1,0 +1,185 @@
+//! Foreground-first dispatch (FastTrack §4.2, §4.4) on a manual clock: a
+//! background (BG) request never overtakes a foreground (FG) request in
+//! flight except through the aging bound, system requests never wait, and
+//! BG work preempted at a segment boundary resumes exactly where it stopped.
+//!
+//! Threads stand for concurrent requests. Where a test shows that a BG
+//! thread has *not* gone ahead, it gives the thread real time to misbehave
+//! and checks the order of events, never a duration.
+
+use mcfs_core::dispatch::{Dispatcher, Switches};
+use mcfs_core::*;
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const FG: Caller = Caller { uid: 10001, gid: 10001, pid: 1 };
+const BG: Caller = Caller { uid: 10002, gid: 10002, pid: 2 };
+const AGING: Duration = Duration::from_millis(500);
+/// Real time a blocked thread gets to show that it does not go ahead.
+const GRACE: Duration = Duration::from_millis(50);
+
+fn dispatcher(clock: &Arc<ManualClock>) -> Dispatcher {
+    let switches = Switches { preempt_requests: true, hold_checkpoints: true };
+    Dispatcher::new(clock.clone(), AGING, switches)
+}
+
+/// Waits (bounded) until `done` holds; panics naming `what` otherwise.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_bg_request_waits_until_the_fg_request_in_flight_ends() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let log = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        let fg = d.admit(IoClass::Foreground, FG.uid);
+        let bg = s.spawn(|| {
+            let _a = d.admit(IoClass::Background, BG.uid);
+            log.lock().unwrap().push("bg admitted");
+        });
+        thread::sleep(GRACE);
+        log.lock().unwrap().push("fg done");
+        drop(fg);
+        bg.join().unwrap();
+    });
+    assert_eq!(*log.lock().unwrap(), ["fg done", "bg admitted"]);
+    let stats = d.stats();
+    assert_eq!((stats.fg_requests, stats.bg_requests, stats.bg_waits, stats.bg_aged), (1, 1, 1, 0));
+}
+
+#[test]
+fn the_aging_bound_lets_a_bg_request_through_while_fg_work_goes_on() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let admitted = AtomicBool::new(false);
+    thread::scope(|s| {
+        let _fg = d.admit(IoClass::Foreground, FG.uid);
+        s.spawn(|| {
+            let _a = d.admit(IoClass::Background, BG.uid);
+            admitted.store(true, Ordering::SeqCst);
+        });
+        eventually("the BG request to start waiting", || d.stats().bg_waits == 1);
+        clock.advance(AGING - Duration::from_millis(1));
+        thread::sleep(GRACE);
+        assert!(!admitted.load(Ordering::SeqCst), "admitted before the aging bound");
+        clock.advance(Duration::from_millis(1));
+        eventually("the aged BG request to be admitted", || admitted.load(Ordering::SeqCst));
+    });
+    let stats = d.stats();
+    assert_eq!(stats.bg_aged, 1);
+    assert_eq!(stats.bg_wait_ns, AGING.as_nanos() as u64);
+}
+
+#[test]
+fn system_requests_neither_wait_nor_hold_anyone_back() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let fg = d.admit(IoClass::Foreground, FG.uid);
+    // Same thread: if this waited for the FG request, the test would hang.
+    let sys = d.admit(IoClass::System, 0);
+    drop(sys);
+    drop(fg);
+    let sys = d.admit(IoClass::System, 0);
+    let bg = d.admit(IoClass::Background, BG.uid);
+    drop((bg, sys));
+    assert_eq!(d.stats().bg_waits, 0);
+}
+
+#[test]
+fn an_fg_request_waiting_for_bg_work_does_not_hold_it_back() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let _fg = d.admit(IoClass::Foreground, FG.uid);
+    assert_eq!(d.fg_in_flight(), 1);
+    let inside = d.fg_waits_on_bg(|| d.fg_in_flight());
+    assert_eq!(inside, 0, "while it waits for BG work, the FG request is not in flight");
+    assert_eq!(d.fg_in_flight(), 1);
+}
+
+#[test]
+fn switched_off_preemption_lets_bg_requests_straight_in() {
+    let clock = Arc::new(ManualClock::new());
+    let off = Switches { preempt_requests: false, hold_checkpoints: false };
+    let d = Dispatcher::new(clock, AGING, off);
+    let _fg = d.admit(IoClass::Foreground, FG.uid);
+    let _bg = d.admit(IoClass::Background, BG.uid); // would hang the test if it waited
+    assert_eq!(d.stats().bg_waits, 0);
+}
+
+fn engine(config: Config) -> (Arc<ManualClock>, Arc<Engine>) {
+    let clock = Arc::new(ManualClock::new());
+    let engine = Engine::start(Arc::new(MemBackend::new()), clock.clone(), config).expect("engine starts");
+    (clock, Arc::new(engine))
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+#[test]
+fn a_preempted_bg_write_resumes_where_it_stopped_and_loses_nothing() {
+    let segment = 64 * 1024;
+    let mut config = Config::default();
+    config.fasttrack.segment_bytes = segment as u64;
+    let (_clock, engine) = engine(config);
+    engine.set_foreground(Some("uid:10001")).unwrap();
+    let ino = engine.create(BG, ROOT_INO, OsStr::new("big"), 0o644, false).unwrap().ino;
+    let data = pattern(16 * segment + 100);
+    let bg_admitted = Barrier::new(2);
+    let fg_admitted = Barrier::new(2);
+    thread::scope(|s| {
+        s.spawn(|| {
+            let _a = engine.admit(BG);
+            bg_admitted.wait();
+            fg_admitted.wait();
+            engine.write(Some(BG), ino, 0, &data).unwrap();
+        });
+        bg_admitted.wait();
+        let fg = engine.admit(FG);
+        fg_admitted.wait();
+        eventually("the BG write to yield", || engine.dispatch_stats().bg_waits == 1);
+        thread::sleep(GRACE);
+        assert_eq!(engine.getattr(ino).unwrap().size, segment as u64, "stopped after its first segment");
+        drop(fg);
+    });
+    assert_eq!(engine.getattr(ino).unwrap().size, data.len() as u64);
+    assert_eq!(engine.read(ino, 0, data.len() as u32).unwrap(), data);
+    engine.checkpoint().unwrap();
+    assert_eq!(engine.read(ino, 0, data.len() as u32).unwrap(), data, "and it commits whole");
+}
+
+#[test]
+fn a_background_checkpoint_holds_its_apply_while_fg_requests_are_in_flight() {
+    let config = Config {
+        transaction_policy: "close-on-fsync".into(),
+        checkpoint_segment_bytes: 4096,
+        ..Config::default()
+    };
+    let (_clock, engine) = engine(config);
+    engine.set_foreground(Some("uid:10001")).unwrap();
+    let ino = engine.create(BG, ROOT_INO, OsStr::new("f"), 0o644, false).unwrap().ino;
+    let data = pattern(256 * 1024);
+    engine.write(Some(BG), ino, 0, &data).unwrap();
+    engine.fsync(Some(BG), ino).unwrap();
+    let fg = engine.admit(FG);
+    let before = engine.stats().checkpoints;
+    thread::scope(|s| {
+        let tick = s.spawn(|| engine.tick());
+        eventually("the checkpoint to hold", || engine.dispatch_stats().checkpoint_holds == 1);
+        thread::sleep(GRACE);
+        assert!(!tick.is_finished(), "the checkpoint finished while FG work was in flight");
+        drop(fg);
+        tick.join().unwrap();
+    });
+    assert_eq!(engine.stats().checkpoints, before + 1);
+    assert_eq!(engine.read(ino, 0, data.len() as u32).unwrap(), data);
+}
