@@ -159,11 +159,8 @@ fn a_preempted_bg_write_resumes_where_it_stopped_and_loses_nothing() {
 
 #[test]
 fn a_background_checkpoint_holds_its_apply_while_fg_requests_are_in_flight() {
-    let config = Config {
-        transaction_policy: "close-on-fsync".into(),
-        checkpoint_segment_bytes: 4096,
-        ..Config::default()
-    };
+    let config =
+        Config { transaction_policy: "close-on-fsync".into(), checkpoint_segment_bytes: 4096, ..Config::default() };
     let (_clock, engine) = engine(config);
     engine.set_foreground(Some("uid:10001")).unwrap();
     let ino = engine.create(BG, ROOT_INO, OsStr::new("f"), 0o644, false).unwrap().ino;
