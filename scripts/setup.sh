@@ -12,7 +12,7 @@ PJDFSTEST_VERSION=0.2.2
 # fuse3: fusermount3 and /etc/fuse.conf; fio, sqlite3: demo and benchmarks;
 # build-essential, pkg-config: the bundled SQLite and the FUSE crate;
 # libacl1-dev, acl: pjdfstest links libacl; e2fsprogs: the ext4 reference image.
-PACKAGES=(fuse3 fio sqlite3 pkg-config build-essential libacl1-dev acl e2fsprogs util-linux procps)
+PACKAGES=(fuse3 fio sqlite3 pkg-config build-essential libacl1-dev acl e2fsprogs util-linux mount procps)
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 want_pjdfstest=0
