@@ -29,8 +29,15 @@ pub enum Trigger {
     /// An fsync in sync mode, or a writer at its staleness bound: that
     /// app's open VCT.
     App(AppId),
-    /// Dirty data passed the high watermark: every open VCT.
+    /// Dirty data passed the high watermark, or reclaim found only dirty
+    /// pages: every open VCT.
     Memory,
+    /// Reclaim needs background apps' dirty pages before the foreground
+    /// app's clean ones (FastTrack PR): every open VCT but the one of the app
+    /// reclaim spares. The commit still takes every closed VCT, the spared
+    /// app's too, so a VCT's dependencies (all closed: touching what another
+    /// app's open VCT changed closes it) are never left behind.
+    Background,
     /// The policy closed VCTs already.
     Policy,
 }
@@ -64,6 +71,12 @@ impl Engine {
             match trigger {
                 Trigger::Everything | Trigger::Memory => st.close_all(),
                 Trigger::App(app) => st.close_vct(app),
+                Trigger::Background => {
+                    let spared = st.reclaim_spares();
+                    for app in (0..st.apps.list.len()).filter(|a| Some(*a) != spared) {
+                        st.close_vct(app);
+                    }
+                }
                 Trigger::Policy => {}
             }
             let batch = match selection {

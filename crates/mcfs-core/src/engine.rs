@@ -10,6 +10,7 @@ use crate::clock::Clock;
 use crate::committed::Committed;
 use crate::config::{Config, SyncMode};
 use crate::dispatch::{Dispatcher, Switches};
+use crate::file_io::Room;
 use crate::inode::Inode;
 use crate::journal::{self, Journal};
 use crate::policy::interval;
@@ -451,6 +452,7 @@ impl Engine {
     /// bounded staleness).
     fn write_segment(&self, ino: Ino, offset: u64, data: &[u8]) -> FsResult<()> {
         let pages = (data.len() as u64).div_ceil(PAGE_SIZE) + 1;
+        let mut background_tried = false;
         for _ in 0..3 {
             let mut st = self.state.lock();
             let app = st.inode(ino)?.app;
@@ -461,11 +463,18 @@ impl Engine {
                 continue;
             }
             let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
-            if !full && st.make_room(pages) {
-                break;
-            }
+            let room = if full { Room::CheckpointAll } else { st.make_room(pages) };
+            // A background checkpoint may not free all it was asked for (a
+            // background app's page in the foreground app's open VCT): the
+            // next round commits everything.
+            let trigger = match room {
+                Room::Made => break,
+                Room::CheckpointBackground if !background_tried => Trigger::Background,
+                Room::CheckpointBackground | Room::CheckpointAll => Trigger::Memory,
+            };
+            background_tried |= trigger == Trigger::Background;
             drop(st);
-            self.stalled(app, || self.run_checkpoint(Trigger::Memory))?;
+            self.stalled(app, || self.run_checkpoint(trigger))?;
         }
         let now = self.clock.now();
         let mut st = self.state.lock();
@@ -610,6 +619,8 @@ impl Engine {
     pub fn stats(&self) -> Stats {
         let st = self.state.lock();
         let idle = self.idle.lock().as_ref().map(ScoredPredictor::score);
-        crate::checkpoint::collect_stats(&st, &self.counters.lock(), idle, self.clock.now())
+        let mut stats = crate::checkpoint::collect_stats(&st, &self.counters.lock(), idle, self.clock.now());
+        stats.fasttrack = self.fasttrack_stats(&st);
+        stats
     }
 }

@@ -1,25 +1,74 @@
 //! File data through the cache: reads fill pages from the backing store,
 //! writes go into pages and the file's app's write log, truncates cut pages
 //! and hide backing data beyond the new end until they commit.
+//!
+//! Reclaim (`make_room`): with `fasttrack.reclaim` on and a foreground app
+//! set, pages go in FastTrack's order (§4.3) — background clean, background
+//! dirty (after a checkpoint of the background apps), foreground clean,
+//! foreground dirty (after a full checkpoint); otherwise least recently used
+//! clean pages of any app, then a full checkpoint. A page belongs to the app
+//! that last brought it in, read or wrote it (`State::accessor`).
 
-use crate::cache::PageBuf;
+use crate::app_status::IoClass;
+use crate::cache::{PageBuf, Victim};
 use crate::inode::Inode;
 use crate::state::{State, Store};
 use crate::types::*;
+use crate::vct::AppId;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+/// What a writer must do before the cache has room for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Room {
+    /// There is room now.
+    Made,
+    /// Background apps' dirty pages stand before the foreground app's pages:
+    /// checkpoint them (`Trigger::Background`), then ask again.
+    CheckpointBackground,
+    /// Only dirty data is left: checkpoint everything, then ask again.
+    CheckpointAll,
+}
+
 impl State {
-    /// Room for `pages` more pages, reclaiming clean ones (LRU). Returns false
-    /// when only dirty data is left: the caller must checkpoint first.
-    pub fn make_room(&mut self, pages: u64) -> bool {
+    /// The app whose pages reclaim takes last: the foreground app, unless
+    /// `fasttrack.reclaim` is off or it is a system app (system apps count
+    /// as background for reclaim).
+    pub(crate) fn reclaim_spares(&self) -> Option<AppId> {
+        let fg = self.status.foreground().filter(|_| self.config.fasttrack.reclaim)?;
+        (self.io_class(fg) == IoClass::Foreground).then_some(fg)
+    }
+
+    /// Room for `pages` more pages for a writer, dropping clean pages in
+    /// reclaim order until it needs a checkpoint (see the module comment).
+    pub fn make_room(&mut self, pages: u64) -> Room {
+        self.reclaim(pages, false)
+    }
+
+    /// Room for `pages` more pages `app` brings in now, without waiting for a
+    /// checkpoint: only clean pages go, and the cache overshoots its limit
+    /// when none may. The foreground app may take its own clean pages ahead
+    /// of background dirty ones (else it would grow the cache without bound);
+    /// a background app may not, and overshoots by at most this fill, since
+    /// the pages it brings in are the first victims of the next reclaim.
+    fn make_room_now(&mut self, pages: u64, app: AppId) {
+        let _overshoot = self.reclaim(pages, Some(app) == self.reclaim_spares());
+    }
+
+    fn reclaim(&mut self, pages: u64, past_background_dirty: bool) -> Room {
+        let spared = self.reclaim_spares();
         let limit = self.config.cache_size;
         while self.cache.bytes() + pages * PAGE_SIZE > limit {
-            let Some((ino, idx)) = self.cache.oldest_clean() else { return false };
-            let inode = self.inodes.get_mut(&ino).expect("LRU names a live inode");
-            self.cache.drop_clean(&mut inode.pages, idx);
+            match self.cache.victim(spared, past_background_dirty) {
+                Victim::Clean(ino, idx) => {
+                    let inode = self.inodes.get_mut(&ino).expect("LRU names a live inode");
+                    self.cache.drop_clean(&mut inode.pages, idx);
+                }
+                Victim::BackgroundDirty => return Room::CheckpointBackground,
+                Victim::OnlyDirty => return Room::CheckpointAll,
+            }
         }
-        true
+        Room::Made
     }
 
     /// Brings page `idx` of a file into the cache (clean) if it is not there.
@@ -38,6 +87,7 @@ impl State {
     /// caller fetches them without the state lock and calls again from where
     /// this stopped, so every call makes progress).
     pub fn read_cached(&mut self, ino: Ino, offset: u64, size: u64) -> FsResult<(Vec<u8>, Option<Miss>)> {
+        let owner = self.accessor(ino)?;
         let inode = self.inode(ino)?;
         match inode.attr.kind {
             FileKind::File => {}
@@ -57,7 +107,7 @@ impl State {
             }
             let within = (at % PAGE_SIZE) as usize;
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
-            self.cache.touch(ino, &mut inode.pages, idx);
+            self.cache.touch(ino, &mut inode.pages, idx, owner);
             out.extend_from_slice(&inode.pages[&idx].data[within..within + take]);
             at += take as u64;
         }
@@ -71,11 +121,12 @@ impl State {
         if self.inodes.get(&miss.ino).is_none_or(|i| i.data_gen != miss.gen) {
             return false;
         }
-        self.make_room(pages.len() as u64);
+        let Ok(owner) = self.accessor(miss.ino) else { return false };
+        self.make_room_now(pages.len() as u64, owner);
         let inode = self.inodes.get_mut(&miss.ino).expect("checked");
         for (idx, data) in (miss.first..).zip(pages) {
             if !inode.pages.contains_key(&idx) {
-                self.cache.insert(miss.ino, &mut inode.pages, idx, data);
+                self.cache.insert(miss.ino, &mut inode.pages, idx, data, owner);
             }
         }
         true
@@ -91,6 +142,7 @@ impl State {
         }
         let end = offset.checked_add(data.len() as u64).filter(|e| *e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
         let app = inode.app;
+        let owner = self.accessor(ino)?;
         self.close_conflicting(app, &[ino]);
         let vct = self.apps.list[app].open.id;
         let mut at = offset;
@@ -100,14 +152,15 @@ impl State {
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
             let whole_page = within == 0 && take == PAGE_SIZE as usize;
             if whole_page && !self.inode(ino)?.pages.contains_key(&idx) {
-                self.make_room(1);
+                self.make_room_now(1, owner);
                 let inode = self.inodes.get_mut(&ino).expect("checked");
-                self.cache.insert(ino, &mut inode.pages, idx, Arc::new([0; PAGE_SIZE as usize]));
+                self.cache.insert(ino, &mut inode.pages, idx, Arc::new([0; PAGE_SIZE as usize]), owner);
             } else {
                 self.load_page(store, ino, idx)?;
             }
             let new_in_vct = self.apps.list[app].open.record_write(ino, idx, take as u64, now);
             let inode = self.inodes.get_mut(&ino).expect("checked");
+            self.cache.touch(ino, &mut inode.pages, idx, owner);
             let page = inode.pages.get_mut(&idx).expect("loaded");
             if new_in_vct {
                 self.cache.pin(page);

@@ -6,6 +6,8 @@
 use crate::app_status::IoClass;
 use crate::dispatch::{Admission, DispatchStats};
 use crate::engine::Engine;
+use crate::state::State;
+use crate::stats::FastTrackStats;
 use crate::types::Caller;
 
 impl Engine {
@@ -33,8 +35,13 @@ impl Engine {
 
     /// The name of the foreground app, if one is known.
     pub fn foreground(&self) -> Option<String> {
-        let st = self.state.lock();
-        st.status.foreground().map(|a| st.apps.list[a].name.clone())
+        foreground_name(&self.state.lock())
+    }
+
+    /// Whether front ends tag their threads' I/O with the class's I/O
+    /// priority (`fasttrack.dispatch`).
+    pub fn tags_io_priority(&self) -> bool {
+        self.state.lock().config.fasttrack.dispatch
     }
 
     /// The class of `uid`'s I/O now.
@@ -55,4 +62,13 @@ impl Engine {
     pub fn dispatch_stats(&self) -> DispatchStats {
         self.dispatch.stats()
     }
+
+    /// The FastTrack part of `stats`, from the state the caller holds.
+    pub(crate) fn fasttrack_stats(&self, st: &State) -> FastTrackStats {
+        FastTrackStats { foreground: foreground_name(st), dispatch: self.dispatch.stats() }
+    }
+}
+
+fn foreground_name(st: &State) -> Option<String> {
+    st.status.foreground().map(|a| st.apps.list[a].name.clone())
 }

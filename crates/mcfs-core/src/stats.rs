@@ -1,5 +1,6 @@
 //! Counters the engine keeps for `mcfs stat`, overall and per app.
 
+use crate::dispatch::DispatchStats;
 use crate::policy::prediction_score::PredictionScore;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -58,5 +59,15 @@ pub struct Stats {
     /// The idle predictor in use and its score (MobiFS §7.4), if any.
     pub idle_predictor: String,
     pub idle: Option<PredictionScore>,
+    /// Foreground-first I/O (FastTrack): the FG app and what the dispatcher did.
+    pub fasttrack: FastTrackStats,
     pub apps: BTreeMap<String, AppStats>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct FastTrackStats {
+    /// The foreground app's name, if one is known.
+    pub foreground: Option<String>,
+    #[serde(flatten)]
+    pub dispatch: DispatchStats,
 }

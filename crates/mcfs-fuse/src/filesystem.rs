@@ -4,12 +4,19 @@
 //! across an engine call. An observer, if set, is told of each file
 //! operation the engine carried out (see `observer`).
 //!
+//! Every request that reaches the engine is admitted first (`admitted`):
+//! a background app's request waits while foreground ones are in flight,
+//! and the serving thread's I/O priority follows the request's class
+//! (FastTrack). Reference drops (forget, release), directory handles,
+//! flush and statfs touch no file data and are not admitted.
+//!
 //! Invariants: every request is answered exactly once, no request panics,
 //! and every kernel reference the engine counts (lookup, create, mknod,
 //! mkdir, symlink, link, readdirplus entries) is one the kernel really got —
 //! a reference whose reply could not carry it is forgotten at once.
 
 use crate::dir_handles::{items_from, DirHandles};
+use crate::io_priority;
 use crate::observer::{RequestObserver, ServedOp};
 use crate::translate::{self, caller, errno, file_attr, file_type};
 use fuser::{
@@ -45,16 +52,32 @@ pub struct McfsFs {
     engine: Arc<Engine>,
     dirs: DirHandles,
     observer: Option<Arc<dyn RequestObserver>>,
+    /// `fasttrack.dispatch`: serving threads take the I/O priority of each request's class.
+    tags_io_priority: bool,
 }
 
 impl McfsFs {
     pub fn new(engine: Arc<Engine>) -> McfsFs {
-        McfsFs { engine, dirs: DirHandles::default(), observer: None }
+        let tags_io_priority = engine.tags_io_priority();
+        McfsFs { engine, dirs: DirHandles::default(), observer: None, tags_io_priority }
     }
 
     /// Tells `observer` about every file operation served from now on.
     pub fn with_observer(self, observer: Arc<dyn RequestObserver>) -> McfsFs {
         McfsFs { observer: Some(observer), ..self }
+    }
+
+    /// Runs `work` (one request's engine calls) as an admitted request of
+    /// `caller`: it starts once the engine admits it and ends when `work`
+    /// returns, on a thread at the I/O priority of the request's class.
+    fn admitted<T>(&self, caller: Caller, work: impl FnOnce() -> T) -> T {
+        let _admission = self.engine.admit(caller);
+        if self.tags_io_priority {
+            if let Some(running) = mcfs_core::dispatch::current() {
+                io_priority::follow_class(running.class);
+            }
+        }
+        work()
     }
 
     /// Passes `result` through, telling the observer (if any) about the
@@ -141,7 +164,8 @@ impl Filesystem for McfsFs {
     fn destroy(&mut self) {}
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        reply_entry(reply, self.engine.lookup(caller(req), parent.0, name));
+        let caller = caller(req);
+        reply_entry(reply, self.admitted(caller, || self.engine.lookup(caller, parent.0, name)));
     }
 
     // batch_forget: fuser's default calls this once per inode.
@@ -149,8 +173,8 @@ impl Filesystem for McfsFs {
         self.engine.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        reply_attr(reply, self.engine.getattr(ino.0));
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        reply_attr(reply, self.admitted(caller(req), || self.engine.getattr(ino.0)));
     }
 
     fn setattr(
@@ -171,52 +195,59 @@ impl Filesystem for McfsFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let caller = caller(req);
         let set = translate::set_attr(mode, uid, gid, size, atime, mtime);
         // A setattr with nothing the engine keeps (only ctime or a lock owner) changes nothing.
-        let result = if set == mcfs_core::SetAttr::default() {
-            self.engine.getattr(ino.0)
-        } else {
-            self.engine.setattr(caller(req), ino.0, &set)
-        };
+        let result = self.admitted(caller, || {
+            if set == mcfs_core::SetAttr::default() {
+                self.engine.getattr(ino.0)
+            } else {
+                self.engine.setattr(caller, ino.0, &set)
+            }
+        });
         let result = match set.size {
-            Some(size) => self.observed(Some(caller(req)), result, |_| ServedOp::Truncate { ino: ino.0, size }),
+            Some(size) => self.observed(Some(caller), result, |_| ServedOp::Truncate { ino: ino.0, size }),
             None => result,
         };
         reply_attr(reply, result);
     }
 
-    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        match self.engine.readlink(ino.0) {
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.admitted(caller(req), || self.engine.readlink(ino.0)) {
             Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(errno(e)),
         }
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
-        let perm = translate::new_perm(mode, umask);
+        let (caller, perm) = (caller(req), translate::new_perm(mode, umask));
         let result = translate::mknod_kind(mode)
-            .and_then(|kind| self.engine.mknod(caller(req), parent.0, name, kind, perm, rdev));
+            .and_then(|kind| self.admitted(caller, || self.engine.mknod(caller, parent.0, name, kind, perm, rdev)));
         reply_entry(reply, result);
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        let perm = translate::new_perm(mode, umask);
-        let result = self.engine.mkdir(caller(req), parent.0, name, perm);
-        reply_entry(reply, self.observed(Some(caller(req)), result, |attr| ServedOp::Mkdir { ino: attr.ino }));
+        let (caller, perm) = (caller(req), translate::new_perm(mode, umask));
+        let result = self.admitted(caller, || self.engine.mkdir(caller, parent.0, name, perm));
+        reply_entry(reply, self.observed(Some(caller), result, |attr| ServedOp::Mkdir { ino: attr.ino }));
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let result = self.engine.unlink(caller(req), parent.0, name);
-        reply_empty(reply, self.observed(Some(caller(req)), result, |()| ServedOp::Unlink { parent: parent.0, name }));
+        let caller = caller(req);
+        let result = self.admitted(caller, || self.engine.unlink(caller, parent.0, name));
+        reply_empty(reply, self.observed(Some(caller), result, |()| ServedOp::Unlink { parent: parent.0, name }));
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let result = self.engine.rmdir(caller(req), parent.0, name);
-        reply_empty(reply, self.observed(Some(caller(req)), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
+        let caller = caller(req);
+        let result = self.admitted(caller, || self.engine.rmdir(caller, parent.0, name));
+        reply_empty(reply, self.observed(Some(caller), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        reply_entry(reply, self.engine.symlink(caller(req), parent.0, link_name, target.as_os_str()));
+        let caller = caller(req);
+        let result = self.admitted(caller, || self.engine.symlink(caller, parent.0, link_name, target.as_os_str()));
+        reply_entry(reply, result);
     }
 
     fn rename(
@@ -229,10 +260,12 @@ impl Filesystem for McfsFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        let caller = caller(req);
         let result = translate::rename_mode(flags).and_then(|mode| {
-            self.engine.rename(caller(req), parent.0, name, newparent.0, newname, mode).map(|()| mode)
+            self.admitted(caller, || self.engine.rename(caller, parent.0, name, newparent.0, newname, mode))
+                .map(|()| mode)
         });
-        let result = self.observed(Some(caller(req)), result, |mode| ServedOp::Rename {
+        let result = self.observed(Some(caller), result, |mode| ServedOp::Rename {
             parent: parent.0,
             name,
             new_parent: newparent.0,
@@ -243,16 +276,20 @@ impl Filesystem for McfsFs {
     }
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        reply_entry(reply, self.engine.link(caller(req), ino.0, newparent.0, newname));
+        let caller = caller(req);
+        reply_entry(reply, self.admitted(caller, || self.engine.link(caller, ino.0, newparent.0, newname)));
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let mut result = self.engine.open_file(ino.0);
-        if result.is_ok() && translate::truncates(flags.0) {
-            result = self.truncate_opened(caller(req), ino.0).map(drop);
-        }
-        let truncated = translate::truncates(flags.0);
-        let result = self.observed(Some(caller(req)), result, |()| ServedOp::Open { ino: ino.0, truncated });
+        let (caller, truncated) = (caller(req), translate::truncates(flags.0));
+        let result = self.admitted(caller, || {
+            self.engine.open_file(ino.0)?;
+            if truncated {
+                self.truncate_opened(caller, ino.0)?;
+            }
+            Ok(())
+        });
+        let result = self.observed(Some(caller), result, |()| ServedOp::Open { ino: ino.0, truncated });
         match result {
             // KEEP_CACHE: the kernel's cached pages stay valid across opens,
             // since every write to the file comes through this mount.
@@ -273,15 +310,15 @@ impl Filesystem for McfsFs {
     ) {
         let caller = caller(req);
         let perm = translate::new_perm(mode, umask);
-        let mut result = self.engine.create(caller, parent.0, name, perm, translate::exclusive(flags));
-        // A non-exclusive create may open a file that exists; O_TRUNC then empties it.
-        if let Ok(attr) = &result {
-            if translate::truncates(flags) && attr.size > 0 {
-                let ino = attr.ino;
-                result = self.truncate_opened(caller, ino).inspect_err(|_| self.engine.forget(ino, 1));
-            }
-        }
         let truncated = translate::truncates(flags);
+        let result = self.admitted(caller, || {
+            let attr = self.engine.create(caller, parent.0, name, perm, translate::exclusive(flags))?;
+            // A non-exclusive create may open a file that exists; O_TRUNC then empties it.
+            if truncated && attr.size > 0 {
+                return self.truncate_opened(caller, attr.ino).inspect_err(|_| self.engine.forget(attr.ino, 1));
+            }
+            Ok(attr)
+        });
         let result = self.observed(Some(caller), result, |attr| ServedOp::Create { ino: attr.ino, truncated });
         match result {
             Ok(attr) => reply.created(&TTL, &file_attr(&attr), GENERATION, FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE),
@@ -300,12 +337,10 @@ impl Filesystem for McfsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let result = self.engine.read(ino.0, offset, size);
-        let result = self.observed(Some(caller(req)), result, |data| ServedOp::Read {
-            ino: ino.0,
-            offset,
-            len: data.len() as u64,
-        });
+        let caller = caller(req);
+        let result = self.admitted(caller, || self.engine.read(ino.0, offset, size));
+        let result =
+            self.observed(Some(caller), result, |data| ServedOp::Read { ino: ino.0, offset, len: data.len() as u64 });
         match result {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(errno(e)),
@@ -325,7 +360,12 @@ impl Filesystem for McfsFs {
         reply: ReplyWrite,
     ) {
         let caller = translate::write_caller(req, write_flags);
-        let result = self.engine.write(caller, ino.0, offset, data);
+        let write = || self.engine.write(caller, ino.0, offset, data);
+        let result = match caller {
+            Some(writer) => self.admitted(writer, write),
+            // Kernel writeback (only with the writeback cache, which is off) has no app to class.
+            None => write(),
+        };
         let result = self.observed(caller, result, |n| ServedOp::Write { ino: ino.0, offset, len: u64::from(*n) });
         match result {
             Ok(written) => reply.written(written),
@@ -361,16 +401,18 @@ impl Filesystem for McfsFs {
     /// fsync and fdatasync alike: the engine decides what durability the
     /// caller's app gets (a VCT boundary, or a real commit in sync mode).
     fn fsync(&self, req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
-        let result = self.engine.fsync(Some(caller(req)), ino.0);
-        reply_empty(reply, self.observed(Some(caller(req)), result, |()| ServedOp::Fsync { ino: ino.0, datasync }));
+        let caller = caller(req);
+        let result = self.admitted(caller, || self.engine.fsync(Some(caller), ino.0));
+        reply_empty(reply, self.observed(Some(caller), result, |()| ServedOp::Fsync { ino: ino.0, datasync }));
     }
 
     fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         reply.opened(FileHandle(self.dirs.open()), FopenFlags::empty());
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let listing = match self.dirs.listing(fh.0, offset, || self.engine.readdir(ino.0)) {
+    fn readdir(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let listing = self.admitted(caller(req), || self.dirs.listing(fh.0, offset, || self.engine.readdir(ino.0)));
+        let listing = match listing {
             Ok(listing) => listing,
             Err(e) => return reply.error(errno(e)),
         };
@@ -386,32 +428,37 @@ impl Filesystem for McfsFs {
     /// lookup for every entry it receives except `.` and `..`, so entries
     /// are looked up (taking that reference) rather than stat'ed.
     fn readdirplus(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let listing = match self.dirs.listing(fh.0, offset, || self.engine.readdir(ino.0)) {
-            Ok(listing) => listing,
-            Err(e) => return reply.error(errno(e)),
-        };
         let caller = caller(req);
-        let mut sent_any = false;
-        for item in items_from(ino.0, &listing, offset) {
-            let attr =
-                if item.is_dot() { self.engine.getattr(ino.0) } else { self.engine.lookup(caller, ino.0, item.name) };
-            let attr = match attr {
-                Ok(attr) => attr,
-                // Removed since the listing was taken: not part of the directory any more.
-                Err(Errno::ENOENT) if !item.is_dot() => continue,
-                // Report the failure now if nothing was sent, else on the next call.
-                Err(e) if !sent_any => return reply.error(errno(e)),
-                Err(_) => break,
+        self.admitted(caller, || {
+            let listing = match self.dirs.listing(fh.0, offset, || self.engine.readdir(ino.0)) {
+                Ok(listing) => listing,
+                Err(e) => return reply.error(errno(e)),
             };
-            if reply.add(INodeNo(attr.ino), item.offset, item.name, &TTL, &file_attr(&attr), GENERATION) {
-                if !item.is_dot() {
-                    self.engine.forget(attr.ino, 1);
+            let mut sent_any = false;
+            for item in items_from(ino.0, &listing, offset) {
+                let attr = if item.is_dot() {
+                    self.engine.getattr(ino.0)
+                } else {
+                    self.engine.lookup(caller, ino.0, item.name)
+                };
+                let attr = match attr {
+                    Ok(attr) => attr,
+                    // Removed since the listing was taken: not part of the directory any more.
+                    Err(Errno::ENOENT) if !item.is_dot() => continue,
+                    // Report the failure now if nothing was sent, else on the next call.
+                    Err(e) if !sent_any => return reply.error(errno(e)),
+                    Err(_) => break,
+                };
+                if reply.add(INodeNo(attr.ino), item.offset, item.name, &TTL, &file_attr(&attr), GENERATION) {
+                    if !item.is_dot() {
+                        self.engine.forget(attr.ino, 1);
+                    }
+                    break;
                 }
-                break;
+                sent_any = true;
             }
-            sent_any = true;
-        }
-        reply.ok();
+            reply.ok();
+        })
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
@@ -420,7 +467,8 @@ impl Filesystem for McfsFs {
     }
 
     fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        reply_empty(reply, self.engine.sync_app(Some(caller(req))));
+        let caller = caller(req);
+        reply_empty(reply, self.admitted(caller, || self.engine.sync_app(Some(caller))));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -440,28 +488,30 @@ impl Filesystem for McfsFs {
         position: u32,
         reply: ReplyEmpty,
     ) {
+        let caller = caller(req);
         // `position` is a macOS resource-fork offset; Linux always sends 0.
         let result = if position != 0 { Err(Errno::EINVAL) } else { translate::xattr_mode(flags) }
-            .and_then(|mode| self.engine.setxattr(caller(req), ino.0, name, value, mode));
+            .and_then(|mode| self.admitted(caller, || self.engine.setxattr(caller, ino.0, name, value, mode)));
         reply_empty(reply, result);
     }
 
-    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        match self.engine.getxattr(ino.0, name) {
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match self.admitted(caller(req), || self.engine.getxattr(ino.0, name)) {
             Ok(value) => reply_xattr(reply, &value, size),
             Err(e) => reply.error(errno(e)),
         }
     }
 
-    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        match self.engine.listxattr(ino.0) {
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.admitted(caller(req), || self.engine.listxattr(ino.0)) {
             Ok(names) => reply_xattr(reply, &translate::xattr_name_list(&names), size),
             Err(e) => reply.error(errno(e)),
         }
     }
 
     fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply_empty(reply, self.engine.removexattr(caller(req), ino.0, name));
+        let caller = caller(req);
+        reply_empty(reply, self.admitted(caller, || self.engine.removexattr(caller, ino.0, name)));
     }
 
     // access: not implemented — the mount uses default_permissions, so the
@@ -469,7 +519,7 @@ impl Filesystem for McfsFs {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -477,6 +527,6 @@ impl Filesystem for McfsFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        reply_empty(reply, self.engine.fallocate(ino.0, offset, length, mode));
+        reply_empty(reply, self.admitted(caller(req), || self.engine.fallocate(ino.0, offset, length, mode)));
     }
 }

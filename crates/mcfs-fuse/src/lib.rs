@@ -4,11 +4,13 @@
 //! `McfsFs` turns each request into one engine call; `mount` checks the
 //! mount point and serves a `McfsFs` on several threads; `Mounted` waits for
 //! the session to end or unmounts it. Pure request translations live in
-//! `translate`, directory stream state in `dir_handles`; `observer` is the
-//! hook that lets the mounting program watch what is served (recording).
+//! `translate`, directory stream state in `dir_handles`, the serving threads'
+//! I/O priority in `io_priority`; `observer` is the hook that lets the
+//! mounting program watch what is served (recording).
 
 mod dir_handles;
 mod filesystem;
+mod io_priority;
 mod mount;
 mod observer;
 mod translate;
