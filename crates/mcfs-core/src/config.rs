@@ -177,6 +177,9 @@ impl Config {
                 return Err(format!("{key} must be a positive number, got {v}"));
             }
         }
+        if self.apps.iter().any(|a| a.name == "none") {
+            return Err("an app may not be named \"none\": `mcfs ctl MNT fg none` clears the foreground app".into());
+        }
         if self.fasttrack.segment_bytes < 4096 {
             return Err(format!("fasttrack.segment_bytes must be at least 4096, got {}", self.fasttrack.segment_bytes));
         }
@@ -199,5 +202,24 @@ impl Config {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fasttrack_keys_parse_and_bad_values_are_named() {
+        let config = Config::from_toml("[fasttrack]\npreempt = false\naging_ms = 50\nsystem_apps = [\"media\"]\n")
+            .expect("valid");
+        assert!(!config.fasttrack.preempt && config.fasttrack.reclaim);
+        assert_eq!((config.fasttrack.aging_ms, config.fasttrack.system_apps.len()), (50, 1));
+        let err = Config::from_toml("[fasttrack]\nsegment_bytes = 10\n").unwrap_err();
+        assert!(err.contains("fasttrack.segment_bytes"), "{err}");
+        let err = Config::from_toml("[[apps]]\nname = \"none\"\n").unwrap_err();
+        assert!(err.contains("\"none\""), "{err}");
+        let err = Config::from_toml("[fasttrack]\npreemt = true\n").unwrap_err();
+        assert!(err.contains("preemt"), "{err}");
     }
 }
