@@ -10,6 +10,7 @@ pub mod binary;
 pub mod device;
 pub mod error;
 pub mod escape;
+pub mod fasttrack;
 pub mod import;
 mod lines;
 pub mod live_replay;

@@ -11,6 +11,10 @@
 //! mkdir or rename target are made on demand. Input, lifecycle and power events have nothing to act on
 //! here and are counted as ignored.
 //!
+//! Every file operation is timed on the monotonic clock: the report gives the time from the start of the
+//! first to the end of the last, and the latency percentiles of the operations (what the FastTrack study
+//! measures as an app's response time). Timing only observes; it never changes what is done.
+//!
 //! Invariant: no trace makes the replay panic, name anything outside the target directory or remove the
 //! directory itself; an operation the system refuses is skipped, counted with its reason, and the replay
 //! goes on.
@@ -28,11 +32,15 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Largest piece of a read or write done at once, so a long request never becomes one huge buffer.
 const CHUNK_BYTES: usize = 1 << 20;
 /// Mode of the files a `create` makes (before the umask), as `open(2)` callers usually ask.
 const FILE_MODE: u32 = 0o644;
+/// Latency samples kept; past this, every other one is dropped and half as many taken (a replay looped
+/// for hours keeps bounded memory and an even sample of its whole run).
+const MAX_LATENCY_SAMPLES: usize = 1 << 20;
 
 /// What a replay did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -47,6 +55,81 @@ pub struct LiveReplayReport {
     pub skip_reasons: BTreeMap<String, u64>,
     /// Opens the trace never closed (closed when the replay finished).
     pub left_open: u64,
+    /// How long the file operations took.
+    pub timing: ReplayTiming,
+}
+
+/// How long a replay's file operations (done or skipped) took, on the monotonic clock, in nanoseconds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReplayTiming {
+    /// From the start of the first file operation to the end of the last (0 without any).
+    pub elapsed_ns: u64,
+    /// File operations timed.
+    pub ops: u64,
+    /// Median and 99th percentile latency of one operation (nearest rank over the samples kept).
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+/// Timing of the operations as they run.
+#[derive(Default)]
+struct OpTimer {
+    first_start: Option<Instant>,
+    last_end: Option<Instant>,
+    ops: u64,
+    max_ns: u64,
+    /// Latencies of every `stride`-th operation.
+    samples: Vec<u64>,
+    stride: u64,
+}
+
+impl OpTimer {
+    fn record(&mut self, start: Instant, end: Instant) {
+        self.first_start.get_or_insert(start);
+        self.last_end = Some(end);
+        let ns = u64::try_from(end.duration_since(start).as_nanos()).unwrap_or(u64::MAX);
+        self.max_ns = self.max_ns.max(ns);
+        let stride = self.stride.max(1);
+        if self.ops % stride == 0 {
+            if self.samples.len() >= MAX_LATENCY_SAMPLES {
+                let mut i = 0;
+                self.samples.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride = stride * 2;
+            }
+            if self.ops % self.stride.max(1) == 0 {
+                self.samples.push(ns);
+            }
+        }
+        self.ops += 1;
+    }
+
+    fn timing(mut self) -> ReplayTiming {
+        self.samples.sort_unstable();
+        let elapsed = match (self.first_start, self.last_end) {
+            (Some(start), Some(end)) => end.duration_since(start),
+            _ => Duration::ZERO,
+        };
+        ReplayTiming {
+            elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+            ops: self.ops,
+            p50_ns: nearest_rank(&self.samples, 50),
+            p99_ns: nearest_rank(&self.samples, 99),
+            max_ns: self.max_ns,
+        }
+    }
+}
+
+/// The `percent`-th percentile of sorted `samples` by nearest rank (0 when empty).
+fn nearest_rank(samples: &[u64], percent: usize) -> u64 {
+    if samples.is_empty() {
+        return 0;
+    }
+    let rank = (samples.len() * percent).div_ceil(100).max(1);
+    samples[rank - 1]
 }
 
 /// Why a replay could not run to the end.
@@ -93,6 +176,7 @@ pub struct LiveReplayer {
     open: HashMap<PathBuf, Vec<OpenFile>>,
     buf: Vec<u8>,
     report: LiveReplayReport,
+    timer: OpTimer,
 }
 
 impl LiveReplayer {
@@ -104,12 +188,23 @@ impl LiveReplayer {
             return Err(target("is not a directory".to_string()));
         }
         let root = root.canonicalize().map_err(|e| target(e.to_string()))?;
-        Ok(LiveReplayer { root, open: HashMap::new(), buf: Vec::new(), report: LiveReplayReport::default() })
+        Ok(LiveReplayer {
+            root,
+            open: HashMap::new(),
+            buf: Vec::new(),
+            report: LiveReplayReport::default(),
+            timer: OpTimer::default(),
+        })
     }
 
     /// Carries out one event (or counts why not).
     pub fn apply(&mut self, event: &TraceEvent) {
-        match self.file_op(&event.kind) {
+        let start = Instant::now();
+        let result = self.file_op(&event.kind);
+        if result.is_some() {
+            self.timer.record(start, Instant::now());
+        }
+        match result {
             None => self.report.ignored += 1,
             Some(Ok(())) => self.report.done += 1,
             Some(Err(e)) => {
@@ -122,6 +217,7 @@ impl LiveReplayer {
     /// Closes what the trace left open and reports.
     pub fn finish(mut self) -> LiveReplayReport {
         self.report.left_open = self.open.values().map(|files| files.len() as u64).sum();
+        self.report.timing = self.timer.timing();
         self.report
     }
 
@@ -456,6 +552,46 @@ mod tests {
         let bad = vec![Ok(ev(EventKind::Launch)), Err(TraceError::at(crate::Position::Line(3), "bad"))];
         let err = replay_into(dir.path(), bad).unwrap_err().to_string();
         assert_eq!(err, "reading the trace: line 3: bad");
+    }
+
+    #[test]
+    fn file_operations_are_timed_and_other_events_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = run(
+            dir.path(),
+            vec![
+                EventKind::Launch,
+                EventKind::Create { path: p("/t") },
+                EventKind::Write { path: p("/t"), offset: 0, len: 1 << 16 },
+                EventKind::Fsync { path: p("/t") },
+                EventKind::Close { path: p("/t") },
+                EventKind::Close { path: p("/t") },
+                EventKind::Background,
+            ],
+        );
+        let t = &report.timing;
+        assert_eq!(t.ops, 5, "four done and one skipped close, not the lifecycle events: {t:?}");
+        assert!(t.p50_ns <= t.p99_ns && t.p99_ns <= t.max_ns, "{t:?}");
+        assert!(t.max_ns <= t.elapsed_ns && t.elapsed_ns > 0, "{t:?}");
+        assert_eq!(run(dir.path(), vec![EventKind::Launch]).timing, ReplayTiming::default());
+    }
+
+    #[test]
+    fn percentiles_are_nearest_ranks_and_samples_stay_bounded() {
+        let sorted: Vec<u64> = (1..=200).collect();
+        assert_eq!((nearest_rank(&sorted, 50), nearest_rank(&sorted, 99)), (100, 198));
+        assert_eq!((nearest_rank(&[7], 50), nearest_rank(&[7], 99), nearest_rank(&[], 50)), (7, 7, 0));
+        let mut timer = OpTimer::default();
+        let t0 = Instant::now();
+        let count = MAX_LATENCY_SAMPLES as u64 * 3;
+        for i in 0..count {
+            timer.record(t0, t0 + Duration::from_nanos(i % 1000));
+        }
+        assert!(timer.samples.len() <= MAX_LATENCY_SAMPLES, "{}", timer.samples.len());
+        assert!(timer.samples.len() >= MAX_LATENCY_SAMPLES / 2, "an even sample remains");
+        let t = timer.timing();
+        assert_eq!((t.ops, t.max_ns), (count, 999));
+        assert!((450..=550).contains(&t.p50_ns), "{t:?}");
     }
 
     /// Random operations on a few names: never a panic, never anything outside the directory.

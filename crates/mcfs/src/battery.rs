@@ -2,9 +2,8 @@
 //! back to real sync). Reads the kernel's power-supply class; machines
 //! without a battery report none and the engine is never told anything.
 
-use crate::stop_signal::StopSignal;
+use crate::polling::PollingThread;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 pub const POWER_SUPPLY_DIR: &str = "/sys/class/power_supply";
@@ -33,24 +32,17 @@ fn is_battery(supply: &Path) -> bool {
 
 /// Starts the watcher thread if a battery is present; `report` is called
 /// with each reading, the first one right away.
-pub fn spawn_watcher(
-    root: PathBuf,
-    stop: Arc<StopSignal>,
-    report: impl Fn(u8) + Send + 'static,
-) -> std::io::Result<Option<std::thread::JoinHandle<()>>> {
+pub fn spawn_watcher(root: PathBuf, report: impl Fn(u8) + Send + 'static) -> std::io::Result<Option<PollingThread>> {
     if read_percent(&root).is_none() {
         tracing::debug!("no battery under {}; battery watcher not started", root.display());
         return Ok(None);
     }
-    let handle = std::thread::Builder::new().name("mcfs-battery".into()).spawn(move || loop {
+    let watcher = PollingThread::spawn("mcfs-battery", POLL_INTERVAL, move || {
         if let Some(p) = read_percent(&root) {
             report(p);
         }
-        if stop.sleep(POLL_INTERVAL) {
-            return;
-        }
     })?;
-    Ok(Some(handle))
+    Ok(Some(watcher))
 }
 
 #[cfg(test)]
@@ -89,16 +81,13 @@ mod tests {
     #[test]
     fn watcher_reports_at_once_and_stops_when_told() {
         let root = tempfile::tempdir().unwrap();
-        let stop = Arc::new(StopSignal::default());
-        let none = spawn_watcher(root.path().to_path_buf(), stop.clone(), |_| {}).unwrap();
+        let none = spawn_watcher(root.path().to_path_buf(), |_| {}).unwrap();
         assert!(none.is_none(), "no battery, no thread");
         supply(root.path(), "BAT0", Some("Battery"), Some("12"));
         let (tx, rx) = std::sync::mpsc::channel();
-        let handle =
-            spawn_watcher(root.path().to_path_buf(), stop.clone(), move |p| tx.send(p).unwrap()).unwrap().unwrap();
+        let watcher = spawn_watcher(root.path().to_path_buf(), move |p| tx.send(p).unwrap()).unwrap().unwrap();
         assert_eq!(rx.recv().unwrap(), 12);
-        stop.stop();
-        handle.join().unwrap();
+        watcher.stop();
     }
 
     #[test]

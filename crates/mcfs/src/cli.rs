@@ -41,6 +41,8 @@ pub enum Command {
     Trace(crate::commands::trace::TraceArgs),
     /// Replay a trace through the engine in virtual time on a simulated device and report the metrics.
     Sim(crate::commands::sim::SimArgs),
+    /// Mount a pass-through of BACKING whose files behave like phone flash (see docs/FLASHDEV.md).
+    Flashdev(crate::commands::flashdev::FlashdevArgs),
 }
 
 #[derive(Args, Debug)]
@@ -83,6 +85,10 @@ pub struct MountArgs {
     /// (`mcfs stat` shows it): emmc, ufs, or a profile TOML file (docs/DEVICE_MODEL.md).
     #[arg(long, value_name = "PROFILE", default_value = "emmc")]
     pub device_profile: String,
+    /// Follow the foreground app from FILE, which lists the foreground tasks one pid per line
+    /// (Android's /dev/cpuset/top-app/tasks); overrides `fasttrack.tasks_file` of the config.
+    #[arg(long, value_name = "FILE")]
+    pub fg_tasks: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -135,6 +141,13 @@ pub enum CtlAction {
     /// Tell the engine the user just did something (one tap): feeds the idle predictor, like input
     /// read from --input-device.
     Input,
+    /// Set the foreground app, whose I/O goes first (FastTrack), or print it when APP is left out.
+    /// With --fg-tasks the setting holds until the tasks file changes.
+    Fg {
+        /// App name as in the config, `uid:N`, or `none` for no foreground app.
+        #[arg(value_name = "APP")]
+        app: Option<String>,
+    },
     /// Move a mount's virtual clock forward (only for mounts started with --virtual-clock).
     Advance {
         /// Seconds to move forward, e.g. 2.5.
@@ -182,6 +195,10 @@ pub struct ReportArgs {
     /// them): replaces the section between <!-- mobifs:begin --> and <!-- mobifs:end --> of the report.
     #[arg(long, value_name = "DIR")]
     pub mobifs: Option<PathBuf>,
+    /// Results of the FastTrack study (DIR/*.jsonl, as experiments/fasttrack/run.sh writes them):
+    /// replaces the section between <!-- fasttrack:begin --> and <!-- fasttrack:end --> of the report.
+    #[arg(long, value_name = "DIR")]
+    pub fasttrack: Option<PathBuf>,
     /// The report file (created if missing; text outside the study's markers is kept). Charts go to
     /// the report/ directory next to it.
     #[arg(long, value_name = "FILE", default_value = "docs/REPORT.md")]
@@ -261,5 +278,22 @@ mod tests {
         let cli = parse(&["ctl", "/m", "input"]).unwrap();
         let Command::Ctl(c) = cli.command else { panic!("not ctl") };
         assert_eq!(c.action, CtlAction::Input);
+    }
+
+    #[test]
+    fn fg_takes_an_optional_app_and_mount_a_tasks_file() {
+        let ctl = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Ctl(c) => c.action,
+            other => panic!("parsed as {other:?}"),
+        };
+        assert_eq!(ctl(&["ctl", "/m", "fg"]), CtlAction::Fg { app: None });
+        assert_eq!(ctl(&["ctl", "/m", "fg", "uid:10001"]), CtlAction::Fg { app: Some("uid:10001".into()) });
+        assert!(parse(&["ctl", "/m", "fg", "a", "b"]).is_err());
+        let Command::Mount(m) =
+            parse(&["mount", "--fg-tasks", "/dev/cpuset/top-app/tasks", "/b", "/m"]).unwrap().command
+        else {
+            panic!("not mount")
+        };
+        assert_eq!(m.fg_tasks, Some(PathBuf::from("/dev/cpuset/top-app/tasks")));
     }
 }

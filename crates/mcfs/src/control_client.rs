@@ -111,14 +111,28 @@ pub fn daemon_error(mountpoint: &Path, message: &str) -> String {
     }
 }
 
+/// `call` for requests with one good kind of answer, which `accept` takes
+/// apart (handing any other answer back); also returns the canonical mount point.
+pub fn call_expecting<T>(
+    mountpoint: &Path,
+    request: &Request,
+    accept: impl FnOnce(Response) -> Result<T, Response>,
+) -> Result<(T, PathBuf), String> {
+    let (response, canonical) = call(mountpoint, request)?;
+    match accept(response) {
+        Ok(value) => Ok((value, canonical)),
+        Err(Response::Error { message }) => Err(daemon_error(&canonical, &message)),
+        Err(other) => Err(format!("{}: unexpected answer from the daemon: {other:?}", canonical.display())),
+    }
+}
+
 /// `call` for requests whose only good answer is `Done`.
 pub fn call_expect_done(mountpoint: &Path, request: &Request) -> Result<(), String> {
-    let (response, canonical) = call(mountpoint, request)?;
-    match response {
+    let accept = |response| match response {
         Response::Done => Ok(()),
-        Response::Error { message } => Err(daemon_error(&canonical, &message)),
-        other => Err(format!("{}: unexpected answer from the daemon: {other:?}", canonical.display())),
-    }
+        other => Err(other),
+    };
+    call_expecting(mountpoint, request, accept).map(drop)
 }
 
 #[cfg(test)]

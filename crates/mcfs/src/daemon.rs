@@ -1,23 +1,25 @@
 //! The mounted file system's process: starts the engine on the backing
-//! directory, the FUSE session, the ticker, the battery watcher, the control
-//! socket, the signal thread and, if asked, the trace recorder and the input
-//! device watchers, reports readiness, then waits for the one event that
-//! ends it (a stop signal, or the mount going away) and stops in an order
-//! that loses nothing: checkpoint, unmount, complete the trace, shut the
-//! engine down (which checkpoints whatever arrived in between), exit.
+//! directory, the FUSE session, the ticker, the battery watcher, the
+//! foreground-tasks watcher (if a tasks file is set), the control socket,
+//! the signal thread and, if asked, the trace recorder and the input device
+//! watchers, reports readiness, then waits for the one event that ends it
+//! (a stop signal, or the mount going away) and stops in an order that loses
+//! nothing: checkpoint, unmount, complete the trace, shut the engine down
+//! (which checkpoints whatever arrived in between), exit.
 
 use crate::control::{ControlServer, Handler};
 use crate::daemonize::StartupReport;
 use crate::fuse_mount::{self, FuseSettings, MountHandle};
 use crate::input_devices::{self, InputDevice, InputWatchers};
+use crate::polling::PollingThread;
 use crate::preflight::{self, MountPlan};
 use crate::protocol::{Request, Response};
 use crate::record::{Recorder, TraceFile};
-use crate::stop_signal::StopSignal;
 use crate::ticker::{self, Ticker};
 use crate::user_input::UserInput;
-use crate::{battery, panic_guard, signals, socket_path, unmount};
-use mcfs_core::{Clock, DirBackend, Engine, ManualClock, SystemClock};
+use crate::{battery, fg_watch, panic_guard, proc_table, signals, socket_path, unmount};
+use mcfs_core::ioprio::IoPriority;
+use mcfs_core::{Clock, DirBackend, Engine, IoClass, ManualClock, SystemClock};
 use mcfs_fuse::RequestObserver;
 use mcfs_sim::device::SimBackend;
 use std::path::PathBuf;
@@ -51,8 +53,9 @@ struct Running {
     control: ControlServer,
     /// The background thread; none on a virtual clock (`ctl advance` ticks).
     ticker: Option<Ticker>,
-    battery_stop: Arc<StopSignal>,
-    battery_watcher: Option<std::thread::JoinHandle<()>>,
+    battery_watcher: Option<PollingThread>,
+    /// Follows `fasttrack.tasks_file`, if set.
+    fg_watcher: Option<PollingThread>,
     inputs: InputWatchers,
     recorder: Option<Arc<Recorder>>,
     events: Receiver<Event>,
@@ -102,16 +105,19 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Runn
     let socket = socket_path::daemon_socket(&plan.mountpoint, owner)?;
     let (control, listener) = ControlServer::bind(&socket)?;
 
+    let checkpoint_priority = plan.config.fasttrack.dispatch.then(|| IoPriority::for_class(IoClass::Background));
     let ticker = match virtual_clock {
         Some(_) => None,
-        None => Some(ticker::spawn(engine.clone()).map_err(thread_error)?),
+        None => Some(ticker::spawn(engine.clone(), checkpoint_priority).map_err(thread_error)?),
     };
-    let battery_stop = Arc::new(StopSignal::default());
     let battery_engine = engine.clone();
-    let battery_watcher = battery::spawn_watcher(battery::POWER_SUPPLY_DIR.into(), battery_stop.clone(), move |p| {
-        battery_engine.set_battery(p)
-    })
-    .map_err(thread_error)?;
+    let battery_watcher =
+        battery::spawn_watcher(battery::POWER_SUPPLY_DIR.into(), move |p| battery_engine.set_battery(p))
+            .map_err(thread_error)?;
+    let fg_watcher = match &plan.config.fasttrack.tasks_file {
+        Some(tasks) => Some(spawn_fg_watcher(tasks.clone(), engine.clone()).map_err(thread_error)?),
+        None => None,
+    };
 
     let recorder = match capture.record {
         Some(file) => Some(Arc::new(Recorder::start(file, engine.clone(), &plan.config)?)),
@@ -145,11 +151,21 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Runn
         mount,
         control,
         ticker,
-        battery_stop,
         battery_watcher,
+        fg_watcher,
         inputs,
         recorder,
         events,
+    })
+}
+
+/// The engine follows the foreground app the tasks file names.
+fn spawn_fg_watcher(tasks: PathBuf, engine: Arc<Engine>) -> std::io::Result<PollingThread> {
+    tracing::info!("following the foreground app in {}", tasks.display());
+    fg_watch::spawn(tasks, proc_table::PROC_ROOT.into(), move |uid| {
+        engine.set_foreground_uid(uid);
+        let app = engine.foreground();
+        tracing::info!("foreground app (from the tasks file): {}", app.as_deref().unwrap_or("none"));
     })
 }
 
@@ -204,6 +220,8 @@ fn handle_request(live: &Live, request: Request) -> Response {
             user_input.tap();
             Ok(())
         }
+        Request::SetForeground { app } => engine.set_foreground(app.as_deref()),
+        Request::Foreground => return Response::Foreground { app: engine.foreground() },
         Request::Advance { nanos } => match &live.virtual_clock {
             Some(clock) => {
                 mcfs_core::virtual_time::advance(engine, clock, Duration::from_nanos(nanos), || engine.tick());
@@ -279,9 +297,8 @@ impl Running {
         if let Some(ticker) = self.ticker {
             ticker.stop();
         }
-        self.battery_stop.stop();
-        if let Some(watcher) = self.battery_watcher {
-            let _ = watcher.join();
+        for watcher in [self.battery_watcher, self.fg_watcher].into_iter().flatten() {
+            watcher.stop();
         }
         // The session is over and the input watchers are gone: nothing records any more.
         if let Some(recorder) = &self.recorder {

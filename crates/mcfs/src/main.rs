@@ -12,12 +12,15 @@ mod control;
 mod control_client;
 mod daemon;
 mod daemonize;
+mod fg_watch;
 mod fuse_mount;
 mod input_devices;
 mod logging;
 mod mountinfo;
 mod panic_guard;
+mod polling;
 mod preflight;
+mod proc_table;
 mod protocol;
 mod record;
 mod report;
@@ -44,6 +47,7 @@ fn main() {
         Command::Report(args) => with_logging(|| commands::report::run(args)),
         Command::Trace(args) => with_logging(|| commands::trace::run(args)),
         Command::Sim(args) => with_logging(|| commands::sim::run(args)),
+        Command::Flashdev(args) => commands::flashdev::run(args),
     };
     if let Err(message) = result {
         eprintln!("mcfs: {message}");

@@ -30,6 +30,12 @@ pub enum Request {
     Advance {
         nanos: u64,
     },
+    /// Make `app` (a name or `uid:N`) the foreground app; `None`: no app is.
+    SetForeground {
+        app: Option<String>,
+    },
+    /// Which app is in the foreground.
+    Foreground,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +49,10 @@ pub enum Response {
     /// The mount is gone; the daemon `pid` exits once the engine has shut down.
     Unmounting {
         pid: u32,
+    },
+    /// The foreground app's name, if there is one.
+    Foreground {
+        app: Option<String>,
     },
     Error {
         message: String,
@@ -94,12 +104,20 @@ mod tests {
         round_trip(Request::Unmount);
         assert_eq!(round_trip(Request::Input), "{\"op\":\"input\"}\n");
         assert_eq!(round_trip(Request::Advance { nanos: 5 }), "{\"op\":\"advance\",\"nanos\":5}\n");
+        assert_eq!(
+            round_trip(Request::SetForeground { app: Some("uid:10001".into()) }),
+            "{\"op\":\"set_foreground\",\"app\":\"uid:10001\"}\n"
+        );
+        assert_eq!(round_trip(Request::SetForeground { app: None }), "{\"op\":\"set_foreground\",\"app\":null}\n");
+        assert_eq!(round_trip(Request::Foreground), "{\"op\":\"foreground\"}\n");
     }
 
     #[test]
     fn responses_round_trip() {
         assert_eq!(round_trip(Response::Unmounting { pid: 7 }), "{\"status\":\"unmounting\",\"pid\":7}\n");
         round_trip(Response::Done);
+        assert_eq!(round_trip(Response::Foreground { app: None }), "{\"status\":\"foreground\",\"app\":null}\n");
+        round_trip(Response::Foreground { app: Some("mail".into()) });
         round_trip(Response::Error { message: "no such app".into() });
         round_trip(Response::Stats { stats: serde_json::json!({"bytes_written": 3, "apps": {}}) });
     }

@@ -36,6 +36,9 @@ pub fn render(stats: &Value) -> String {
     if let Some(idle) = top.get("idle").and_then(Value::as_object) {
         out.push_str(&render_idle(idle));
     }
+    if let Some(fasttrack) = top.get("fasttrack").and_then(Value::as_object) {
+        out.push_str(&render_fasttrack(fasttrack));
+    }
     if let Some(device) = top.get("device_estimate").and_then(Value::as_object) {
         out.push_str(&render_device(device));
     }
@@ -57,6 +60,22 @@ fn render_device(device: &Map<String, Value>) -> String {
         count("flushes"),
         count("busy_ns") as f64 / 1e9,
         energy_nj as f64 / 1e9
+    )
+}
+
+/// The foreground app and what foreground-first dispatch did (FastTrack).
+fn render_fasttrack(fasttrack: &Map<String, Value>) -> String {
+    let count = |key: &str| fasttrack.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let foreground = fasttrack.get("foreground").and_then(Value::as_str).unwrap_or("none");
+    format!(
+        "foreground-first I/O\n  foreground app {foreground}\n  requests fg {}, bg {}; bg waits {} ({} ended by aging), \
+         waited {:.3} s; checkpoint holds {}\n",
+        count("fg_requests"),
+        count("bg_requests"),
+        count("bg_waits"),
+        count("bg_aged"),
+        count("bg_wait_ns") as f64 / 1e9,
+        count("checkpoint_holds")
     )
 }
 
@@ -187,6 +206,18 @@ mod tests {
         assert!(device.contains("flushes 3, busy 1.5 s, energy 2.500 J"), "{device}");
         assert!(text.contains("mean predicted idle 2.5 s"), "{text}");
         assert!(text.contains("1234 µs"), "{text}");
+    }
+
+    #[test]
+    fn foreground_first_dispatch_is_summarised() {
+        let stats = json!({"fasttrack": {"foreground": "uid:10002", "fg_requests": 12, "bg_requests": 30,
+            "bg_waits": 4, "bg_aged": 1, "bg_wait_ns": 250_000_000u64, "checkpoint_holds": 2}});
+        let text = render(&stats);
+        assert!(text.contains("foreground app uid:10002"), "{text}");
+        assert!(text.contains("requests fg 12, bg 30; bg waits 4 (1 ended by aging), waited 0.250 s"), "{text}");
+        assert!(text.contains("checkpoint holds 2"), "{text}");
+        let none = render(&json!({"fasttrack": {"foreground": null}}));
+        assert!(none.contains("foreground app none") && none.contains("requests fg 0, bg 0"), "{none}");
     }
 
     #[test]

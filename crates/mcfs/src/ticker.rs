@@ -3,7 +3,11 @@
 //! it asked for has passed. Stopping raises a flag and wakes the sleeper;
 //! the engine's wake-up is a latched flag, so a wake between the check and
 //! the sleep is not lost. A step in progress is finished, never cut.
+//!
+//! Its work is background work (checkpoints), so with `fasttrack.dispatch`
+//! the thread runs at the low I/O priority of background I/O (FastTrack §4.4).
 
+use mcfs_core::ioprio::{self, IoPriority};
 use mcfs_core::Engine;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,11 +44,17 @@ pub struct Ticker {
     thread: JoinHandle<()>,
 }
 
-pub fn spawn(target: Arc<dyn Background>) -> std::io::Result<Ticker> {
+/// Starts the thread; it runs at `io_priority` if one is given.
+pub fn spawn(target: Arc<dyn Background>, io_priority: Option<IoPriority>) -> std::io::Result<Ticker> {
     let stopped = Arc::new(AtomicBool::new(false));
     let thread = {
         let (stopped, target) = (stopped.clone(), target.clone());
         std::thread::Builder::new().name("mcfs-tick".into()).spawn(move || {
+            if let Some(priority) = io_priority {
+                if let Err(e) = ioprio::set_current_thread(priority) {
+                    tracing::warn!("checkpoints keep the default I/O priority: ioprio_set failed: {e}");
+                }
+            }
             while !stopped.load(Ordering::SeqCst) {
                 target.tick();
                 if stopped.load(Ordering::SeqCst) {
@@ -71,10 +81,12 @@ mod tests {
     use super::*;
     use std::sync::{Condvar, Mutex};
 
-    /// Counts ticks; asks for day-long sleeps so only wakes move it on.
+    /// Counts ticks and notes the ticking thread's I/O priority; asks for
+    /// day-long sleeps so only wakes move it on.
     #[derive(Default)]
     struct Fake {
         ticks: Mutex<u32>,
+        priority: Mutex<Option<IoPriority>>,
         ticked: Condvar,
         woken: Mutex<bool>,
         wake_cv: Condvar,
@@ -82,6 +94,9 @@ mod tests {
 
     impl Background for Fake {
         fn tick(&self) {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() } as u32;
+            *self.priority.lock().unwrap() = ioprio::of_thread(tid).ok();
             *self.ticks.lock().unwrap() += 1;
             self.ticked.notify_all();
         }
@@ -109,11 +124,21 @@ mod tests {
     #[test]
     fn ticks_at_once_then_on_each_wake_and_stops_despite_long_pauses() {
         let fake = Arc::new(Fake::default());
-        let ticker = spawn(fake.clone()).unwrap();
+        let ticker = spawn(fake.clone(), None).unwrap();
         fake.wait_ticks(1);
         fake.wake();
         fake.wait_ticks(2);
         ticker.stop();
         assert_eq!(*fake.ticks.lock().unwrap(), 2, "no tick after stop");
+    }
+
+    #[test]
+    fn the_thread_runs_at_the_priority_it_was_given() {
+        let background = IoPriority::for_class(mcfs_core::IoClass::Background);
+        let fake = Arc::new(Fake::default());
+        let ticker = spawn(fake.clone(), Some(background)).unwrap();
+        fake.wait_ticks(1);
+        ticker.stop();
+        assert_eq!(*fake.priority.lock().unwrap(), Some(background));
     }
 }

@@ -10,6 +10,7 @@ mod energy;
 mod model;
 mod profile;
 mod queue;
+pub mod scheduler;
 mod sim_backend;
 
 pub use energy::EnergyReport;

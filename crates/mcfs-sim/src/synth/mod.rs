@@ -10,6 +10,7 @@
 //! its own integer PRNG (`rng`), never from a library — and come out in time order. The user's inputs
 //! depend only on the user profile and the seed, not on the I/O profile.
 
+pub mod fasttrack;
 mod files;
 mod io;
 mod rng;

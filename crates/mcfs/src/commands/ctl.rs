@@ -2,7 +2,11 @@
 
 use crate::cli::{CtlAction, CtlArgs};
 use crate::control_client;
-use crate::protocol::Request;
+use crate::protocol::{Request, Response};
+use std::path::Path;
+
+/// What `ctl MNT fg` takes and prints for "no foreground app".
+const NO_APP: &str = "none";
 
 pub fn run(args: CtlArgs) -> Result<(), String> {
     let (request, done) = match &args.action {
@@ -15,6 +19,13 @@ pub fn run(args: CtlArgs) -> Result<(), String> {
             (Request::Mode { app: app.clone(), mode }, format!("{app} is now in {} mode", mode_name(mode)))
         }
         CtlAction::Input => (Request::Input, "user input noted".to_string()),
+        CtlAction::Fg { app: None } => return print_foreground(&args.mountpoint),
+        CtlAction::Fg { app: Some(app) } if app == NO_APP => {
+            (Request::SetForeground { app: None }, "no app is in the foreground now".to_string())
+        }
+        CtlAction::Fg { app: Some(app) } => {
+            (Request::SetForeground { app: Some(app.clone()) }, format!("{app} is now the foreground app"))
+        }
         CtlAction::Advance { seconds } => {
             let nanos = (seconds * 1e9).round() as u64;
             (Request::Advance { nanos }, format!("virtual clock moved {seconds} s forward"))
@@ -22,6 +33,16 @@ pub fn run(args: CtlArgs) -> Result<(), String> {
     };
     control_client::call_expect_done(&args.mountpoint, &request)?;
     println!("{}: {done}", args.mountpoint.display());
+    Ok(())
+}
+
+/// Prints the foreground app's name alone (`none` if there is none), for scripts.
+fn print_foreground(mountpoint: &Path) -> Result<(), String> {
+    let (app, _) = control_client::call_expecting(mountpoint, &Request::Foreground, |r| match r {
+        Response::Foreground { app } => Ok(app),
+        other => Err(other),
+    })?;
+    println!("{}", app.as_deref().unwrap_or(NO_APP));
     Ok(())
 }
 

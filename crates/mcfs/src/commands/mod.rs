@@ -1,6 +1,7 @@
 //! One module per subcommand; each `run` returns the error text main prints.
 
 pub mod ctl;
+pub mod flashdev;
 pub mod mount;
 pub mod recover;
 pub mod report;

@@ -6,7 +6,7 @@ use crate::daemonize::{self, StartupReport};
 use crate::fuse_mount::FuseSettings;
 use crate::input_devices::InputDevice;
 use crate::record::TraceFile;
-use crate::{daemon, logging, preflight};
+use crate::{daemon, fg_watch, logging, preflight};
 use mcfs_sim::device::DeviceProfile;
 
 /// Returns only on errors found before the daemon starts; otherwise exits
@@ -15,6 +15,10 @@ pub fn run(args: MountArgs) -> Result<(), String> {
     let mut plan = preflight::check(&args.backing, &args.mountpoint, args.config.as_deref())?;
     plan.virtual_clock = args.virtual_clock;
     plan.device = DeviceProfile::load(&args.device_profile)?;
+    let fasttrack = &mut plan.config.fasttrack;
+    if let Some(tasks) = args.fg_tasks.or(fasttrack.tasks_file.take()) {
+        fasttrack.tasks_file = Some(fg_watch::check_tasks_file(&tasks)?);
+    }
     let fuse = FuseSettings {
         threads: args.threads,
         // SAFETY: geteuid has no preconditions.

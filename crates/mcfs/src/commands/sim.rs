@@ -2,10 +2,13 @@
 //! trace through the real engine in virtual time, on a simulated device (`mcfs_sim::replay`), and prints
 //! the metrics — JSON for machines, a table for people.
 //!
+//! `--fasttrack FG_DIR --bg DIR...` runs one point of the FastTrack study instead (`fasttrack`).
+//!
 //! Invariant: the output is a pure function of the trace, the config and the device profile (the metrics
 //! hold no wall-clock figures), so two runs print the same bytes. The trace is streamed, never loaded
 //! whole; the progress bar goes to stderr and only when stderr is a terminal.
 
+mod fasttrack;
 mod progress;
 mod table;
 
@@ -21,8 +24,14 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct SimArgs {
     /// The trace to replay, text or binary (told apart by its first bytes).
-    #[arg(long, value_name = "FILE")]
-    pub trace: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "fasttrack")]
+    pub trace: Option<PathBuf>,
+    /// Run a FastTrack scenario instead: the FG app's workload directory (setup.trace and run.trace
+    /// from `mcfs trace synth --fasttrack`) against the --bg apps, and report the FG response time.
+    #[arg(long, value_name = "FG_DIR", conflicts_with_all = ["trace", "sample_every"])]
+    pub fasttrack: Option<PathBuf>,
+    #[command(flatten)]
+    pub scenario: fasttrack::ScenarioArgs,
     /// Engine configuration (TOML, see docs/CONFIG.md); defaults when absent.
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -40,8 +49,12 @@ pub struct SimArgs {
 pub fn run(args: SimArgs) -> Result<(), String> {
     let config = config_file::load(args.config.as_deref())?;
     let device = DeviceProfile::load(&args.device)?;
+    if let Some(fg) = &args.fasttrack {
+        return fasttrack::run(fg, &args.scenario, config, device, args.json);
+    }
+    let Some(trace) = &args.trace else { return Err("sim needs --trace FILE (or --fasttrack FG_DIR)".into()) };
     let device_name = device.name.clone();
-    let mut input = TraceInput::open(&args.trace)?;
+    let mut input = TraceInput::open(trace)?;
     let options = ReplayOptions { config, device, sample_every: args.sample_every };
     let mut replayer = Replayer::new(options).map_err(|e| format!("cannot start the replay: {e}"))?;
     let mut progress = progress::Progress::new(input.size());
@@ -57,13 +70,13 @@ pub fn run(args: SimArgs) -> Result<(), String> {
         progress.update(input.consumed());
     }
     progress.finish();
-    let metrics = replayer.finish().map_err(|e| format!("{}: {e}", args.trace.display()))?;
+    let metrics = replayer.finish().map_err(|e| format!("{}: {e}", trace.display()))?;
     if args.json {
         let text = serde_json::to_string_pretty(&metrics).map_err(|e| format!("cannot print metrics: {e}"))?;
         return print(&(text + "\n"));
     }
     let value = serde_json::to_value(&metrics).map_err(|e| format!("cannot print metrics: {e}"))?;
-    print(&table::render(&args.trace.display().to_string(), &device_name, &value))
+    print(&table::render(&trace.display().to_string(), &device_name, &value))
 }
 
 fn parse_positive_seconds(text: &str) -> Result<Duration, String> {

@@ -6,12 +6,10 @@ use crate::protocol::{Request, Response};
 use crate::stats_table;
 
 pub fn run(args: StatArgs) -> Result<(), String> {
-    let (response, mountpoint) = control_client::call(&args.mountpoint, &Request::Stats)?;
-    let stats = match response {
-        Response::Stats { stats } => stats,
-        Response::Error { message } => return Err(control_client::daemon_error(&mountpoint, &message)),
-        other => return Err(format!("{}: unexpected answer from the daemon: {other:?}", mountpoint.display())),
-    };
+    let (stats, mountpoint) = control_client::call_expecting(&args.mountpoint, &Request::Stats, |r| match r {
+        Response::Stats { stats } => Ok(stats),
+        other => Err(other),
+    })?;
     if args.json {
         let text = serde_json::to_string_pretty(&stats).map_err(|e| format!("cannot print stats: {e}"))?;
         println!("{text}");

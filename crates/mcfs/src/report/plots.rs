@@ -23,8 +23,17 @@ pub struct BarChart {
 }
 
 const SIZE: (u32, u32) = (900, 420);
-const PALETTE: [RGBColor; 4] =
-    [RGBColor(0x4c, 0x72, 0xb0), RGBColor(0xdd, 0x84, 0x52), RGBColor(0x55, 0xa8, 0x68), RGBColor(0xc4, 0x4e, 0x52)];
+/// Eight colours, so a chart of up to eight series (FastTrack's seven configs) never repeats one.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0x4c, 0x72, 0xb0),
+    RGBColor(0xdd, 0x84, 0x52),
+    RGBColor(0x55, 0xa8, 0x68),
+    RGBColor(0xc4, 0x4e, 0x52),
+    RGBColor(0x81, 0x72, 0xb3),
+    RGBColor(0x93, 0x78, 0x60),
+    RGBColor(0xda, 0x8b, 0xc3),
+    RGBColor(0x8c, 0x8c, 0x8c),
+];
 /// Width of one category on the x axis (integer units, so the axis can place its labels at exact
 /// centers).
 const SLOT: i32 = 1000;
