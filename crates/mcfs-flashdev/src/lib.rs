@@ -26,4 +26,4 @@ pub use flash::Flash;
 pub use fs::FlashFs;
 pub use realtime::{Clock, MonotonicClock, RealTimeDevice};
 pub use report::{Report, RequestCounts};
-pub use session::{mount, MountSettings, Serving};
+pub use session::{mount, Serving};

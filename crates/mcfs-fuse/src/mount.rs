@@ -28,6 +28,8 @@ pub struct MountOptions {
     pub allow_other: bool,
     /// Source name shown in /proc/mounts, e.g. the backing directory.
     pub fsname: String,
+    /// File system type shown in /proc/mounts after `fuse.`.
+    pub subtype: String,
 }
 
 impl Default for MountOptions {
@@ -37,18 +39,26 @@ impl Default for MountOptions {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         // SAFETY: geteuid has no preconditions and cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
-        MountOptions { threads: cpus.max(2), allow_other: root, fsname: "mcfs".to_string() }
+        MountOptions {
+            threads: cpus.max(2),
+            allow_other: root,
+            fsname: "mcfs".to_string(),
+            subtype: "mcfs".to_string(),
+        }
     }
 }
 
 impl MountOptions {
-    fn session_config(&self) -> Config {
+    /// The fuser session settings: `threads` threads each on its own
+    /// `/dev/fuse` clone, permissions checked by the kernel, `allow_other`
+    /// as asked. Shared by every FUSE file system mcfs mounts.
+    pub fn session_config(&self) -> Config {
         let mut config = Config::default();
         config.n_threads = Some(self.threads.max(1));
         config.clone_fd = true;
         config.mount_options = vec![
             MountOption::FSName(self.fsname.clone()),
-            MountOption::Subtype("mcfs".to_string()),
+            MountOption::Subtype(self.subtype.clone()),
             // The kernel enforces Unix permissions from the attributes we report.
             MountOption::DefaultPermissions,
             MountOption::RW,
@@ -265,13 +275,14 @@ mod tests {
 
     #[test]
     fn session_config_carries_the_options() {
-        let opts = MountOptions { threads: 0, allow_other: true, fsname: "/srv/back".into() };
+        let opts =
+            MountOptions { threads: 0, allow_other: true, fsname: "/srv/back".into(), subtype: "flashdev".into() };
         let config = opts.session_config();
         assert_eq!(config.n_threads, Some(1), "zero threads would never serve");
         assert!(config.clone_fd);
         assert_eq!(config.acl, SessionACL::All);
         assert!(config.mount_options.contains(&MountOption::FSName("/srv/back".into())));
-        assert!(config.mount_options.contains(&MountOption::Subtype("mcfs".into())));
+        assert!(config.mount_options.contains(&MountOption::Subtype("flashdev".into())));
         assert!(config.mount_options.contains(&MountOption::DefaultPermissions));
         let private = MountOptions { allow_other: false, ..opts };
         assert_eq!(private.session_config().acl, SessionACL::Owner);

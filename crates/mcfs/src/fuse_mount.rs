@@ -31,6 +31,7 @@ pub fn start(
         threads: settings.threads as usize,
         allow_other: settings.allow_other,
         fsname: settings.fsname.clone(),
+        ..mcfs_fuse::MountOptions::default()
     };
     // mcfs-fuse errors already name the mount point and the cause.
     let fs = match observer {

@@ -53,9 +53,9 @@ fn describe(e: &io::Error) -> String {
     e.to_string()
 }
 
-/// The daemon reads the backing store by path: serving it through its own
-/// mount would deadlock, and hiding it under the mount would hide the archive.
-fn check_not_nested(backing: &Path, mountpoint: &Path) -> Result<(), String> {
+/// A daemon reads its backing store by path: serving it through its own
+/// mount would deadlock, and hiding it under the mount would hide it.
+pub fn check_not_nested(backing: &Path, mountpoint: &Path) -> Result<(), String> {
     if mountpoint.starts_with(backing) {
         return Err(format!(
             "mount point {} is inside the backing directory {}",

@@ -14,7 +14,7 @@ use crate::protocol::{Request, Response};
 use crate::stop_signal::StopSignal;
 use crate::{logging, mountinfo, preflight, signals, socket_path, unmount};
 use clap::Args;
-use mcfs_flashdev::{Flash, FlashFs, MountSettings};
+use mcfs_flashdev::{Flash, FlashFs};
 use mcfs_sim::device::scheduler::SchedPolicy;
 use mcfs_sim::device::DeviceProfile;
 use std::path::{Path, PathBuf};
@@ -93,14 +93,7 @@ fn check(args: FlashdevArgs) -> Result<Plan, String> {
     if mountinfo::is_mount_point(&mountpoint) {
         return Err(format!("mount point {}: is already a mount point", mountpoint.display()));
     }
-    // Serving BACKING through a mount inside it (or hiding it under the mount) would loop.
-    if mountpoint.starts_with(&backing) || backing.starts_with(&mountpoint) {
-        return Err(format!(
-            "backing directory {} and mount point {} must not contain each other",
-            backing.display(),
-            mountpoint.display()
-        ));
-    }
+    preflight::check_not_nested(&backing, &mountpoint)?;
     let stats = args.stats.map(|path| stats_path(&path, &mountpoint)).transpose()?;
     // SAFETY: getuid has no preconditions.
     let socket = socket_path::daemon_socket(&mountpoint, unsafe { libc::getuid() })?;
@@ -175,11 +168,11 @@ fn start(plan: &Plan) -> Result<Running, String> {
     }
     let fs = FlashFs::new(&plan.backing, flash.clone())?;
     let (control, listener) = ControlServer::bind(&plan.socket)?;
-    let settings = MountSettings {
+    let settings = mcfs_fuse::MountOptions {
         threads: plan.threads as usize,
-        // SAFETY: geteuid has no preconditions.
-        allow_other: unsafe { libc::geteuid() } == 0,
         fsname: plan.backing.display().to_string(),
+        subtype: "flashdev".to_string(),
+        ..mcfs_fuse::MountOptions::default()
     };
     let serving = mcfs_flashdev::mount(fs, &plan.mountpoint, &settings).map_err(|e| e.to_string())?;
 
