@@ -60,12 +60,13 @@ const MAX_QUEUE_DEPTH: u32 = 65_536;
 
 impl DeviceProfile {
     /// Names of the built-in profiles.
-    pub const BUILTIN: &'static [&'static str] = &["emmc", "ufs"];
+    pub const BUILTIN: &'static [&'static str] = &["emmc", "emmc-cq", "ufs"];
 
     /// A built-in profile by name.
     pub fn builtin(name: &str) -> Option<DeviceProfile> {
         let text = match name {
             "emmc" => include_str!("../../profiles/emmc.toml"),
+            "emmc-cq" => include_str!("../../profiles/emmc-cq.toml"),
             "ufs" => include_str!("../../profiles/ufs.toml"),
             _ => return None,
         };
@@ -138,6 +139,9 @@ mod tests {
         let ufs = DeviceProfile::builtin("ufs").unwrap();
         assert_eq!((emmc.read_bytes_per_s, emmc.write_bytes_per_s), (86_570_000, 46_230_000));
         assert_eq!((ufs.read_bytes_per_s, ufs.write_bytes_per_s), (3 * 86_570_000, 3 * 46_230_000));
+        let emmc_cq = DeviceProfile::builtin("emmc-cq").unwrap();
+        assert_eq!((emmc_cq.queue_depth, emmc.queue_depth), (32, 1));
+        assert_eq!(DeviceProfile { name: emmc.name.clone(), source: emmc.source.clone(), queue_depth: 1, ..emmc_cq }, emmc);
         assert!(DeviceProfile::builtin("nvme").is_none());
     }
 
