@@ -11,6 +11,7 @@ pub mod device;
 pub mod error;
 pub mod escape;
 pub mod fasttrack;
+mod file_calls;
 pub mod import;
 mod lines;
 pub mod live_replay;

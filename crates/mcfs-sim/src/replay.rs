@@ -22,6 +22,7 @@ mod prediction;
 mod risk;
 mod waits;
 
+pub(crate) use latency::LatencyHistogram;
 pub use latency::LatencySummary;
 pub use metrics::{AppMetrics, Metrics};
 pub use options::ReplayOptions;
@@ -44,17 +45,12 @@ use waits::Waits;
 
 /// The first app seen gets this uid, the next one more, and so on (Android's first app uid).
 pub const FIRST_APP_UID: u32 = 10_000;
-/// Largest piece of a read or write handed to the engine at once, so a long request never becomes one
-/// huge buffer.
-const CHUNK_BYTES: usize = 1 << 20;
 /// Longest single read or write replayed. Apps do not issue longer ones; refusing them keeps one corrupt
 /// length in a trace from stalling the replay for hours.
 pub const MAX_REQUEST_BYTES: u64 = 64 << 20;
 /// Largest file size; the kernel refuses to go past it before a file system sees the call (Linux's
 /// `MAX_LFS_FILESIZE`).
 const MAX_FILE_SIZE: u64 = i64::MAX as u64;
-const FILE_PERM: u32 = 0o644;
-const DIR_PERM: u32 = 0o755;
 
 /// Why a replay stopped.
 #[derive(Debug)]
@@ -92,7 +88,8 @@ impl From<Errno> for Skip {
 }
 
 pub struct Replayer {
-    engine: Engine,
+    /// Shared so an admission can live while the replayer changes its own tables.
+    engine: Arc<Engine>,
     clock: Arc<ManualClock>,
     backend: Arc<SimBackend>,
     config: Config,
@@ -104,8 +101,6 @@ pub struct Replayer {
     last_event_ns: u64,
     paths: PathTable,
     uids: HashMap<String, u32>,
-    /// Room for one chunk of written bytes.
-    scratch: Vec<u8>,
     waits: Waits,
     risk: RiskTracker,
     /// User inputs, for the predictor comparison.
@@ -124,7 +119,7 @@ impl Replayer {
         let config = options.config;
         let engine = Engine::start(backend.clone(), clock.clone(), config.clone()).map_err(ReplayError::Engine)?;
         Ok(Replayer {
-            engine,
+            engine: Arc::new(engine),
             clock,
             backend,
             config,
@@ -133,7 +128,6 @@ impl Replayer {
             last_event_ns: 0,
             paths: PathTable::new(),
             uids: HashMap::new(),
-            scratch: vec![0; CHUNK_BYTES],
             waits: Waits::default(),
             risk: RiskTracker::new(sample_every_ns),
             inputs: InputTimes::default(),

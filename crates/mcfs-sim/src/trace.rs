@@ -92,6 +92,23 @@ pub enum EventKind {
     },
 }
 
+impl EventKind {
+    /// Whether the event is a file operation (a file system performs it) rather than a lifecycle, input,
+    /// battery or screen event (a replay takes note and goes on).
+    pub fn is_file_op(&self) -> bool {
+        !matches!(
+            self,
+            EventKind::Input { .. }
+                | EventKind::Launch
+                | EventKind::Foreground
+                | EventKind::Background
+                | EventKind::Exit
+                | EventKind::Battery { .. }
+                | EventKind::Screen { .. }
+        )
+    }
+}
+
 /// Kind of a user-input operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {

@@ -1,5 +1,5 @@
 //! One simulated storage device: the timing of `queue`, the energy of `energy` and the counters, driven by
-//! a profile. It knows requests and virtual times only (no files): `SimBackend` turns backend calls into
+//! a profile. It knows requests and virtual times only (no files): `MeteredStore` turns backend calls into
 //! requests.
 //!
 //! Invariant: every figure is an integer derived from the requests and their issue times alone, so the
@@ -117,8 +117,8 @@ impl Device {
     }
 }
 
-/// Time to move `bytes` at `bytes_per_s`, rounded up to the nanosecond.
-fn transfer_ns(bytes: u64, bytes_per_s: u64) -> u64 {
+/// Time to move `bytes` at `bytes_per_s`, rounded up to the nanosecond (the scheduler's model too).
+pub(super) fn transfer_ns(bytes: u64, bytes_per_s: u64) -> u64 {
     let ns = (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(bytes_per_s.max(1)));
     u64::try_from(ns).unwrap_or(u64::MAX)
 }

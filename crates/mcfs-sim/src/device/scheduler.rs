@@ -32,7 +32,7 @@
 //! submission. Invariants: one command is in service at a time, each starts no earlier than the previous
 //! one completed, and the host side holds commands only while the device queue is full.
 
-use super::model::{Request, METADATA_WRITE_BYTES};
+use super::model::{transfer_ns, Request, METADATA_WRITE_BYTES};
 use super::profile::DeviceProfile;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -70,7 +70,7 @@ impl Op {
 }
 
 impl From<Request> for Op {
-    /// The command a `SimBackend` request is (a metadata write writes one block).
+    /// The command a backend request (`MeteredStore`) is (a metadata write writes one block).
     fn from(request: Request) -> Op {
         match request {
             Request::Read(bytes) => Op::Read(bytes),
@@ -425,10 +425,4 @@ impl Scheduler {
     fn device_queue_len(&self) -> usize {
         self.device.iter().map(VecDeque::len).sum()
     }
-}
-
-/// Time to move `bytes` at `bytes_per_s`, rounded up to the nanosecond.
-fn transfer_ns(bytes: u64, bytes_per_s: u64) -> u64 {
-    let ns = (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(bytes_per_s.max(1)));
-    u64::try_from(ns).unwrap_or(u64::MAX)
 }

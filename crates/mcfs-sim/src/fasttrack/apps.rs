@@ -5,7 +5,8 @@
 //! Invariant: an app has at most one event in flight, and events are issued in trace order.
 
 use super::chain::Chain;
-use super::report::{summarize, AppReport};
+use super::report::AppReport;
+use crate::replay::LatencyHistogram;
 use crate::text::op_name;
 use crate::trace::{EventKind, TraceEvent};
 use mcfs_core::{Caller, Errno};
@@ -44,7 +45,9 @@ pub struct AppRun {
     first_issue_ns: Option<u64>,
     last_done_ns: u64,
     refused: BTreeMap<String, u64>,
-    latencies: BTreeMap<&'static str, Vec<u64>>,
+    /// Latencies of the file operations: all of them, and by operation.
+    latency: LatencyHistogram,
+    by_op: BTreeMap<&'static str, LatencyHistogram>,
 }
 
 impl AppRun {
@@ -64,7 +67,8 @@ impl AppRun {
             first_issue_ns: None,
             last_done_ns: 0,
             refused: BTreeMap::new(),
-            latencies: BTreeMap::new(),
+            latency: LatencyHistogram::default(),
+            by_op: BTreeMap::new(),
         }
     }
 
@@ -91,8 +95,10 @@ impl AppRun {
     /// The event issued at `issued_ns` completed at `done_ns`: records it and schedules the next one.
     pub fn completed(&mut self, issued_ns: u64, done_ns: u64) {
         let Some(event) = self.events.get(self.next) else { return };
-        if is_file_op(&event.kind) {
-            self.latencies.entry(op_name(&event.kind)).or_default().push(done_ns.saturating_sub(issued_ns));
+        if event.kind.is_file_op() {
+            let ns = done_ns.saturating_sub(issued_ns);
+            self.latency.record(ns);
+            self.by_op.entry(op_name(&event.kind)).or_default().record(ns);
         }
         self.last_done_ns = done_ns;
         let this_ns = event.time_ns;
@@ -105,7 +111,6 @@ impl AppRun {
 
     pub fn report(&self) -> AppReport {
         let first = self.first_issue_ns.unwrap_or(0);
-        let mut all: Vec<u64> = self.latencies.values().flatten().copied().collect();
         AppReport {
             uid: self.uid,
             events: self.events.len() as u64,
@@ -113,23 +118,8 @@ impl AppRun {
             first_issue_ns: first,
             last_done_ns: self.last_done_ns,
             response_ns: self.last_done_ns.saturating_sub(first),
-            latency: summarize(&mut all),
-            by_op: self.latencies.iter().map(|(op, v)| (op.to_string(), summarize(&mut v.clone()))).collect(),
+            latency: self.latency.summary(),
+            by_op: self.by_op.iter().map(|(op, h)| (op.to_string(), h.summary())).collect(),
         }
     }
-}
-
-/// Whether an event is a file operation (the engine performs it) rather than a lifecycle, input, battery
-/// or screen event (the scenario takes note and goes on).
-pub fn is_file_op(kind: &EventKind) -> bool {
-    !matches!(
-        kind,
-        EventKind::Input { .. }
-            | EventKind::Launch
-            | EventKind::Foreground
-            | EventKind::Background
-            | EventKind::Exit
-            | EventKind::Battery { .. }
-            | EventKind::Screen { .. }
-    )
 }

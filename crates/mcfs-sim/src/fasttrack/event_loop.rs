@@ -8,7 +8,7 @@
 //! happens, and no engine `Admission` outlives the call it admitted — the loop itself keeps the count of
 //! foreground calls in flight, so a background admission inside the engine never blocks.
 
-use super::apps::{is_file_op, AppRun, AppState, Call};
+use super::apps::{AppRun, AppState, Call};
 use super::chain::{Chain, Progress};
 use super::namespace::Namespace;
 use super::ops;
@@ -231,7 +231,7 @@ impl EventLoop {
             app.state = AppState::Finished;
             return;
         };
-        if is_file_op(&kind) {
+        if kind.is_file_op() {
             let background = self.engine.io_class(app.uid) == IoClass::Background;
             if background && self.rules.preempt && self.fg_in_flight > 0 {
                 app.state = AppState::Held { issued_ns: now, since_ns: now };

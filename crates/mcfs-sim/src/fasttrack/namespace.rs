@@ -4,39 +4,11 @@
 //!
 //! Invariant: every remembered path names the inode the engine holds under it and holds exactly one kernel
 //! reference on it (given back with `forget` when the path is dropped), so the engine keeps what the run
-//! uses and drops unlinked files as on a mount. The root is the empty key.
+//! uses and drops unlinked files as on a mount. Keys are `file_calls::key_of`'s; the root is the empty key.
 
+use crate::file_calls::split_last;
 use mcfs_core::{Caller, Engine, Errno, FsResult, Ino, ROOT_INO};
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
-
-/// A trace path as a key: its names joined by `/`, without `.`, empty names or a leading slash, `..`
-/// taken lexically (stopping at the root). A NUL byte cannot reach a kernel: such a path is refused.
-pub fn key_of(path: &[u8]) -> FsResult<Vec<u8>> {
-    if path.contains(&0) {
-        return Err(Errno::EINVAL);
-    }
-    let mut names: Vec<&[u8]> = Vec::new();
-    for name in path.split(|b| *b == b'/').filter(|n| !n.is_empty() && *n != b".") {
-        if name == b".." {
-            names.pop();
-        } else {
-            names.push(name);
-        }
-    }
-    Ok(names.join(&b'/'))
-}
-
-/// The parent key and the last name of a non-root key.
-pub fn parent_and_name(key: &[u8]) -> Option<(&[u8], &OsStr)> {
-    let (parent, name) = match key.iter().rposition(|b| *b == b'/') {
-        Some(slash) => (&key[..slash], &key[slash + 1..]),
-        None if key.is_empty() => return None,
-        None => (&[][..], key),
-    };
-    Some((parent, OsStr::from_bytes(name)))
-}
 
 pub struct Namespace {
     known: BTreeMap<Vec<u8>, Ino>,
@@ -52,7 +24,7 @@ impl Namespace {
         if let Some(ino) = self.known.get(key) {
             return Ok(*ino);
         }
-        let (parent, name) = parent_and_name(key).ok_or(Errno::ENOENT)?;
+        let (parent, name) = split_last(key).ok_or(Errno::ENOENT)?;
         let parent = self.resolve(engine, caller, parent)?;
         let ino = engine.lookup(caller, parent, name)?.ino;
         self.known.insert(key.to_vec(), ino);
@@ -79,21 +51,5 @@ impl Namespace {
                 engine.forget(ino, 1);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_drop_dots_and_extra_slashes_and_refuse_nul() {
-        assert_eq!(key_of(b"/a//b/./c/").unwrap(), b"a/b/c");
-        assert_eq!(key_of(b"a/b/../c").unwrap(), b"a/c");
-        assert_eq!(key_of(b"/../..").unwrap(), b"");
-        assert_eq!(key_of(b"/a\0b"), Err(Errno::EINVAL));
-        assert_eq!(parent_and_name(b"a/b/c"), Some((&b"a/b"[..], OsStr::new("c"))));
-        assert_eq!(parent_and_name(b"a"), Some((&b""[..], OsStr::new("a"))));
-        assert_eq!(parent_and_name(b""), None);
     }
 }

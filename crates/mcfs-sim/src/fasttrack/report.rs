@@ -1,7 +1,7 @@
 //! What a scenario reports: per app, the response time of its whole trace and the latency of its file
 //! operations; the holds background work spent behind foreground calls; the device scheduler's counters and
-//! the engine's stats. Latency distributions are exact (every value kept), so the same run gives the same
-//! report, byte for byte.
+//! the engine's stats. Latency distributions are exact (`LatencyHistogram` keeps every value), so the same
+//! run gives the same report, byte for byte.
 
 use crate::device::scheduler::{SchedPolicy, SchedulerStats};
 use crate::replay::LatencySummary;
@@ -70,38 +70,5 @@ impl Holds {
         self.count += 1;
         self.aged += u64::from(aged);
         self.held_ns = self.held_ns.saturating_add(held_ns);
-    }
-}
-
-/// Exact nearest-rank summary of `values` (sorted in place): the p-th percentile is the smallest value
-/// with at least p % of the values at or below it.
-pub fn summarize(values: &mut [u64]) -> LatencySummary {
-    values.sort_unstable();
-    let n = values.len() as u64;
-    let percentile = |per_mille: u64| {
-        let rank = (n * per_mille).div_ceil(1000).max(1);
-        values.get(rank as usize - 1).copied().unwrap_or(0)
-    };
-    LatencySummary {
-        count: n,
-        p50_ns: percentile(500),
-        p99_ns: percentile(990),
-        max_ns: values.last().copied().unwrap_or(0),
-        total_ns: values.iter().fold(0u64, |sum, v| sum.saturating_add(*v)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summaries_are_nearest_rank() {
-        assert_eq!(summarize(&mut []), LatencySummary::default());
-        let mut values: Vec<u64> = (1..=100).rev().map(|v| v * 10).collect();
-        let s = summarize(&mut values);
-        assert_eq!((s.count, s.p50_ns, s.p99_ns, s.max_ns, s.total_ns), (100, 500, 990, 1000, 50_500));
-        let s = summarize(&mut [7, 0, 0, 0]);
-        assert_eq!((s.p50_ns, s.p99_ns), (0, 7));
     }
 }

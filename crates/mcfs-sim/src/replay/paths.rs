@@ -1,4 +1,4 @@
-//! The replayer's view of the namespace: normalized trace path → inode number.
+//! The replayer's view of the namespace: trace path (as a `file_calls::key_of` key) → inode number.
 //!
 //! Invariant: every entry names an inode the engine holds under that path, and holds exactly one kernel
 //! reference on it (taken by the `create`/`mkdir` that made it, given back with `forget` when the entry
@@ -6,33 +6,6 @@
 
 use mcfs_core::{Ino, ROOT_INO};
 use std::collections::BTreeMap;
-
-/// A path reduced to its names joined by `/`: no leading, trailing or doubled slashes, no `.`, and `..`
-/// resolved lexically (it stops at the root, as in the kernel). Relative paths are taken from the root.
-pub fn normalize(path: &[u8]) -> Vec<u8> {
-    let mut names: Vec<&[u8]> = Vec::new();
-    for name in path.split(|b| *b == b'/') {
-        match name {
-            b"" | b"." => {}
-            b".." => {
-                names.pop();
-            }
-            name => names.push(name),
-        }
-    }
-    names.join(&b'/')
-}
-
-/// Splits a normalized key into its parent's key and its last name; `None` for the root.
-pub fn split_last(key: &[u8]) -> Option<(&[u8], &[u8])> {
-    if key.is_empty() {
-        return None;
-    }
-    Some(match key.iter().rposition(|b| *b == b'/') {
-        Some(slash) => (&key[..slash], &key[slash + 1..]),
-        None => (&[][..], key),
-    })
-}
 
 pub struct PathTable {
     inodes: BTreeMap<Vec<u8>, Ino>,
@@ -75,16 +48,6 @@ impl PathTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalize_drops_dots_and_extra_slashes() {
-        assert_eq!(normalize(b"/a//b/./c/"), b"a/b/c");
-        assert_eq!(normalize(b"a/b/../c"), b"a/c");
-        assert_eq!(normalize(b"/../.."), b"");
-        assert_eq!(split_last(b"a/b/c"), Some((&b"a/b"[..], &b"c"[..])));
-        assert_eq!(split_last(b"a"), Some((&b""[..], &b"a"[..])));
-        assert_eq!(split_last(b""), None);
-    }
 
     #[test]
     fn rename_moves_a_subtree_but_not_its_name_siblings() {
