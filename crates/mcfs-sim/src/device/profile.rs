@@ -141,7 +141,10 @@ mod tests {
         assert_eq!((ufs.read_bytes_per_s, ufs.write_bytes_per_s), (3 * 86_570_000, 3 * 46_230_000));
         let emmc_cq = DeviceProfile::builtin("emmc-cq").unwrap();
         assert_eq!((emmc_cq.queue_depth, emmc.queue_depth), (32, 1));
-        assert_eq!(DeviceProfile { name: emmc.name.clone(), source: emmc.source.clone(), queue_depth: 1, ..emmc_cq }, emmc);
+        assert_eq!(
+            DeviceProfile { name: emmc.name.clone(), source: emmc.source.clone(), queue_depth: 1, ..emmc_cq },
+            emmc
+        );
         assert!(DeviceProfile::builtin("nvme").is_none());
     }
 

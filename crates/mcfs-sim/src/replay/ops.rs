@@ -8,8 +8,8 @@ use super::{Replayer, Skip, MAX_FILE_SIZE};
 use crate::file_calls::{self, key_of, split_last, DIR_PERM, FILE_PERM};
 use crate::trace::{EventKind, TraceEvent};
 use mcfs_core::{Caller, Errno, Ino, IoClass, RenameMode, SetAttr};
-use std::sync::Arc;
 use std::ffi::OsStr;
+use std::sync::Arc;
 
 impl Replayer {
     /// Replays one event's operation on the engine.
