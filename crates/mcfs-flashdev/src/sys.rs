@@ -65,17 +65,24 @@ pub fn stat_fd(fd: BorrowedFd<'_>) -> io::Result<libc::stat> {
 pub fn reopen(fd: BorrowedFd<'_>, flags: i32) -> io::Result<File> {
     let path = proc_path(fd);
     // The magic link must be followed; O_CREAT never comes with an open request.
-    let flags = (flags & !(libc::O_NOFOLLOW | libc::O_CREAT)) | libc::O_CLOEXEC;
+    let flags = backing_flags(flags & !(libc::O_NOFOLLOW | libc::O_CREAT));
     // SAFETY: NUL-terminated path; the result is a new fd we own.
     let fd = check(unsafe { libc::open(path.as_ptr(), flags) })?;
     // SAFETY: open just returned this fd and nothing else owns it.
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
+/// The flags a backing file is opened with: the caller's, without O_DIRECT. The emulator stands for
+/// the device, so the backing file is only storage, and the request buffers it gets from the kernel
+/// are not aligned as O_DIRECT demands (every call would fail with EINVAL).
+fn backing_flags(flags: i32) -> i32 {
+    (flags & !libc::O_DIRECT) | libc::O_CLOEXEC
+}
+
 /// Creates (or, without O_EXCL, opens) `name` in `dir` with `flags` and `mode`.
 pub fn create_at(dir: BorrowedFd<'_>, name: &OsStr, flags: i32, mode: u32) -> io::Result<File> {
     let name = cstr(name)?;
-    let flags = flags | libc::O_CREAT | libc::O_CLOEXEC;
+    let flags = backing_flags(flags | libc::O_CREAT);
     // SAFETY: valid fd, NUL-terminated name; the result is a new fd we own.
     let fd = check(unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, mode as libc::c_uint) })?;
     // SAFETY: openat just returned this fd and nothing else owns it.

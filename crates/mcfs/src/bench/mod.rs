@@ -10,6 +10,7 @@
 
 mod cmd;
 mod fio;
+mod flash;
 mod machine;
 mod metrics;
 mod mobifs;
@@ -59,6 +60,10 @@ pub struct BenchArgs {
     /// Seed for fio's offsets and the random reads [default: $MCFS_SEED or 1].
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Put every target's device on emulated phone flash (`mcfs flashdev --profile PROFILE`:
+    /// emmc, emmc-cq, ufs or a profile TOML); tmpfs is left out unless named.
+    #[arg(long, value_name = "PROFILE")]
+    pub flash: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -158,8 +163,14 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         return Err("mcfs bench needs root: it attaches loop devices and mounts ext4, tmpfs and mcfs".to_string());
     }
     let workloads = chosen(&args.workloads, &WorkloadName::ALL);
-    let target_kinds = chosen(&args.targets, &TargetKind::ALL);
+    let mut target_kinds = chosen(&args.targets, &TargetKind::ALL);
+    if args.flash.is_some() && args.targets.is_empty() {
+        target_kinds.retain(|t| t.has_device());
+    }
     let mut tools = vec!["mkfs.ext4", "losetup", "mount", "umount"];
+    if args.flash.is_some() {
+        tools.push("fusermount3");
+    }
     if workloads.contains(&WorkloadName::Fio) {
         tools.push("fio");
     }
@@ -178,8 +189,12 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         .prefix("mcfs-bench-")
         .tempdir_in(&scratch_parent)
         .map_err(|e| format!("cannot create a scratch directory in {}: {e}", scratch_parent.display()))?;
+    let flash = match &args.flash {
+        Some(profile) => Some(flash::EmulatedFlash::start(&mcfs_bin, profile, scratch.path())?),
+        None => None,
+    };
     let env = TargetEnv {
-        scratch: scratch.path(),
+        scratch: flash.as_ref().map_or(scratch.path(), |f| f.mountpoint.as_path()),
         image_bytes: sizes.image_bytes(),
         mcfs_bin: &mcfs_bin,
         mcfs_options: &args.mcfs_option,
@@ -189,6 +204,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         "command": std::env::args().collect::<Vec<_>>(),
         "quick": args.quick,
         "seed": seed,
+        "flash_profile": args.flash,
         "sizes": sizes,
         "mcfs_bin": mcfs_bin,
         "mcfs_options": args.mcfs_option,
@@ -217,6 +233,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         cells.push(Cell { workload, target, result });
     }
 
+    drop(flash);
     let verdicts = report::verdicts(&cells, &metrics::goals(sizes.rss_cache_bytes));
     print!("{}", report::render_table(&cells, &target_kinds, &verdicts));
     if let Some(path) = &args.json {
@@ -282,6 +299,8 @@ mod tests {
         assert!(cli.bench.quick);
         assert!(Cli::try_parse_from(["bench", "--workloads", "fio,nope"]).is_err());
         assert!(Cli::try_parse_from(["bench", "--cache-mib", "0"]).is_err());
+        let flash = Cli::try_parse_from(["bench", "--flash", "emmc"]).unwrap();
+        assert_eq!(flash.bench.flash.as_deref(), Some("emmc"));
         let all = Cli::try_parse_from(["bench"]).unwrap();
         assert_eq!(chosen(&all.bench.workloads, &WorkloadName::ALL), WorkloadName::ALL);
     }
