@@ -4,15 +4,18 @@
 # mounts over the emulated eMMC) and in the simulator (the same traces); writes the FastTrack section of
 # docs/REPORT.md (Figures 10, 12 and 13 of the paper).
 #
-#   experiments/fasttrack/run.sh           full run: 3 repetitions per point (about 20 minutes)
+#   experiments/fasttrack/run.sh           full run: 3 repetitions per point, workloads at 3/4 of their
+#                                          documented size (about 20 minutes)
 #   experiments/fasttrack/run.sh --quick   smoke run: 1 repetition, half-size workloads (about 5 minutes)
 #
 # Options: --results DIR (default experiments/fasttrack/results), --out FILE (default docs/REPORT.md),
-# --reps N, --live-only, --sim-only (reuses the traces of an earlier run), --only REGEX (only the points
-# whose line "SCENARIO BG_KIND BG_COUNT CONFIG" matches, e.g. 'switch mixed'), --work DIR (scratch space,
-# default a directory under /var/tmp). Needs root (mounts, loop devices, apps as their own uids) and
-# /dev/fuse; installs fuse3, e2fsprogs and util-linux if missing. MCFS_BIN=path uses that mcfs instead
-# of building target/release/mcfs. README.md explains the layout and every choice.
+# --reps N, --scale F (workload size, 1 = as documented in docs/SYNTH.md), --fg-limit SECONDS (an FG run
+# taking longer is stopped and recorded as censored; default 15, 10 with --quick), --only REGEX (only
+# the points whose line "SCENARIO BG_KIND BG_COUNT CONFIG" matches, e.g. 'switch mixed'), --live-only,
+# --sim-only (reuses the traces of an earlier run), --work DIR (scratch space, default under /var/tmp).
+# Needs root (mounts, loop devices, apps as their own uids) and /dev/fuse; installs fuse3, e2fsprogs and
+# util-linux if missing. MCFS_BIN=path uses that mcfs instead of building target/release/mcfs.
+# README.md explains the layout and every choice.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,29 +25,35 @@ traces=$here/traces
 out=$repo/docs/REPORT.md
 work=
 reps=3
-scale=1
+scale=0.75
 warmup=2
+# The longest an FG run may take before it is stopped (its time is then a lower bound, marked censored).
+fg_limit=15
 live=1
 sim=1
 only=
 while [ $# -gt 0 ]; do
     case "$1" in
-        --quick) reps=1 scale=0.5 warmup=1 ;;
+        --quick) reps=1 scale=0.5 warmup=1 fg_limit=10 ;;
+        --fg-limit) fg_limit=${2:?--fg-limit needs seconds}; shift ;;
         --reps) reps=${2:?--reps needs a number}; shift ;;
+        --scale) scale=${2:?--scale needs a number}; shift ;;
         --results) results=$(realpath -m "${2:?--results needs a directory}"); shift ;;
         --out) out=$(realpath -m "${2:?--out needs a file}"); shift ;;
         --work) work=$(realpath -m "${2:?--work needs a directory}"); shift ;;
         --only) only=${2:?--only needs a regular expression}; shift ;;
         --live-only) sim=0 ;;
         --sim-only) live=0 ;;
-        -h | --help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
     shift
 done
 case "$reps" in '' | *[!0-9]* | 0) echo "run.sh: --reps needs a positive number" >&2; exit 2 ;; esac
 
-DEVICE=emmc
+# The emulated device: the Nexus 5's eMMC with eMMC 5.1's 32-task command queue (docs/DEVICE_MODEL.md),
+# so that the device scheduler of FastT (§4.5) has commands to reorder.
+DEVICE=emmc-cq
 # The study's configs (configs/NAME.toml): ext4 is real ext4 live, the rest are mcfs configs.
 CONFIGS=(ext4 mcfs-off pa pr id fastt-minus fastt)
 SCENARIOS=(launch switch load)
@@ -139,7 +148,16 @@ mount_flash() {
         >/dev/null
 }
 
-umount_flash() { "$mcfs" umount "$flash" >/dev/null; }
+# The device may be busy for a moment after the file system above it is gone (a loop device detaches
+# asynchronously), so unmounting it is retried for up to 30 s.
+umount_flash() {
+    local try
+    for ((try = 0; try < 150; try++)); do
+        "$mcfs" umount "$flash" >/dev/null 2>&1 && return
+        sleep 0.2
+    done
+    "$mcfs" umount "$flash" >/dev/null
+}
 
 # The mcfs config NAME as mcfs reads it: the shared settings, the apps' memory, then the config's own.
 config_file() {
@@ -242,20 +260,22 @@ live_run() {
         bg_pids+=($!)
     done
     [ "$count" -eq 0 ] || sleep "$warmup"
-    "$here/as_app.sh" "$procs" "$FG_UID" "$mcfs" trace replay "$traces/$fg/run.trace" --into "$mnt" \
-        --json "$work/out/fg.json" >/dev/null
+    # timeout's TERM makes the replay stop between two operations and still write its JSON.
+    timeout -s TERM "$fg_limit" "$here/as_app.sh" "$procs" "$FG_UID" "$mcfs" trace replay "$traces/$fg/run.trace" \
+        --into "$mnt" --json "$work/out/fg.json" >/dev/null || [ $? -eq 124 ]
     stop_bg
     umount_fs "$config"
     umount_flash
-    local fg_json seconds
+    local fg_json seconds censored=false
     fg_json=$(cat "$work/out/fg.json")
     seconds=$(seconds_of "$work/out/fg.json")
-    printf '{"source":"live","scenario":"%s","bg_kind":"%s","bg_count":%s,"config":"%s","rep":%s,"fg_seconds":%s,"device":"%s","scheduler":"%s","scale":%s,"app_memory_mib":%s,"fg":%s}\n' \
-        "$scenario" "$kind" "$count" "$config" "$rep" "$seconds" "$DEVICE" "$policy" "$scale" "$app_memory_mib" \
-        "$fg_json" >>"$results/live.jsonl"
+    case "$fg_json" in *'"stopped":true'*) censored=true ;; esac
+    printf '{"source":"live","scenario":"%s","bg_kind":"%s","bg_count":%s,"config":"%s","rep":%s,"fg_seconds":%s,"censored":%s,"device":"%s","scheduler":"%s","scale":%s,"app_memory_mib":%s,"fg":%s}\n' \
+        "$scenario" "$kind" "$count" "$config" "$rep" "$seconds" "$censored" "$DEVICE" "$policy" "$scale" \
+        "$app_memory_mib" "$fg_json" >>"$results/live.jsonl"
     mkdir -p "$results/raw/$id"
     cp "$work/out/"*.json "$work/flash-stats.json" "$results/raw/$id/"
-    printf '    %-40s %8.3f s\n' "$id" "$seconds"
+    printf '    %-40s %8.3f s%s\n' "$id" "$seconds" "$([ "$censored" = false ] || echo ' (stopped at the limit)')"
 }
 
 # --- the matrix ---------------------------------------------------------------------------------------

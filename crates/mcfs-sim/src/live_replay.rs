@@ -70,6 +70,16 @@ pub struct ReplayTiming {
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
+    /// By operation name (`read`, `fsync`, ...): where the time went.
+    pub by_op: BTreeMap<&'static str, OpTiming>,
+}
+
+/// How long the operations of one kind took, in nanoseconds.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct OpTiming {
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
 }
 
 /// Timing of the operations as they run.
@@ -79,28 +89,34 @@ struct OpTimer {
     last_end: Option<Instant>,
     ops: u64,
     max_ns: u64,
+    by_op: BTreeMap<&'static str, OpTiming>,
     /// Latencies of every `stride`-th operation.
     samples: Vec<u64>,
     stride: u64,
 }
 
 impl OpTimer {
-    fn record(&mut self, start: Instant, end: Instant) {
+    fn record(&mut self, op: &'static str, start: Instant, end: Instant) {
         self.first_start.get_or_insert(start);
         self.last_end = Some(end);
         let ns = u64::try_from(end.duration_since(start).as_nanos()).unwrap_or(u64::MAX);
         self.max_ns = self.max_ns.max(ns);
+        let kind = self.by_op.entry(op).or_default();
+        kind.count += 1;
+        kind.total_ns = kind.total_ns.saturating_add(ns);
+        kind.max_ns = kind.max_ns.max(ns);
         let stride = self.stride.max(1);
-        if self.ops % stride == 0 {
+        if self.ops.is_multiple_of(stride) {
             if self.samples.len() >= MAX_LATENCY_SAMPLES {
-                let mut i = 0;
+                // Keep every other sample (those of operations at twice the stride) and take half as many.
+                let mut keep = false;
                 self.samples.retain(|_| {
-                    i += 1;
-                    i % 2 == 1
+                    keep = !keep;
+                    keep
                 });
                 self.stride = stride * 2;
             }
-            if self.ops % self.stride.max(1) == 0 {
+            if self.ops.is_multiple_of(self.stride.max(1)) {
                 self.samples.push(ns);
             }
         }
@@ -119,6 +135,7 @@ impl OpTimer {
             p50_ns: nearest_rank(&self.samples, 50),
             p99_ns: nearest_rank(&self.samples, 99),
             max_ns: self.max_ns,
+            by_op: self.by_op,
         }
     }
 }
@@ -202,7 +219,7 @@ impl LiveReplayer {
         let start = Instant::now();
         let result = self.file_op(&event.kind);
         if result.is_some() {
-            self.timer.record(start, Instant::now());
+            self.timer.record(op_name(&event.kind), start, Instant::now());
         }
         match result {
             None => self.report.ignored += 1,
@@ -573,6 +590,9 @@ mod tests {
         assert_eq!(t.ops, 5, "four done and one skipped close, not the lifecycle events: {t:?}");
         assert!(t.p50_ns <= t.p99_ns && t.p99_ns <= t.max_ns, "{t:?}");
         assert!(t.max_ns <= t.elapsed_ns && t.elapsed_ns > 0, "{t:?}");
+        let counts: Vec<(&str, u64)> = t.by_op.iter().map(|(op, o)| (*op, o.count)).collect();
+        assert_eq!(counts, [("close", 2), ("create", 1), ("fsync", 1), ("write", 1)]);
+        assert!(t.by_op.values().all(|o| o.max_ns <= t.max_ns && o.max_ns <= o.total_ns));
         assert_eq!(run(dir.path(), vec![EventKind::Launch]).timing, ReplayTiming::default());
     }
 
@@ -585,12 +605,13 @@ mod tests {
         let t0 = Instant::now();
         let count = MAX_LATENCY_SAMPLES as u64 * 3;
         for i in 0..count {
-            timer.record(t0, t0 + Duration::from_nanos(i % 1000));
+            timer.record("read", t0, t0 + Duration::from_nanos(i % 1000));
         }
         assert!(timer.samples.len() <= MAX_LATENCY_SAMPLES, "{}", timer.samples.len());
         assert!(timer.samples.len() >= MAX_LATENCY_SAMPLES / 2, "an even sample remains");
         let t = timer.timing();
         assert_eq!((t.ops, t.max_ns), (count, 999));
+        assert_eq!((t.by_op["read"].count, t.by_op["read"].max_ns), (count, 999));
         assert!((450..=550).contains(&t.p50_ns), "{t:?}");
     }
 

@@ -69,6 +69,8 @@ fn synth_writes_a_setup_and_a_run_trace_the_same_for_a_seed() {
     assert_eq!(out.status.code(), Some(2), "a bad scale is a usage error");
     let out = mcfs(&["trace", "synth", "--fasttrack", "load", "--io", "e-flat", "-o", "x"]);
     assert_eq!(out.status.code(), Some(2), "--fasttrack and --io do not go together");
+    let out = mcfs(&["trace", "synth", "--io", "e-flat", "--user", "reader", "--scale", "0.5", "-o", "x"]);
+    assert_eq!(out.status.code(), Some(2), "--scale belongs to --fasttrack");
 }
 
 #[test]
@@ -90,6 +92,11 @@ fn replay_json_gives_the_elapsed_time_and_latency_percentiles() {
     let elapsed = j["elapsed_ns"].as_u64().unwrap();
     assert!(lat("p50") <= lat("p99") && lat("p99") <= lat("max") && lat("max") <= elapsed, "{j}");
     assert!(lat("p50") > 0, "{j}");
+    let by_op = j["by_op"].as_object().unwrap();
+    let count = |op: &str| by_op[op]["count"].as_u64().unwrap();
+    assert_eq!(by_op.values().map(|o| o["count"].as_u64().unwrap()).sum::<u64>(), done, "{j}");
+    assert!(count("read") > count("write") && count("fsync") == 1, "the game reads more than it writes: {j}");
+    assert!(by_op.values().all(|o| o["max_ns"].as_u64() <= Some(lat("max"))), "{j}");
 }
 
 #[test]
@@ -209,4 +216,47 @@ fn report_writes_the_fasttrack_section_after_the_mobifs_one() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("live.jsonl: line 1"), "{err}");
     assert_eq!(fs::read_to_string(&report).unwrap(), text, "a failed report changes nothing");
+}
+
+#[test]
+fn sim_fasttrack_runs_a_point_on_the_same_workloads_and_prints_the_same_line_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let gallery = synth(dir.path(), "launch", "2");
+    let update = synth(dir.path(), "update", "3");
+    let config = dir.path().join("c.toml");
+    fs::write(
+        &config,
+        "mode = \"sync\"\ncache_size = 16777216\n[fasttrack]\npreempt = false\nreclaim = false\ndispatch = false\n",
+    )
+    .unwrap();
+    let point = |extra: &[&str]| {
+        let mut args =
+            vec!["sim", "--fasttrack", path(&gallery), "--config", path(&config), "--device", "emmc", "--json"];
+        args.extend_from_slice(extra);
+        String::from_utf8(ok(&args).stdout).unwrap()
+    };
+    let alone = point(&[]);
+    assert!(alone.starts_with("{\"fg_seconds\":") && alone.ends_with("}\n") && alone.lines().count() == 1, "{alone}");
+    let alone: Value = serde_json::from_str(&alone).unwrap();
+    assert_eq!((alone["fg_app"].as_str(), alone["warmup_ns"].as_u64()), (Some("com.example.launch"), Some(0)));
+    let with_bg = point(&["--bg", path(&update), "--warmup", "0.5", "--scheduler", "fifo"]);
+    assert_eq!(with_bg, point(&["--bg", path(&update), "--warmup", "0.5", "--scheduler", "fifo"]), "deterministic");
+    let j: Value = serde_json::from_str(&with_bg).unwrap();
+    assert_eq!(j["warmup_ns"].as_u64(), Some(500_000_000));
+    assert!(j["bg_passes"].as_u64().unwrap() >= 1 && j["bg_covered"].as_bool() == Some(true), "{j}");
+    let fg = &j["report"]["apps"]["com.example.launch"];
+    assert_eq!(fg["uid"].as_u64(), Some(10_001));
+    assert_eq!(j["report"]["apps"]["com.example.update"]["uid"].as_u64(), Some(10_002));
+    assert!(fg["refused"].as_object().unwrap().is_empty(), "the setup made every file the launch reads: {fg}");
+    let (alone_s, with_bg_s) = (alone["fg_seconds"].as_f64().unwrap(), j["fg_seconds"].as_f64().unwrap());
+    assert!(alone_s > 0.0 && with_bg_s >= alone_s, "a BG app never speeds the FG app up: {alone_s} {with_bg_s}");
+    assert!(String::from_utf8(ok(&["sim", "--fasttrack", path(&gallery), "--bg", path(&update)]).stdout)
+        .unwrap()
+        .contains("FG  com.example.launch"));
+
+    let out = mcfs(&["sim", "--fasttrack", path(&gallery), "--bg", path(&gallery)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is given twice"));
+    let out = mcfs(&["sim", "--trace", "t.trace", "--bg", path(&update)]);
+    assert_eq!(out.status.code(), Some(2), "--bg belongs to --fasttrack");
 }

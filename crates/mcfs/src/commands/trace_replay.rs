@@ -4,14 +4,15 @@
 //! (`mcfs_sim::live_replay`). Operations the system refuses are skipped and listed; they do not fail the
 //! command. `--json` writes how long the operations took (elapsed time, latency percentiles) for the
 //! FastTrack study, where an app's replay is its response time; `--loop` repeats the trace until SIGTERM
-//! or SIGINT, as a background app does.
+//! or SIGINT, as a background app does. Without `--loop` these signals end the replay early, in the same
+//! way (the JSON says `"stopped": true`, and its times are those of the part done).
 //!
 //! Invariant: what is done is the trace, in order, whole passes repeated (a stop signal ends the replay
 //! between two operations, never inside one); the JSON is written once the replay has ended.
 
 use super::trace::files::TraceInput;
 use clap::Args;
-use mcfs_sim::live_replay::{LiveReplayReport, LiveReplayer};
+use mcfs_sim::live_replay::{LiveReplayReport, LiveReplayer, OpTiming};
 use mcfs_sim::TraceEvent;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -42,11 +43,13 @@ struct ReplayJson<'a> {
     into: String,
     /// Whole passes over the trace (a looped replay stopped mid-pass does not count that pass).
     passes: u64,
-    /// The replay was ended by a signal (only with `--loop`).
+    /// The replay was ended by a signal (with `--loop`, the only way it ends).
     stopped: bool,
     elapsed_ns: u64,
     ops: u64,
     latency_ns: Latency,
+    /// Count, total and longest time of the operations of each kind.
+    by_op: &'a BTreeMap<&'static str, OpTiming>,
     done: u64,
     skipped: u64,
     ignored: u64,
@@ -63,14 +66,9 @@ struct Latency {
 
 pub fn run(args: &ReplayArgs) -> Result<(), String> {
     let mut replayer = LiveReplayer::new(&args.into).map_err(|e| e.to_string())?;
-    let (passes, stopped) = if args.repeat {
-        replay_looped(&args.trace, &mut replayer)?
-    } else {
-        for event in TraceInput::open(&args.trace)? {
-            replayer.apply(&event?);
-        }
-        (1, false)
-    };
+    catch_stop_signals()?;
+    let (passes, stopped) =
+        if args.repeat { replay_looped(&args.trace, &mut replayer)? } else { replay_once(&args.trace, &mut replayer)? };
     let report = replayer.finish();
     if let Some(file) = &args.json {
         write_json(file, &to_json(args, &report, passes, stopped))?;
@@ -125,7 +123,6 @@ fn replay_looped(trace: &Path, replayer: &mut LiveReplayer) -> Result<(u64, bool
     if !events.iter().any(is_file_op) {
         return Err(format!("{}: no file operation to repeat", trace.display()));
     }
-    catch_stop_signals()?;
     let mut passes = 0;
     loop {
         for event in &events {
@@ -136,6 +133,17 @@ fn replay_looped(trace: &Path, replayer: &mut LiveReplayer) -> Result<(u64, bool
         }
         passes += 1;
     }
+}
+
+/// Replays the trace once, streamed; returns 1 whole pass, or 0 and true if a stop signal ended it.
+fn replay_once(trace: &Path, replayer: &mut LiveReplayer) -> Result<(u64, bool), String> {
+    for event in TraceInput::open(trace)? {
+        if STOP.load(Ordering::SeqCst) {
+            return Ok((0, true));
+        }
+        replayer.apply(&event?);
+    }
+    Ok((1, false))
 }
 
 fn is_file_op(event: &TraceEvent) -> bool {
@@ -153,6 +161,7 @@ fn to_json<'a>(args: &ReplayArgs, report: &'a LiveReplayReport, passes: u64, sto
         elapsed_ns: t.elapsed_ns,
         ops: t.ops,
         latency_ns: Latency { p50: t.p50_ns, p99: t.p99_ns, max: t.max_ns },
+        by_op: &t.by_op,
         done: report.done,
         skipped: report.skipped,
         ignored: report.ignored,

@@ -135,12 +135,14 @@ pub fn build(points: &Points, plot_link: &str) -> Result<Section, String> {
         "Every app is a synthetic trace (`mcfs trace synth --fasttrack`, docs/SYNTH.md): FG scenarios \
          `launch` (Gallery), `switch` (Camera), `load` (Game); BG apps `update` (write-heavy) and `backup` \
          (read-heavy), looped while the FG app runs. **Live**: each app is a real process with its own uid \
-         replaying its trace (`mcfs trace replay`) on a real mount over the emulated eMMC (`mcfs flashdev`); \
-         the FG response time is its trace's first operation to its last completion. **Simulated**: the \
-         same traces through the engine in virtual time on the modelled device. Configs: {}. FastT alone \
+         replaying its trace (`mcfs trace replay`) on a real mount over the emulated flash (`mcfs flashdev`, \
+         profile {}); the FG response time is its trace's first operation to its last completion. \
+         **Simulated**: the same traces through the engine in virtual time on the modelled device \
+         (`mcfs sim --fasttrack`). Configs: {}. FastT alone \
          uses the device's FG-first scheduler; every other config a FIFO device. Times are medians of \
          {} run(s) per point ({} runs read); ratios are over the FG-only time of the same file system \
          (ext4 alone for ext4, mcfs with FastTrack off alone for every mcfs config).\n\n",
+        devices_text(points),
         configs_text(),
         reps_text(points),
         points.runs()
@@ -161,7 +163,28 @@ pub fn build(points: &Points, plot_link: &str) -> Result<Section, String> {
         md.push_str(&link(&chart.title, plot_link, &format!("fasttrack-fig13-{source}.svg")));
         plots.push((format!("fasttrack-fig13-{source}.svg"), render_svg(&chart)?));
     }
+    md.push_str(&censored_note(points));
     Ok(Section { markdown: md, plots })
+}
+
+/// The points whose runs hit the study's time limit: their times, and every ratio made from them, are
+/// lower bounds.
+fn censored_note(points: &Points) -> String {
+    let list: Vec<String> = points
+        .censored()
+        .map(|(k, n)| {
+            let bg = if k.bg_count == 0 { "alone".to_string() } else { format!("{} × {}", k.bg_count, k.bg_kind) };
+            format!("{} {} {bg} under {} ({n} of {} runs)", k.source, k.scenario, label(&k.config), points.reps(k))
+        })
+        .collect();
+    if list.is_empty() {
+        return String::new();
+    }
+    format!(
+        "**Stopped at the time limit** (the FG app was stopped between two operations; these times and the \
+         ratios made from them are lower bounds, the time saved against them an upper bound): {}.\n\n",
+        list.join("; ")
+    )
 }
 
 fn link(title: &str, plot_link: &str, file: &str) -> String {
@@ -180,6 +203,16 @@ fn configs_text() -> String {
     ];
     let list: Vec<String> = about.iter().map(|(c, what)| format!("{} (`{c}`) = {what}", label(c))).collect();
     list.join("; ")
+}
+
+/// "`emmc-cq`", or "unknown" when no record names its device.
+fn devices_text(points: &Points) -> String {
+    let names: Vec<String> = points.devices().map(|d| format!("`{d}`")).collect();
+    if names.is_empty() {
+        "unknown".into()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// "3" when every point has as many repetitions, else "1–3".
@@ -349,7 +382,7 @@ fn fig13_table(study: &Study, source: &str) -> String {
     }
     format!(
         "Camera switch time with 0–6 BG apps (half Update, half Backup), × the FG-only time of the same file \
-         system; the last column compares absolute times.\n\n{}\n",
+         system; the last column compares absolute times (negative: FastT was slower).\n\n{}\n",
         t.render()
     )
 }
@@ -384,6 +417,8 @@ mod tests {
             config: config.into(),
             rep: 0,
             fg_seconds,
+            device: "emmc-cq".into(),
+            censored: false,
         }
     }
 
@@ -411,6 +446,7 @@ mod tests {
             runs.push(run("live", "switch", MIXED, n, EXT4, 2.0 * f64::from(n)));
         }
         runs.push(run("live", "switch", NONE, 0, FASTT, 0.5));
+        runs.push(Run { censored: true, ..run("live", "switch", MIXED, 6, FASTT_MINUS, 30.0) });
         Points::from_runs(runs)
     }
 
@@ -455,9 +491,11 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| Camera switch, FastT, 6 BG apps (× FG-only) | 1.27× (Fig. 13) | 1.60× | – |"), "{md}");
-        assert!(md.contains("| 6 | 12.00× | – | 1.60× | 93.3 % |"), "{md}");
+        assert!(md.contains("| 6 | 12.00× | 60.00× | 1.60× | 93.3 % |"), "{md}");
         assert!(md.contains("81.2 %"), "FastT⁻ saves 1 − 0.75/4: {md}");
         assert!(md.contains("Times are medians of 1–3 run(s)"), "{md}");
+        assert!(md.contains("profile `emmc-cq`"), "{md}");
+        assert!(md.contains("an upper bound): live switch 6 × mixed under FastT⁻ (1 of 1 runs)."), "{md}");
         assert!(!md.contains("simulated: one BG app"), "no simulated results, no simulated tables");
         let files: Vec<&str> = section.plots.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(files, ["fasttrack-fig10-live.svg", "fasttrack-fig13-live.svg"]);

@@ -8,7 +8,7 @@
 //! in, and a line that cannot be read stops the report with its file, its line number and the cause.
 
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
@@ -28,6 +28,12 @@ pub struct Run {
     pub rep: u32,
     /// The FG app's response time: its trace's first operation to its last completion.
     pub fg_seconds: f64,
+    /// The device profile the run had (`emmc-cq`, ...); empty if the record does not say.
+    #[serde(default)]
+    pub device: String,
+    /// The run was stopped at the study's time limit: `fg_seconds` is a lower bound.
+    #[serde(default)]
+    pub censored: bool,
 }
 
 /// Where a point was measured, what ran in the foreground and the background, and under which config.
@@ -56,19 +62,41 @@ impl PointKey {
 #[derive(Clone, Debug, Default)]
 pub struct Points {
     times: BTreeMap<PointKey, Vec<f64>>,
+    /// Every device profile a run named.
+    devices: BTreeSet<String>,
+    /// Runs stopped at the time limit, per point.
+    censored: BTreeMap<PointKey, usize>,
 }
 
 impl Points {
     pub fn from_runs(runs: impl IntoIterator<Item = Run>) -> Points {
         let mut times: BTreeMap<PointKey, Vec<f64>> = BTreeMap::new();
+        let mut devices = BTreeSet::new();
+        let mut censored: BTreeMap<PointKey, usize> = BTreeMap::new();
         for run in runs {
+            if !run.device.is_empty() {
+                devices.insert(run.device.clone());
+            }
             let key = PointKey::new(&run.source, &run.scenario, &run.bg_kind, run.bg_count, &run.config);
+            if run.censored {
+                *censored.entry(key.clone()).or_default() += 1;
+            }
             times.entry(key).or_default().push(run.fg_seconds);
         }
         for t in times.values_mut() {
             t.sort_by(f64::total_cmp);
         }
-        Points { times }
+        Points { times, devices, censored }
+    }
+
+    /// The points with runs stopped at the time limit, and how many of their runs were.
+    pub fn censored(&self) -> impl Iterator<Item = (&PointKey, usize)> {
+        self.censored.iter().map(|(k, n)| (k, *n))
+    }
+
+    /// The device profiles the runs had, sorted.
+    pub fn devices(&self) -> impl Iterator<Item = &str> {
+        self.devices.iter().map(String::as_str)
     }
 
     /// The median response time of a point (`None` if it was not run or a time is not finite).
@@ -153,6 +181,8 @@ mod tests {
             config: config.into(),
             rep,
             fg_seconds: t,
+            device: "emmc-cq".into(),
+            censored: t > 2.5,
         };
         let points =
             Points::from_runs([run("fastt", 0, 3.0), run("ext4", 0, 9.0), run("fastt", 1, 1.0), run("fastt", 2, 2.0)]);
@@ -161,6 +191,9 @@ mod tests {
         assert_eq!(points.median(&PointKey::new("sim", "launch", "update", 1, "fastt")), None);
         let keys: Vec<&str> = points.keys().map(|k| k.config.as_str()).collect();
         assert_eq!(keys, ["ext4", "fastt"]);
+        assert_eq!(points.devices().collect::<Vec<_>>(), ["emmc-cq"]);
+        let censored: Vec<(&str, usize)> = points.censored().map(|(k, n)| (k.config.as_str(), n)).collect();
+        assert_eq!(censored, [("ext4", 1), ("fastt", 1)]);
     }
 
     #[test]

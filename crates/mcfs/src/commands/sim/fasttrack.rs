@@ -8,7 +8,9 @@
 //! (only when there are BG apps). Like `mcfs trace replay`, which issues each operation as soon as the
 //! previous one returned, the simulated apps get no think time: the traces' own gaps (the generator's
 //! model of a phone's CPU) are dropped. BG apps must still be running when the FG app finishes, as the
-//! live ones loop until stopped: the run is repeated with more passes of the BG traces until they are.
+//! live ones loop until stopped: the run is repeated with more passes of the BG traces until they are,
+//! or until more passes no longer take more time (they hit the cache, so they no longer touch the device
+//! and cannot change the FG app's time; `bg_covered` is then false).
 //!
 //! Invariant: the output is a pure function of the traces, the config, the device and the options (the
 //! simulator is deterministic), and `--json` prints one line that starts with `{"fg_seconds":`.
@@ -36,14 +38,14 @@ const MAX_PASSES: u64 = 512;
 #[derive(Args, Debug)]
 pub struct ScenarioArgs {
     /// A BG app's workload directory (setup.trace, run.trace); repeat for more BG apps.
-    #[arg(long = "bg", value_name = "DIR", requires = "fasttrack")]
+    #[arg(long = "bg", value_name = "DIR", conflicts_with = "trace")]
     pub bg: Vec<PathBuf>,
     /// The device's command scheduler: `priority` (FG read > FG write > BG read > BG write, FastTrack
     /// §4.5) or `fifo`.
-    #[arg(long, value_name = "POLICY", default_value = "fifo", requires = "fasttrack", value_parser = parse_policy)]
+    #[arg(long, value_name = "POLICY", default_value = "fifo", conflicts_with = "trace", value_parser = parse_policy)]
     pub scheduler: SchedPolicy,
     /// Seconds the BG apps run before the FG app starts (with BG apps only).
-    #[arg(long, value_name = "SECONDS", default_value = "2", requires = "fasttrack", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", default_value = "2", conflicts_with = "trace", value_parser = parse_seconds)]
     pub warmup: Duration,
 }
 
@@ -67,6 +69,9 @@ struct PointJson<'a> {
     bg_apps: Vec<&'a str>,
     /// Passes of each BG trace the reported run took.
     bg_passes: u64,
+    /// Every BG app still ran when the FG app finished (false: a BG app's further passes took no device
+    /// time, so repeating it more would not change the FG app's time).
+    bg_covered: bool,
     warmup_ns: u64,
     report: &'a ScenarioReport,
 }
@@ -88,6 +93,7 @@ pub fn run(
         std::iter::once(&fg).chain(&bgs).zip(FG_UID..).map(|(w, uid)| (w.name.clone(), uid, w.setup.clone())).collect();
     let warmup_ns = if bgs.is_empty() { 0 } else { u64::try_from(args.warmup.as_nanos()).unwrap_or(u64::MAX) };
     let mut passes = FIRST_PASSES;
+    let mut last_bg_done = 0;
     loop {
         let mut apps: Vec<AppTrace> = vec![(fg.name.clone(), FG_UID, back_to_back(&fg.run, 1, warmup_ns))];
         apps.extend(
@@ -96,21 +102,30 @@ pub fn run(
         let report = run_scenario_after_setup(&setup, &apps, config.clone(), device.clone(), args.scheduler)?;
         let fg_done = report.apps.get(&fg.name).map_or(0, |a| a.last_done_ns);
         let bg_done = bgs.iter().filter_map(|w| report.apps.get(&w.name)).map(|a| a.last_done_ns).min();
+        let point = Point { passes, covered: true };
         match bg_done {
             Some(bg_done) if bg_done < fg_done => {
-                // Enough passes, with a margin, for the slowest-ending BG app to outlast the FG app.
-                let wanted = passes.saturating_mul(fg_done).div_ceil(bg_done.max(1)).saturating_mul(5).div_ceil(4) + 1;
-                if passes >= MAX_PASSES {
-                    return Err(format!(
-                        "the BG apps finished {MAX_PASSES} passes of their traces before the FG app finished; \
-                         give them longer traces"
-                    ));
+                // More passes that took no more time do no more I/O (their data is cached): the FG app's
+                // time would not change, so this run stands, marked as not covered.
+                if bg_done <= last_bg_done || passes >= MAX_PASSES {
+                    return output(&fg, &bgs, Point { covered: false, ..point }, warmup_ns, &report, json);
                 }
+                last_bg_done = bg_done;
+                // Enough passes, with a margin, for the earliest-ending BG app to outlast the FG app.
+                let wanted = passes.saturating_mul(fg_done).div_ceil(bg_done.max(1)).saturating_mul(5).div_ceil(4);
                 passes = wanted.clamp(passes + 1, MAX_PASSES);
             }
-            _ => return output(&fg, &bgs, passes, warmup_ns, &report, json),
+            _ => return output(&fg, &bgs, point, warmup_ns, &report, json),
         }
     }
+}
+
+/// How the BG apps' traces were repeated in the reported run.
+#[derive(Clone, Copy)]
+struct Point {
+    passes: u64,
+    /// Every BG app was still running when the FG app finished.
+    covered: bool,
 }
 
 /// `dir/setup.trace` and `dir/run.trace` (or `.bin`), named by the app of their events.
@@ -143,17 +158,19 @@ fn back_to_back(events: &[TraceEvent], passes: u64, at_ns: u64) -> Vec<TraceEven
 fn output(
     fg: &Workload,
     bgs: &[Workload],
-    passes: u64,
+    point: Point,
     warmup_ns: u64,
     report: &ScenarioReport,
     json: bool,
 ) -> Result<(), String> {
     let fg_report = report.apps.get(&fg.name).ok_or_else(|| format!("the FG app \"{}\" did not run", fg.name))?;
+    let passes = point.passes;
     let point = PointJson {
         fg_seconds: fg_report.response_ns as f64 / 1e9,
         fg_app: &fg.name,
         bg_apps: bgs.iter().map(|w| w.name.as_str()).collect(),
         bg_passes: passes,
+        bg_covered: point.covered,
         warmup_ns,
         report,
     };

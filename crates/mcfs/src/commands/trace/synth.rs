@@ -50,7 +50,7 @@ pub struct SynthArgs {
     #[arg(long, value_name = "KIND", conflicts_with_all = ["io", "user", "duration", "suite", "list"])]
     pub fasttrack: Option<String>,
     /// Scale of the FastTrack workload's file sizes: 1 as documented, 0.5 half as large.
-    #[arg(long, value_name = "F", default_value = "1", requires = "fasttrack", value_parser = parse_scale)]
+    #[arg(long, value_name = "F", default_value = "1", conflicts_with_all = ["io", "user", "suite", "list"], value_parser = parse_scale)]
     pub scale: u64,
 }
 
