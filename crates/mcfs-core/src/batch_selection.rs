@@ -19,14 +19,24 @@ use crate::policy::prediction_score::ScoredPredictor;
 use crate::policy::schedule::{schedule, PendingVct};
 use crate::state::State;
 use crate::types::PAGE_SIZE;
-use crate::vct::{ClosedEntry, ClosedVct};
+use crate::vct::{AppId, ClosedEntry, ClosedVct};
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
-/// What the next background checkpoint takes.
+/// What a checkpoint takes.
 pub enum Selection {
     All,
     Only(HashSet<u64>),
+    /// An app's closed VCTs and everything they need first (a sync-mode
+    /// fsync: the app does not wait for other apps' independent data).
+    AppAndNeeds(AppId),
+}
+
+/// The ids of `app`'s closed VCTs and of every VCT they need first.
+pub fn app_and_needs(st: &State, app: AppId) -> HashSet<u64> {
+    let mut chosen = st.closed.iter().filter(|v| v.app == app).map(|v| v.id).collect();
+    close_under_dependencies(st, &mut chosen);
+    chosen
 }
 
 pub fn select(st: &mut State, predictor: Option<&mut ScoredPredictor>, now: SystemTime) -> Selection {

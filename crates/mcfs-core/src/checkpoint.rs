@@ -59,11 +59,19 @@ impl Engine {
         self.commit(trigger, &Selection::All)
     }
 
+    /// A sync-mode commit of `app`'s data: its VCTs and what they depend on,
+    /// not other apps' independent data. After a failed checkpoint the queue
+    /// may lack dependencies on the batch that went back: then everything.
+    pub(crate) fn commit_app(&self, app: AppId) -> FsResult<()> {
+        let selection =
+            if self.counters.lock().retry_at.is_some() { Selection::All } else { Selection::AppAndNeeds(app) };
+        self.commit(Trigger::App(app), &selection)
+    }
+
     /// Closes the VCTs `trigger` names, then commits the closed VCTs
     /// `selection` picks (oldest first) in one journal transaction.
     fn commit(&self, trigger: Trigger, selection: &Selection) -> FsResult<()> {
-        // A foreground request waiting here must not hold back the checkpoint it waits for.
-        let mut journal = self.dispatch.fg_waits_on_bg(|| self.journal.lock());
+        let mut journal = self.dispatch.take_journal(|| self.journal.lock());
         self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
         let (batch, live, skip) = {
@@ -82,6 +90,10 @@ impl Engine {
             let batch = match selection {
                 Selection::All => st.take_closed(|_| true),
                 Selection::Only(ids) => st.take_closed(|v| ids.contains(&v.id)),
+                Selection::AppAndNeeds(app) => {
+                    let ids = crate::batch_selection::app_and_needs(&st, *app);
+                    st.take_closed(|v| ids.contains(&v.id))
+                }
             };
             if batch.is_empty() {
                 drop(st);

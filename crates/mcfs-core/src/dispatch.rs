@@ -9,12 +9,16 @@
 //! boundary (`yield_point`), holding no engine lock, then resumes where it
 //! stopped. System requests neither wait nor make others wait.
 //!
-//! Aging bound: one BG wait (at admission or at one segment boundary) ends
-//! after `fasttrack.aging_ms` of the engine's clock even if FG requests are
-//! still in flight, so BG work always advances by at least one segment per
-//! bound and is never starved. An FG request that itself waits for BG work
-//! (a checkpoint it needs, `fg_waits_on_bg`) does not count as in flight
-//! meanwhile, so it cannot hold back the work it waits for.
+//! Aging bound: one BG wait (at admission, at one segment boundary, or for
+//! the journal) ends after `fasttrack.aging_ms` of the engine's clock even if
+//! FG work still goes on, so BG work always advances by at least one segment
+//! per bound and is never starved.
+//!
+//! The journal (the right to commit) is taken FG first: an FG request that
+//! must commit (a sync-mode fsync, a throttled write) goes before BG commits
+//! still waiting for it, and while it waits for a BG commit in progress it
+//! does not count as in flight, so it does not hold that commit back
+//! (`take_journal`; priority inheritance, in effect).
 //!
 //! The class of the work a thread is doing lives in a thread-local set by
 //! `admit` and `background_work`, so engine code deep in a call can ask
@@ -68,10 +72,14 @@ pub struct DispatchStats {
     pub bg_wait_ns: u64,
     /// Checkpoint apply segments held back for FG work.
     pub checkpoint_holds: u64,
+    /// BG commits that let an FG request take the journal first.
+    pub journal_yields: u64,
 }
 
 struct Gate {
     fg_in_flight: u32,
+    /// FG requests waiting to take the journal (to commit their app's data).
+    fg_at_journal: u32,
     stats: DispatchStats,
 }
 
@@ -88,6 +96,7 @@ pub struct Dispatcher {
 enum WaitKind {
     Request,
     Checkpoint,
+    Journal,
 }
 
 /// An admitted request; dropping it ends the request (FG: no longer in flight).
@@ -114,7 +123,7 @@ const RECHECK: Duration = Duration::from_millis(5);
 impl Dispatcher {
     pub fn new(clock: Arc<dyn Clock>, aging: Duration, switches: Switches) -> Dispatcher {
         Dispatcher {
-            gate: Mutex::new(Gate { fg_in_flight: 0, stats: DispatchStats::default() }),
+            gate: Mutex::new(Gate { fg_in_flight: 0, fg_at_journal: 0, stats: DispatchStats::default() }),
             fg_done: Condvar::new(),
             clock,
             aging,
@@ -171,18 +180,34 @@ impl Dispatcher {
         }
     }
 
-    /// Runs `f`, during which the calling FG request waits for BG work (a
-    /// checkpoint): it does not count as in flight, so it does not hold back
-    /// what it waits for (priority inheritance, in effect).
-    pub fn fg_waits_on_bg<T>(&self, f: impl FnOnce() -> T) -> T {
-        let fg = current().is_some_and(|w| w.class == IoClass::Foreground);
-        if !fg {
-            return f();
+    /// Takes the journal with `lock` (the right to commit). An FG request
+    /// goes ahead of BG commits still waiting for it, and while it waits it
+    /// does not count as in flight, so it does not hold back the BG commit it
+    /// waits for (priority inheritance, in effect). A BG commit waits while FG
+    /// requests are waiting for the journal, up to the aging bound.
+    pub fn take_journal<T>(&self, lock: impl FnOnce() -> T) -> T {
+        match current().map(|w| w.class) {
+            Some(IoClass::Foreground) => {
+                {
+                    let mut gate = self.gate.lock();
+                    gate.fg_at_journal += 1;
+                }
+                self.fg_leaves();
+                let taken = lock();
+                let mut gate = self.gate.lock();
+                gate.fg_at_journal -= 1;
+                gate.fg_in_flight += 1;
+                if gate.fg_at_journal == 0 {
+                    self.fg_done.notify_all();
+                }
+                taken
+            }
+            Some(IoClass::Background) if self.switches.preempt_requests || self.switches.hold_checkpoints => {
+                self.wait_while(WaitKind::Journal, |gate| gate.fg_at_journal > 0);
+                lock()
+            }
+            _ => lock(),
         }
-        self.fg_leaves();
-        let out = f();
-        self.gate.lock().fg_in_flight += 1;
-        out
     }
 
     /// FG requests in flight now.
@@ -202,22 +227,29 @@ impl Dispatcher {
         }
     }
 
-    /// Waits while FG requests are in flight, at most the aging bound of
-    /// the engine's clock.
+    /// Waits while FG requests are in flight, at most the aging bound.
     fn wait_for_fg(&self, kind: WaitKind) {
+        self.wait_while(kind, |gate| gate.fg_in_flight > 0);
+    }
+
+    /// Waits while `held` says FG work goes first, at most the aging bound
+    /// of the engine's clock.
+    fn wait_while(&self, kind: WaitKind, held: impl Fn(&Gate) -> bool) {
         let mut gate = self.gate.lock();
-        if gate.fg_in_flight == 0 {
+        if !held(&gate) {
             return;
         }
         let started = self.clock.now();
         gate.stats.bg_waits += 1;
-        if kind == WaitKind::Checkpoint {
-            gate.stats.checkpoint_holds += 1;
+        match kind {
+            WaitKind::Request => {}
+            WaitKind::Checkpoint => gate.stats.checkpoint_holds += 1,
+            WaitKind::Journal => gate.stats.journal_yields += 1,
         }
         loop {
             let waited = elapsed(started, self.clock.now());
-            if gate.fg_in_flight == 0 || waited >= self.aging {
-                gate.stats.bg_aged += u64::from(gate.fg_in_flight > 0);
+            if !held(&gate) || waited >= self.aging {
+                gate.stats.bg_aged += u64::from(held(&gate));
                 gate.stats.bg_wait_ns += waited.as_nanos() as u64;
                 return;
             }

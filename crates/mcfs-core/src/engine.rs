@@ -459,7 +459,7 @@ impl Engine {
             let stale = crate::checkpoint::stale_bytes(&st, app);
             if stale > 0 && stale + data.len() as u64 > crate::checkpoint::limits_of(&st, app).max_stale_bytes {
                 drop(st);
-                self.stalled(app, || self.run_checkpoint(Trigger::App(app)))?;
+                self.stalled(app, || self.commit_app(app))?;
                 continue;
             }
             let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
@@ -539,7 +539,7 @@ impl Engine {
         }
         counters.fsync_honoured += 1;
         drop(st);
-        self.stalled(app, || self.run_checkpoint(Trigger::App(app)))
+        self.stalled(app, || self.commit_app(app))
     }
 
     /// Runs a checkpoint an app's call waits for, counting the wait as the

@@ -95,14 +95,43 @@ fn system_requests_neither_wait_nor_hold_anyone_back() {
 }
 
 #[test]
-fn an_fg_request_waiting_for_bg_work_does_not_hold_it_back() {
+fn an_fg_request_waiting_for_the_journal_does_not_hold_back_the_bg_commit_holding_it() {
     let clock = Arc::new(ManualClock::new());
     let d = dispatcher(&clock);
     let _fg = d.admit(IoClass::Foreground, FG.uid);
     assert_eq!(d.fg_in_flight(), 1);
-    let inside = d.fg_waits_on_bg(|| d.fg_in_flight());
-    assert_eq!(inside, 0, "while it waits for BG work, the FG request is not in flight");
+    let inside = d.take_journal(|| d.fg_in_flight());
+    assert_eq!(inside, 0, "while it waits for the journal, the FG request is not in flight");
     assert_eq!(d.fg_in_flight(), 1);
+}
+
+#[test]
+fn an_fg_request_takes_the_journal_before_waiting_bg_commits() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let journal = Mutex::new(());
+    let log = Mutex::new(Vec::new());
+    let held = journal.lock().unwrap(); // a BG commit in progress
+    thread::scope(|s| {
+        let fg = s.spawn(|| {
+            let _a = d.admit(IoClass::Foreground, FG.uid);
+            let _j = d.take_journal(|| journal.lock().unwrap());
+            log.lock().unwrap().push("fg commits");
+        });
+        eventually("the FG request to wait for the journal", || d.fg_in_flight() == 0);
+        let bg = s.spawn(|| {
+            d.background_work(|| {
+                let _j = d.take_journal(|| journal.lock().unwrap());
+                log.lock().unwrap().push("bg commits");
+            })
+        });
+        eventually("the BG commit to yield", || d.stats().journal_yields == 1);
+        drop(held);
+        fg.join().unwrap();
+        bg.join().unwrap();
+    });
+    assert_eq!(*log.lock().unwrap(), ["fg commits", "bg commits"]);
+    assert_eq!(d.stats().bg_aged, 0);
 }
 
 #[test]

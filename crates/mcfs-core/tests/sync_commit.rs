@@ -1,0 +1,65 @@
+//! A sync-mode fsync commits its app's data and what that data depends on,
+//! not other apps' independent data: an app's durable fsync does not wait
+//! for (nor write out) a background app's pile of writes.
+
+use mcfs_core::*;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
+
+const A: Caller = Caller { uid: 10001, gid: 10001, pid: 1 };
+const B: Caller = Caller { uid: 10002, gid: 10002, pid: 2 };
+
+fn engine() -> (Arc<MemBackend>, Engine) {
+    let config = Config::from_toml(
+        "transaction_policy = \"close-on-fsync\"\n[[apps]]\nname = \"a\"\nuids = [10001]\nmode = \"sync\"\n",
+    )
+    .expect("config");
+    let backend = Arc::new(MemBackend::new());
+    let engine = Engine::start(backend.clone(), Arc::new(ManualClock::new()), config).expect("engine starts");
+    (backend, engine)
+}
+
+/// What the backing store holds at `path` (None: no such file).
+fn contents(backend: &MemBackend, path: &str) -> Option<Vec<u8>> {
+    let size = backend.stat(Path::new(path)).ok()?.size as usize;
+    let mut buf = vec![0; size];
+    let n = backend.read_at(Path::new(path), 0, &mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+fn committed(engine: &Engine, app: &str) -> u64 {
+    engine.stats().apps[app].vcts_committed
+}
+
+#[test]
+fn a_sync_fsync_leaves_other_apps_independent_data_in_memory() {
+    let (backend, engine) = engine();
+    let dir_a = engine.mkdir(A, ROOT_INO, OsStr::new("a"), 0o755).unwrap().ino;
+    let dir_b = engine.mkdir(B, ROOT_INO, OsStr::new("b"), 0o755).unwrap().ino;
+    engine.checkpoint().unwrap();
+    let fb = engine.create(B, dir_b, OsStr::new("big"), 0o644, false).unwrap().ino;
+    engine.write(Some(B), fb, 0, &vec![2; 1 << 20]).unwrap();
+    engine.fsync(Some(B), fb).unwrap(); // memory mode: B's VCT closes and waits
+    let fa = engine.create(A, dir_a, OsStr::new("small"), 0o644, false).unwrap().ino;
+    engine.write(Some(A), fa, 0, b"durable").unwrap();
+    let b_before = committed(&engine, "uid:10002");
+    engine.fsync(Some(A), fa).unwrap();
+    assert!(committed(&engine, "a") > 0);
+    assert_eq!(committed(&engine, "uid:10002"), b_before, "B's independent VCT was not A's to commit");
+    assert_eq!(contents(&backend, "a/small").expect("A's data is durable"), b"durable".to_vec());
+    assert!(contents(&backend, "b/big").is_none_or(|d| d.is_empty()), "B's data stays in memory");
+}
+
+#[test]
+fn a_sync_fsync_commits_the_other_apps_data_it_depends_on() {
+    let (backend, engine) = engine();
+    let dir = engine.mkdir(B, ROOT_INO, OsStr::new("shared"), 0o777).unwrap().ino;
+    engine.fsync(Some(B), dir).unwrap(); // B's mkdir closes in its own VCT, uncommitted
+    let fa = engine.create(A, dir, OsStr::new("inside"), 0o644, false).unwrap().ino;
+    engine.write(Some(A), fa, 0, b"needs B's mkdir").unwrap();
+    engine.fsync(Some(A), fa).unwrap();
+    assert!(committed(&engine, "uid:10002") > 0, "A's file needs B's directory committed first");
+    assert_eq!(contents(&backend, "shared/inside").expect("A's data is durable"), b"needs B's mkdir".to_vec());
+}
