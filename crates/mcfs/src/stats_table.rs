@@ -69,13 +69,14 @@ fn render_fasttrack(fasttrack: &Map<String, Value>) -> String {
     let foreground = fasttrack.get("foreground").and_then(Value::as_str).unwrap_or("none");
     format!(
         "foreground-first I/O\n  foreground app {foreground}\n  requests fg {}, bg {}; bg waits {} ({} ended by aging), \
-         waited {:.3} s; checkpoint holds {}\n",
+         waited {:.3} s; checkpoint holds {}, journal yields {}\n",
         count("fg_requests"),
         count("bg_requests"),
         count("bg_waits"),
         count("bg_aged"),
         count("bg_wait_ns") as f64 / 1e9,
-        count("checkpoint_holds")
+        count("checkpoint_holds"),
+        count("journal_yields")
     )
 }
 
@@ -211,11 +212,12 @@ mod tests {
     #[test]
     fn foreground_first_dispatch_is_summarised() {
         let stats = json!({"fasttrack": {"foreground": "uid:10002", "fg_requests": 12, "bg_requests": 30,
-            "bg_waits": 4, "bg_aged": 1, "bg_wait_ns": 250_000_000u64, "checkpoint_holds": 2}});
+            "bg_waits": 4, "bg_aged": 1, "bg_wait_ns": 250_000_000u64, "checkpoint_holds": 2,
+            "journal_yields": 3}});
         let text = render(&stats);
         assert!(text.contains("foreground app uid:10002"), "{text}");
         assert!(text.contains("requests fg 12, bg 30; bg waits 4 (1 ended by aging), waited 0.250 s"), "{text}");
-        assert!(text.contains("checkpoint holds 2"), "{text}");
+        assert!(text.contains("checkpoint holds 2, journal yields 3"), "{text}");
         let none = render(&json!({"fasttrack": {"foreground": null}}));
         assert!(none.contains("foreground app none") && none.contains("requests fg 0, bg 0"), "{none}");
     }
