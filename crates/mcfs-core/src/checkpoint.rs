@@ -71,6 +71,12 @@ impl Engine {
     /// Closes the VCTs `trigger` names, then commits the closed VCTs
     /// `selection` picks (oldest first) in one journal transaction.
     fn commit(&self, trigger: Trigger, selection: &Selection) -> FsResult<()> {
+        let done = self.commit_holding_journal(trigger, selection);
+        self.dispatch.commit_done();
+        done
+    }
+
+    fn commit_holding_journal(&self, trigger: Trigger, selection: &Selection) -> FsResult<()> {
         let mut journal = self.dispatch.take_journal(|| self.journal.lock());
         self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
@@ -118,7 +124,8 @@ impl Engine {
             skip: &skip,
             ops: Vec::new(),
         };
-        if let Err(e) = write_transaction(&mut journal, seq, &batch, &mut compiler) {
+        let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &|| self.dispatch.commit_step());
+        if let Err(e) = written {
             let _ = journal.abort();
             self.state.lock().requeue_closed(batch);
             return Err(self.failed("writing the journal", &e));
@@ -366,11 +373,13 @@ fn write_transaction(
     seq: u64,
     batch: &[ClosedVct],
     compiler: &mut Compiler,
+    step: &dyn Fn(),
 ) -> std::io::Result<()> {
     journal.begin(seq)?;
     for entry in batch.iter().flat_map(|v| v.entries.iter()) {
         compiler.entry(entry);
         for op in compiler.ops.drain(..) {
+            step();
             journal.append(&op)?;
         }
     }

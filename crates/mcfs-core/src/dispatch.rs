@@ -35,7 +35,12 @@ use std::time::{Duration, SystemTime};
 thread_local! {
     /// The class of the request or job this thread is running, with its uid.
     static CURRENT: Cell<Option<Work>> = const { Cell::new(None) };
+    /// Whether this thread's BG commit runs at FG I/O priority for an FG request waiting for it.
+    static BOOSTED: Cell<bool> = const { Cell::new(false) };
 }
+
+/// Gives the calling thread the I/O priority of a class (the front end's `ioprio_set`).
+pub type IoPriorityHook = Box<dyn Fn(IoClass) + Send + Sync>;
 
 /// What a thread is running: a request of a uid's app, or the engine's own background work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +79,8 @@ pub struct DispatchStats {
     pub checkpoint_holds: u64,
     /// BG commits that let an FG request take the journal first.
     pub journal_yields: u64,
+    /// BG commits raised to FG I/O priority because an FG request waited for them.
+    pub commits_boosted: u64,
 }
 
 struct Gate {
@@ -85,6 +92,7 @@ struct Gate {
 
 pub struct Dispatcher {
     gate: Mutex<Gate>,
+    io_priority: std::sync::OnceLock<IoPriorityHook>,
     fg_done: Condvar,
     clock: Arc<dyn Clock>,
     aging: Duration,
@@ -123,6 +131,7 @@ const RECHECK: Duration = Duration::from_millis(5);
 impl Dispatcher {
     pub fn new(clock: Arc<dyn Clock>, aging: Duration, switches: Switches) -> Dispatcher {
         Dispatcher {
+            io_priority: std::sync::OnceLock::new(),
             gate: Mutex::new(Gate { fg_in_flight: 0, fg_at_journal: 0, stats: DispatchStats::default() }),
             fg_done: Condvar::new(),
             clock,
@@ -169,9 +178,38 @@ impl Dispatcher {
         }
     }
 
+    /// How the front end sets a thread's I/O priority; set once, with
+    /// `fasttrack.dispatch`. Without it no commit is ever boosted.
+    pub fn set_io_priority_hook(&self, hook: IoPriorityHook) {
+        let _ = self.io_priority.set(hook);
+    }
+
+    /// A step of a commit's journal writing or apply. A BG commit that an FG
+    /// request is waiting for (at the journal) goes on at FG I/O priority
+    /// until it ends (`commit_done`): priority inheritance down to the
+    /// device, so the FG request does not wait behind BG I/O for a commit
+    /// whose end it needs.
+    pub fn commit_step(&self) {
+        let Some(hook) = self.io_priority.get() else { return };
+        if BOOSTED.with(Cell::get) || !current_is_background() || self.gate.lock().fg_at_journal == 0 {
+            return;
+        }
+        BOOSTED.with(|b| b.set(true));
+        self.gate.lock().stats.commits_boosted += 1;
+        hook(IoClass::Foreground);
+    }
+
+    /// The commit is over: a boosted thread goes back to its own priority.
+    pub fn commit_done(&self) {
+        if let (Some(hook), true) = (self.io_priority.get(), BOOSTED.with(|b| b.replace(false))) {
+            hook(current().map_or(IoClass::Background, |w| w.class));
+        }
+    }
+
     /// A segment boundary of a checkpoint's apply: held back while FG
     /// requests are in flight, unless an FG or system request runs it.
     pub fn checkpoint_segment_boundary(&self) {
+        self.commit_step();
         let held = (self.switches.hold_checkpoints || self.switches.preempt_requests) && current_is_background();
         if held {
             self.wait_for_fg(WaitKind::Checkpoint);

@@ -4,7 +4,7 @@
 //! `dispatch` and the cache's reclaim order.
 
 use crate::app_status::IoClass;
-use crate::dispatch::{Admission, DispatchStats};
+use crate::dispatch::{Admission, DispatchStats, IoPriorityHook};
 use crate::engine::Engine;
 use crate::state::State;
 use crate::stats::FastTrackStats;
@@ -57,6 +57,12 @@ impl Engine {
     pub fn admit(&self, caller: Caller) -> Admission<'_> {
         let class = self.io_class(caller.uid);
         self.dispatch.admit(class, caller.uid)
+    }
+
+    /// How the front end sets a thread's I/O priority, so that a background
+    /// commit an FG request waits for can run at FG priority (`dispatch`).
+    pub fn set_io_priority_hook(&self, hook: IoPriorityHook) {
+        self.dispatch.set_io_priority_hook(hook);
     }
 
     pub fn dispatch_stats(&self) -> DispatchStats {

@@ -209,3 +209,39 @@ fn a_background_checkpoint_holds_its_apply_while_fg_requests_are_in_flight() {
     assert_eq!(engine.stats().checkpoints, before + 1);
     assert_eq!(engine.read(ino, 0, data.len() as u32).unwrap(), data);
 }
+
+#[test]
+fn a_bg_commit_an_fg_request_waits_for_runs_at_fg_io_priority_until_it_ends() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let set = Arc::new(Mutex::new(Vec::new()));
+    let record = set.clone();
+    d.set_io_priority_hook(Box::new(move |class| record.lock().unwrap().push(class)));
+    let journal = Mutex::new(());
+    let fg_wants_journal = AtomicBool::new(false);
+    let bg_holds_journal = Barrier::new(2);
+    thread::scope(|s| {
+        let bg = s.spawn(|| {
+            d.background_work(|| {
+                let held = d.take_journal(|| journal.lock().unwrap());
+                bg_holds_journal.wait();
+                d.commit_step();
+                assert!(set.lock().unwrap().is_empty(), "nobody waits yet: no boost");
+                eventually("the FG request to wait for the journal", || {
+                    fg_wants_journal.load(Ordering::SeqCst) && d.fg_in_flight() == 0
+                });
+                d.commit_step();
+                d.commit_step();
+                drop(held);
+                d.commit_done();
+            })
+        });
+        bg_holds_journal.wait();
+        let _a = d.admit(IoClass::Foreground, FG.uid);
+        fg_wants_journal.store(true, Ordering::SeqCst);
+        let _j = d.take_journal(|| journal.lock().unwrap());
+        bg.join().unwrap();
+    });
+    assert_eq!(*set.lock().unwrap(), [IoClass::Foreground, IoClass::Background], "raised once, then restored");
+    assert_eq!(d.stats().commits_boosted, 1);
+}

@@ -69,14 +69,15 @@ fn render_fasttrack(fasttrack: &Map<String, Value>) -> String {
     let foreground = fasttrack.get("foreground").and_then(Value::as_str).unwrap_or("none");
     format!(
         "foreground-first I/O\n  foreground app {foreground}\n  requests fg {}, bg {}; bg waits {} ({} ended by aging), \
-         waited {:.3} s; checkpoint holds {}, journal yields {}\n",
+         waited {:.3} s; checkpoint holds {}, journal yields {}, commits boosted {}\n",
         count("fg_requests"),
         count("bg_requests"),
         count("bg_waits"),
         count("bg_aged"),
         count("bg_wait_ns") as f64 / 1e9,
         count("checkpoint_holds"),
-        count("journal_yields")
+        count("journal_yields"),
+        count("commits_boosted")
     )
 }
 
@@ -213,11 +214,11 @@ mod tests {
     fn foreground_first_dispatch_is_summarised() {
         let stats = json!({"fasttrack": {"foreground": "uid:10002", "fg_requests": 12, "bg_requests": 30,
             "bg_waits": 4, "bg_aged": 1, "bg_wait_ns": 250_000_000u64, "checkpoint_holds": 2,
-            "journal_yields": 3}});
+            "journal_yields": 3, "commits_boosted": 1}});
         let text = render(&stats);
         assert!(text.contains("foreground app uid:10002"), "{text}");
         assert!(text.contains("requests fg 12, bg 30; bg waits 4 (1 ended by aging), waited 0.250 s"), "{text}");
-        assert!(text.contains("checkpoint holds 2, journal yields 3"), "{text}");
+        assert!(text.contains("checkpoint holds 2, journal yields 3, commits boosted 1"), "{text}");
         let none = render(&json!({"fasttrack": {"foreground": null}}));
         assert!(none.contains("foreground app none") && none.contains("requests fg 0, bg 0"), "{none}");
     }
