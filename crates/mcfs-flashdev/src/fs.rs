@@ -35,9 +35,6 @@ const TTL: Duration = Duration::from_secs(1);
 /// Inode numbers are not exported over NFS, so generations are not needed.
 const GENERATION: Generation = Generation(0);
 
-/// Largest write the kernel sends in one request (one device command).
-const MAX_WRITE: u32 = 1 << 20;
-
 /// Direct I/O: every read and write reaches this file system (and so the device); parallel writes to
 /// one file may be in the device queue together, as a block device's would.
 const OPEN_FLAGS: FopenFlags = FopenFlags::FOPEN_DIRECT_IO.union(FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES);
@@ -191,21 +188,17 @@ fn reply_xattr(reply: ReplyXattr, result: Result<XattrAnswer>) {
 impl Filesystem for FlashFs {
     /// Each capability only if the kernel offers it; a kernel without one still works.
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
-        if let Err(limit) = config.set_max_write(MAX_WRITE) {
-            tracing::debug!("max_write stays at fuser's limit of {limit} bytes");
-        }
-        for wanted in [
-            // Several reads of one file in flight at once, so the device queue can fill.
-            InitFlags::FUSE_ASYNC_READ,
-            // Lookups and listings of one directory in parallel.
-            InitFlags::FUSE_PARALLEL_DIROPS,
-            // Shared mmap of files despite direct I/O (SQLite's -shm file needs it).
-            InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP,
-        ] {
-            if let Err(missing) = config.add_capabilities(wanted) {
-                tracing::debug!("kernel lacks FUSE capability {missing:?}; going without");
-            }
-        }
+        mcfs_fuse::ask_kernel_for(
+            config,
+            &[
+                // Several reads of one file in flight at once, so the device queue can fill.
+                InitFlags::FUSE_ASYNC_READ,
+                // Lookups and listings of one directory in parallel.
+                InitFlags::FUSE_PARALLEL_DIROPS,
+                // Shared mmap of files despite direct I/O (SQLite's -shm file needs it).
+                InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP,
+            ],
+        );
         Ok(())
     }
 

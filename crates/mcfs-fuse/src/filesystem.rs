@@ -42,9 +42,6 @@ const TTL: Duration = Duration::from_secs(60);
 /// Inode numbers are not exported over NFS, so generations are not needed.
 const GENERATION: Generation = Generation(0);
 
-/// Largest write the kernel sends in one request.
-const MAX_WRITE: u32 = 1 << 20;
-
 /// File opens need no per-open state: the engine counts opens per inode.
 const FILE_HANDLE: FileHandle = FileHandle(0);
 
@@ -142,23 +139,19 @@ impl Filesystem for McfsFs {
     /// charges data writes to the file's app). Each capability is asked for
     /// only if the kernel offers it; a kernel without one still works.
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
-        if let Err(limit) = config.set_max_write(MAX_WRITE) {
-            tracing::debug!("max_write stays at fuser's limit of {limit} bytes");
-        }
-        for wanted in [
-            // Several reads of one file in flight at once.
-            InitFlags::FUSE_ASYNC_READ,
-            // O_TRUNC arrives in open (one request instead of setattr + open).
-            InitFlags::FUSE_ATOMIC_O_TRUNC,
-            // Lookups and readdirs in one directory run in parallel.
-            InitFlags::FUSE_PARALLEL_DIROPS,
-            // `ls -l` gets names and attributes in one pass, when the kernel sees it helps.
-            InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
-        ] {
-            if let Err(missing) = config.add_capabilities(wanted) {
-                tracing::debug!("kernel lacks FUSE capability {missing:?}; going without");
-            }
-        }
+        crate::ask_kernel_for(
+            config,
+            &[
+                // Several reads of one file in flight at once.
+                InitFlags::FUSE_ASYNC_READ,
+                // O_TRUNC arrives in open (one request instead of setattr + open).
+                InitFlags::FUSE_ATOMIC_O_TRUNC,
+                // Lookups and readdirs in one directory run in parallel.
+                InitFlags::FUSE_PARALLEL_DIROPS,
+                // `ls -l` gets names and attributes in one pass, when the kernel sees it helps.
+                InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
+            ],
+        );
         Ok(())
     }
 

@@ -11,10 +11,12 @@
 mod dir_handles;
 mod filesystem;
 mod io_priority;
+mod kernel_config;
 mod mount;
 mod observer;
 mod translate;
 
 pub use filesystem::McfsFs;
+pub use kernel_config::ask_kernel_for;
 pub use mount::{mount, mount_fs, usable_mount_point, MountOptions, Mounted, Unmounter};
 pub use observer::{RequestObserver, ServedOp};
