@@ -73,36 +73,16 @@ APPS=(gallery camera game "${BG_UPDATES[@]}" "${BG_BACKUPS[@]}")
 # Memory of all apps together (their page cache; mcfs's cache_size is the same), MiB at scale 1: less
 # than one Backup app's files, as a phone's page cache is smaller than what its apps stream through it.
 APP_MEMORY_MIB=128
+# shellcheck disable=SC2034 # read by install_packages (common.sh)
 PACKAGES=(fuse3 e2fsprogs util-linux)
 
-say() { printf '==> %s\n' "$*"; }
-die() { echo "run.sh: $*" >&2; exit 1; }
+# say, die, install_packages, build
+# shellcheck source-path=SCRIPTDIR source=../common.sh
+source "$repo/experiments/common.sh"
 started=$SECONDS
 
 # Scales a size in MiB by --scale (awk: the shell has no decimals).
 scaled_mib() { awk -v m="$1" -v s="$scale" 'BEGIN { v = int(m * s); print (v < 16 ? 16 : v) }'; }
-
-install_packages() {
-    local missing=() p
-    for p in "${PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && return
-    say "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
-
-build() {
-    if [ -n "${MCFS_BIN:-}" ]; then
-        mcfs=$MCFS_BIN
-    else
-        say "building mcfs (release)"
-        (cd "$repo" && cargo build --release -q -p mcfs)
-        mcfs=${CARGO_TARGET_DIR:-$repo/target}/release/mcfs
-    fi
-    [ -x "$mcfs" ] || die "$mcfs is not an executable"
-}
 
 synthesize() {
     say "generating the workloads (scale $scale)"

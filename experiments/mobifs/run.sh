@@ -32,36 +32,16 @@ CONFIGS=(ext4 mobifs-tpl mobifs)
 DEVICE=emmc
 # The real programs: name, workload, uid (an app of its own each), seed.
 PROGRAMS=("sqlite3-messaging sqlite 10001 31" "git-notes git 10002 32")
+# shellcheck disable=SC2034 # read by install_packages (common.sh)
 PACKAGES=(sqlite3 git fuse3 util-linux)
 
-say() { printf '==> %s\n' "$*"; }
-die() { echo "run.sh: $*" >&2; exit 1; }
+# say, die, install_packages, build
+# shellcheck source-path=SCRIPTDIR source=../common.sh
+source "$repo/experiments/common.sh"
 started=$SECONDS
 
 [ "$(id -u)" -eq 0 ] || die "needs root (a live mount, and each program runs as its own uid)"
 [ -e /dev/fuse ] || die "/dev/fuse is missing: the real programs are recorded on a live FUSE mount"
-
-install_packages() {
-    local missing=() p
-    for p in "${PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-    done
-    [ ${#missing[@]} -eq 0 ] && return
-    say "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
-
-build() {
-    if [ -n "${MCFS_BIN:-}" ]; then
-        mcfs=$MCFS_BIN
-    else
-        say "building mcfs (release)"
-        (cd "$repo" && cargo build --release -q -p mcfs)
-        mcfs=${CARGO_TARGET_DIR:-$repo/target}/release/mcfs
-    fi
-    [ -x "$mcfs" ] || die "$mcfs is not an executable"
-}
 
 synthesize() {
     say "generating the synthetic suite"
