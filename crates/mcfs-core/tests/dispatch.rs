@@ -111,14 +111,18 @@ fn an_fg_request_takes_the_journal_before_waiting_bg_commits() {
     let d = dispatcher(&clock);
     let journal = Mutex::new(());
     let log = Mutex::new(Vec::new());
+    let fg_admitted = AtomicBool::new(false);
     let held = journal.lock().unwrap(); // a BG commit in progress
     thread::scope(|s| {
         let fg = s.spawn(|| {
             let _a = d.admit(IoClass::Foreground, FG.uid);
+            fg_admitted.store(true, Ordering::SeqCst);
             let _j = d.take_journal(|| journal.lock().unwrap());
             log.lock().unwrap().push("fg commits");
         });
-        eventually("the FG request to wait for the journal", || d.fg_in_flight() == 0);
+        eventually("the FG request to wait for the journal", || {
+            fg_admitted.load(Ordering::SeqCst) && d.fg_in_flight() == 0
+        });
         let bg = s.spawn(|| {
             d.background_work(|| {
                 let _j = d.take_journal(|| journal.lock().unwrap());
@@ -220,6 +224,7 @@ fn a_bg_commit_an_fg_request_waits_for_runs_at_fg_io_priority_until_it_ends() {
     let journal = Mutex::new(());
     let fg_wants_journal = AtomicBool::new(false);
     let bg_holds_journal = Barrier::new(2);
+    let first_step_taken = Barrier::new(2);
     thread::scope(|s| {
         let bg = s.spawn(|| {
             d.background_work(|| {
@@ -227,6 +232,7 @@ fn a_bg_commit_an_fg_request_waits_for_runs_at_fg_io_priority_until_it_ends() {
                 bg_holds_journal.wait();
                 d.commit_step();
                 assert!(set.lock().unwrap().is_empty(), "nobody waits yet: no boost");
+                first_step_taken.wait();
                 eventually("the FG request to wait for the journal", || {
                     fg_wants_journal.load(Ordering::SeqCst) && d.fg_in_flight() == 0
                 });
@@ -237,6 +243,7 @@ fn a_bg_commit_an_fg_request_waits_for_runs_at_fg_io_priority_until_it_ends() {
             })
         });
         bg_holds_journal.wait();
+        first_step_taken.wait();
         let _a = d.admit(IoClass::Foreground, FG.uid);
         fg_wants_journal.store(true, Ordering::SeqCst);
         let _j = d.take_journal(|| journal.lock().unwrap());
