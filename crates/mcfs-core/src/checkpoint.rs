@@ -10,6 +10,7 @@
 
 use crate::batch_selection::{select, Selection};
 use crate::compile::{born_and_gone, Compiler};
+use crate::dispatch::Step;
 use crate::engine::Engine;
 use crate::journal::Journal;
 use crate::policy::prediction_score::PredictionScore;
@@ -69,14 +70,28 @@ impl Engine {
     }
 
     /// Closes the VCTs `trigger` names, then commits the closed VCTs
-    /// `selection` picks (oldest first) in one journal transaction.
+    /// `selection` picks (oldest first) in one journal transaction. A BG
+    /// commit that gives way to an FG one (`Dispatcher::commit_step`) starts
+    /// over once the FG commit has the journal.
     fn commit(&self, trigger: Trigger, selection: &Selection) -> FsResult<()> {
-        let done = self.commit_holding_journal(trigger, selection);
-        self.dispatch.commit_done();
-        done
+        let mut gave_way_at = None;
+        loop {
+            let done = self.commit_holding_journal(trigger, selection, gave_way_at);
+            self.dispatch.commit_done();
+            match done {
+                Ok(Commit::Done) => return Ok(()),
+                Ok(Commit::GaveWay) => gave_way_at = gave_way_at.or(Some(self.clock.now())),
+                Err(e) => return Err(e),
+            }
+        }
     }
 
-    fn commit_holding_journal(&self, trigger: Trigger, selection: &Selection) -> FsResult<()> {
+    fn commit_holding_journal(
+        &self,
+        trigger: Trigger,
+        selection: &Selection,
+        gave_way_at: Option<SystemTime>,
+    ) -> FsResult<Commit> {
         let mut journal = self.dispatch.take_journal(|| self.journal.lock());
         self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
@@ -103,7 +118,7 @@ impl Engine {
             };
             if batch.is_empty() {
                 drop(st);
-                return self.delete_dead_orphans();
+                return self.delete_dead_orphans().map(|()| Commit::Done);
             }
             let referenced = |i: Ino| st.inodes.get(&i).is_some_and(|n| !n.unreferenced());
             // Files still in use keep their data as orphans; a replaced or
@@ -124,11 +139,20 @@ impl Engine {
             skip: &skip,
             ops: Vec::new(),
         };
-        let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &|| self.dispatch.commit_step());
-        if let Err(e) = written {
+        let step = || self.dispatch.commit_step(gave_way_at);
+        let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step);
+        if !matches!(written, Ok(Step::GoOn)) {
+            // The transaction is not durable: the backing store has none of it.
             let _ = journal.abort();
             self.state.lock().requeue_closed(batch);
-            return Err(self.failed("writing the journal", &e));
+            let wasted = journal.bytes_written() - journal_before;
+            let mut c = self.counters.lock();
+            (c.journal_bytes, c.bytes_flushed) = (c.journal_bytes + wasted, c.bytes_flushed + wasted);
+            drop(c);
+            return match written {
+                Err(e) => Err(self.failed("writing the journal", &e)),
+                Ok(_) => Ok(Commit::GaveWay),
+            };
         }
         // Readers keep going during the apply except for inodes it moves.
         self.tree.write().after = Some(tree);
@@ -149,7 +173,7 @@ impl Engine {
             Ok(_) => {
                 self.state.lock().committed(batch, flushed, &self.tree, self.clock.now());
                 self.succeeded();
-                self.delete_dead_orphans()
+                self.delete_dead_orphans().map(|()| Commit::Done)
             }
             Err(e) => {
                 // Pages stay dirty until the backing store really has them.
@@ -230,6 +254,12 @@ impl Engine {
     pub fn tick(&self) {
         let now = self.clock.now();
         let retry_at = self.counters.lock().retry_at;
+        let may_commit = retry_at.is_none_or(|t| t <= now);
+        if may_commit && std::mem::take(&mut self.state.lock().background_commit_owed) {
+            if let Err(e) = self.dispatch.background_work(|| self.run_checkpoint(Trigger::Background)) {
+                tracing::warn!("background checkpoint for reclaim failed: {e}; data stays in memory and is retried");
+            }
+        }
         let selection = {
             let mut st = self.state.lock();
             for app in 0..st.apps.list.len() {
@@ -265,6 +295,7 @@ impl Engine {
         if !self.unapplied.lock().is_empty()
             || (!st.closed.is_empty() && !waiting_for_idle)
             || over_background_ratio(&st)
+            || st.background_commit_owed
         {
             let retry_at = self.counters.lock().retry_at;
             return retry_at.map_or(Duration::ZERO, |t| t.duration_since(now).unwrap_or_default());
@@ -367,24 +398,35 @@ fn batch_inodes(batch: &[ClosedVct]) -> impl Iterator<Item = Ino> + '_ {
     })
 }
 
-/// BEGIN, one APPEND per operation compiled from the batch, END, WAIT_SYNC.
+/// How a commit attempt ended (errors aside).
+enum Commit {
+    Done,
+    /// Gave way to an FG commit before its transaction was durable: nothing is committed.
+    GaveWay,
+}
+
+/// BEGIN, one APPEND per operation compiled from the batch, END, WAIT_SYNC;
+/// stops before an APPEND if `step` says to give way (the caller aborts).
 fn write_transaction(
     journal: &mut Journal,
     seq: u64,
     batch: &[ClosedVct],
     compiler: &mut Compiler,
-    step: &dyn Fn(),
-) -> std::io::Result<()> {
+    step: &dyn Fn() -> Step,
+) -> std::io::Result<Step> {
     journal.begin(seq)?;
     for entry in batch.iter().flat_map(|v| v.entries.iter()) {
         compiler.entry(entry);
         for op in compiler.ops.drain(..) {
-            step();
+            if step() == Step::GiveWay {
+                return Ok(Step::GiveWay);
+            }
             journal.append(&op)?;
         }
     }
     journal.end()?;
-    journal.wait_sync()
+    journal.wait_sync()?;
+    Ok(Step::GoOn)
 }
 
 pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<PredictionScore>, now: SystemTime) -> Stats {

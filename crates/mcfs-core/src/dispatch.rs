@@ -18,7 +18,13 @@
 //! must commit (a sync-mode fsync, a throttled write) goes before BG commits
 //! still waiting for it, and while it waits for a BG commit in progress it
 //! does not count as in flight, so it does not hold that commit back
-//! (`take_journal`; priority inheritance, in effect).
+//! (`take_journal`). A BG commit still writing its journal when an FG
+//! request comes for the journal gives way: it drops its uncommitted
+//! transaction, and retries after the FG commit (`commit_step`). Once its
+//! commit record is durable it must be applied before anyone else commits;
+//! then, and once the aging bound has passed since a BG commit first gave
+//! way, it goes on at FG I/O priority until it ends (priority inheritance
+//! down to the device).
 //!
 //! The class of the work a thread is doing lives in a thread-local set by
 //! `admit` and `background_work`, so engine code deep in a call can ask
@@ -79,6 +85,10 @@ pub struct DispatchStats {
     pub checkpoint_holds: u64,
     /// BG commits that let an FG request take the journal first.
     pub journal_yields: u64,
+    /// FG requests waiting for the journal right now.
+    pub fg_at_journal: u32,
+    /// BG commits that dropped their uncommitted transaction for an FG commit (and retried).
+    pub commits_given_way: u64,
     /// BG commits raised to FG I/O priority because an FG request waited for them.
     pub commits_boosted: u64,
 }
@@ -97,6 +107,14 @@ pub struct Dispatcher {
     clock: Arc<dyn Clock>,
     aging: Duration,
     switches: Switches,
+}
+
+/// What a commit does after a step of writing its journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    GoOn,
+    /// Drop the uncommitted transaction and retry: an FG request waits for the journal.
+    GiveWay,
 }
 
 /// How a BG wait is counted.
@@ -184,12 +202,30 @@ impl Dispatcher {
         let _ = self.io_priority.set(hook);
     }
 
-    /// A step of a commit's journal writing or apply. A BG commit that an FG
-    /// request is waiting for (at the journal) goes on at FG I/O priority
-    /// until it ends (`commit_done`): priority inheritance down to the
-    /// device, so the FG request does not wait behind BG I/O for a commit
-    /// whose end it needs.
-    pub fn commit_step(&self) {
+    /// A step of a commit's journal writing, for a commit that first gave
+    /// way at `gave_way_at` (if ever). A BG commit an FG request waits for
+    /// gives way until the aging bound has passed since it first did (so a
+    /// stream of FG commits cannot starve it); then it goes on, boosted.
+    pub fn commit_step(&self, gave_way_at: Option<SystemTime>) -> Step {
+        let gives_way = (self.switches.preempt_requests || self.switches.hold_checkpoints)
+            && current_is_background()
+            && gave_way_at.is_none_or(|t| elapsed(t, self.clock.now()) < self.aging);
+        if gives_way {
+            let mut gate = self.gate.lock();
+            if gate.fg_at_journal > 0 {
+                gate.stats.commits_given_way += 1;
+                return Step::GiveWay;
+            }
+        }
+        self.boost_if_waited_for();
+        Step::GoOn
+    }
+
+    /// A BG commit that an FG request is waiting for (at the journal) goes
+    /// on at FG I/O priority until it ends (`commit_done`): priority
+    /// inheritance down to the device, so the FG request does not wait
+    /// behind BG I/O for a commit whose end it needs.
+    fn boost_if_waited_for(&self) {
         let Some(hook) = self.io_priority.get() else { return };
         if BOOSTED.with(Cell::get) || !current_is_background() || self.gate.lock().fg_at_journal == 0 {
             return;
@@ -209,7 +245,7 @@ impl Dispatcher {
     /// A segment boundary of a checkpoint's apply: held back while FG
     /// requests are in flight, unless an FG or system request runs it.
     pub fn checkpoint_segment_boundary(&self) {
-        self.commit_step();
+        self.boost_if_waited_for();
         let held = (self.switches.hold_checkpoints || self.switches.preempt_requests) && current_is_background();
         if held {
             self.wait_for_fg(WaitKind::Checkpoint);
@@ -254,7 +290,8 @@ impl Dispatcher {
     }
 
     pub fn stats(&self) -> DispatchStats {
-        self.gate.lock().stats.clone()
+        let gate = self.gate.lock();
+        DispatchStats { fg_at_journal: gate.fg_at_journal, ..gate.stats.clone() }
     }
 
     fn fg_leaves(&self) {

@@ -440,7 +440,7 @@ impl Engine {
         }
         let mut st = self.state.lock();
         let app = st.inode(ino)?.app;
-        if self.policy_closes(&mut st, app) {
+        if self.policy_closes(&mut st, app) || st.background_commit_owed {
             self.wake_background();
         }
         Ok(data.len() as u32)
@@ -462,13 +462,23 @@ impl Engine {
                 self.stalled(app, || self.commit_app(app))?;
                 continue;
             }
+            // The foreground app never commits background apps' dirty data
+            // for room (FastTrack PR): it writes past the watermark and the
+            // cache limit, by at most its own uncommitted data (bounded by
+            // its staleness limit above), and the background thread, woken
+            // after the write, commits the background data.
+            let foreground_writer = st.reclaim_spares() == Some(app);
             let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
-            let room = if full { Room::CheckpointAll } else { st.make_room(pages) };
+            let room = if full && !foreground_writer { Room::CheckpointAll } else { st.make_room(pages) };
             // A background checkpoint may not free all it was asked for (a
             // background app's page in the foreground app's open VCT): the
             // next round commits everything.
             let trigger = match room {
                 Room::Made => break,
+                Room::CheckpointBackground if foreground_writer => {
+                    st.background_commit_owed = true;
+                    break;
+                }
                 Room::CheckpointBackground if !background_tried => Trigger::Background,
                 Room::CheckpointBackground | Room::CheckpointAll => Trigger::Memory,
             };

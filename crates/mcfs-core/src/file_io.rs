@@ -5,7 +5,9 @@
 //! Reclaim (`make_room`): with `fasttrack.reclaim` on and a foreground app
 //! set, pages go in FastTrack's order (§4.3) — background clean, background
 //! dirty (after a checkpoint of the background apps), foreground clean,
-//! foreground dirty (after a full checkpoint); otherwise least recently used
+//! foreground dirty (after a full checkpoint) — the foreground writer leaves
+//! the background checkpoint to the background thread and takes its own
+//! clean pages meanwhile (docs/ENGINE.md); otherwise least recently used
 //! clean pages of any app, then a full checkpoint. A page belongs to the app
 //! that last brought it in, read or wrote it (`State::accessor`).
 

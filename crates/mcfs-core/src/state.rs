@@ -42,6 +42,9 @@ pub struct State {
     linked: HashMap<u64, Ino>,
     /// The foreground app (FastTrack's app status detector).
     pub status: AppStatus,
+    /// The foreground app wrote past background apps' dirty pages: the
+    /// background thread owes a checkpoint of them (`Trigger::Background`).
+    pub background_commit_owed: bool,
 }
 
 /// What loading from the backing store needs.
@@ -78,6 +81,7 @@ impl State {
             dead_orphans: Vec::new(),
             linked: HashMap::new(),
             status: AppStatus::default(),
+            background_commit_owed: false,
         };
         state.inodes.insert(ROOT_INO, root);
         for app in 0..state.apps.list.len() {

@@ -7,9 +7,11 @@
 //! thread has *not* gone ahead, it gives the thread real time to misbehave
 //! and checks the order of events, never a duration.
 
-use mcfs_core::dispatch::{Dispatcher, Switches};
+use mcfs_core::backend::{Op, RecordingBackend};
+use mcfs_core::dispatch::{Dispatcher, Step, Switches};
 use mcfs_core::*;
 use std::ffi::OsStr;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
@@ -215,14 +217,14 @@ fn a_background_checkpoint_holds_its_apply_while_fg_requests_are_in_flight() {
 }
 
 #[test]
-fn a_bg_commit_an_fg_request_waits_for_runs_at_fg_io_priority_until_it_ends() {
+fn a_bg_commit_applying_while_an_fg_request_waits_runs_at_fg_io_priority_until_it_ends() {
     let clock = Arc::new(ManualClock::new());
     let d = dispatcher(&clock);
     let set = Arc::new(Mutex::new(Vec::new()));
     let record = set.clone();
     d.set_io_priority_hook(Box::new(move |class| record.lock().unwrap().push(class)));
     let journal = Mutex::new(());
-    let fg_wants_journal = AtomicBool::new(false);
+    let fg_admitted = AtomicBool::new(false);
     let bg_holds_journal = Barrier::new(2);
     let first_step_taken = Barrier::new(2);
     thread::scope(|s| {
@@ -230,14 +232,12 @@ fn a_bg_commit_an_fg_request_waits_for_runs_at_fg_io_priority_until_it_ends() {
             d.background_work(|| {
                 let held = d.take_journal(|| journal.lock().unwrap());
                 bg_holds_journal.wait();
-                d.commit_step();
+                d.checkpoint_segment_boundary();
                 assert!(set.lock().unwrap().is_empty(), "nobody waits yet: no boost");
                 first_step_taken.wait();
-                eventually("the FG request to wait for the journal", || {
-                    fg_wants_journal.load(Ordering::SeqCst) && d.fg_in_flight() == 0
-                });
-                d.commit_step();
-                d.commit_step();
+                eventually("the FG request to wait for the journal", || d.stats().fg_at_journal == 1);
+                d.checkpoint_segment_boundary();
+                d.checkpoint_segment_boundary();
                 drop(held);
                 d.commit_done();
             })
@@ -245,10 +245,117 @@ fn a_bg_commit_an_fg_request_waits_for_runs_at_fg_io_priority_until_it_ends() {
         bg_holds_journal.wait();
         first_step_taken.wait();
         let _a = d.admit(IoClass::Foreground, FG.uid);
-        fg_wants_journal.store(true, Ordering::SeqCst);
+        fg_admitted.store(true, Ordering::SeqCst);
         let _j = d.take_journal(|| journal.lock().unwrap());
         bg.join().unwrap();
     });
+    assert!(fg_admitted.load(Ordering::SeqCst));
     assert_eq!(*set.lock().unwrap(), [IoClass::Foreground, IoClass::Background], "raised once, then restored");
     assert_eq!(d.stats().commits_boosted, 1);
+}
+
+#[test]
+fn a_bg_commit_writing_its_journal_gives_way_to_an_fg_request_until_the_aging_bound() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    d.set_io_priority_hook(Box::new(|_| {}));
+    let journal = Mutex::new(());
+    let steps = Mutex::new(Vec::new());
+    let bg_holds_journal = Barrier::new(2);
+    let first_step_taken = Barrier::new(2);
+    thread::scope(|s| {
+        let bg = s.spawn(|| {
+            d.background_work(|| {
+                let held = d.take_journal(|| journal.lock().unwrap());
+                bg_holds_journal.wait();
+                steps.lock().unwrap().push(d.commit_step(None));
+                first_step_taken.wait();
+                eventually("the FG request to wait for the journal", || d.stats().fg_at_journal == 1);
+                steps.lock().unwrap().push(d.commit_step(None));
+                let gave_way_at = clock.now();
+                clock.advance(AGING - Duration::from_millis(1));
+                steps.lock().unwrap().push(d.commit_step(Some(gave_way_at)));
+                clock.advance(Duration::from_millis(1));
+                steps.lock().unwrap().push(d.commit_step(Some(gave_way_at)));
+                drop(held);
+                d.commit_done();
+            })
+        });
+        bg_holds_journal.wait();
+        first_step_taken.wait();
+        let _a = d.admit(IoClass::Foreground, FG.uid);
+        let _j = d.take_journal(|| journal.lock().unwrap());
+        bg.join().unwrap();
+    });
+    let steps = steps.into_inner().unwrap();
+    assert_eq!(steps[0], Step::GoOn, "nobody waits yet");
+    assert_eq!(steps[1], Step::GiveWay, "a young BG commit gives way to the waiting FG request");
+    assert_eq!(steps[2], Step::GiveWay, "and again, within the aging bound of its first giving way");
+    assert_eq!(steps[3], Step::GoOn, "past the bound it goes on");
+    let stats = d.stats();
+    assert_eq!((stats.commits_given_way, stats.commits_boosted), (2, 1), "and goes on boosted");
+}
+
+#[test]
+fn a_bg_commit_gives_way_to_an_fg_fsync_and_then_commits_whole() {
+    let config = Config::from_toml(
+        "transaction_policy = \"close-on-fsync\"\n[[apps]]\nname = \"fg\"\nuids = [10001]\nmode = \"sync\"\n",
+    )
+    .expect("config");
+    let backend = Arc::new(RecordingBackend::new(MemBackend::new()));
+    let engine = Engine::start(backend.clone(), Arc::new(ManualClock::new()), config).expect("engine starts");
+    engine.set_foreground(Some("fg")).unwrap();
+    // Each app in a directory of its own, so neither app's data depends on the other's.
+    let fg_dir = engine.mkdir(FG, ROOT_INO, OsStr::new("fg"), 0o755).unwrap().ino;
+    let bg_dir = engine.mkdir(BG, ROOT_INO, OsStr::new("bg"), 0o755).unwrap().ino;
+    engine.checkpoint().unwrap();
+    // More than the journal streams at once (1 MiB), so the BG commit writes its journal mid-transaction.
+    let bg_data = pattern(4 << 20);
+    let bg_file = engine.create(BG, bg_dir, OsStr::new("data"), 0o644, false).unwrap().ino;
+    engine.write(Some(BG), bg_file, 0, &bg_data).unwrap();
+    engine.fsync(Some(BG), bg_file).unwrap(); // memory mode: BG's VCT closes, uncommitted
+    let fg_file = engine.create(FG, fg_dir, OsStr::new("state"), 0o644, false).unwrap().ino;
+    // The "fault" hook pauses the BG commit at its first journal write (and fails nothing).
+    let (reached, paused) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let armed = Arc::new(AtomicBool::new(true));
+    let (r, p, a) = (reached.clone(), paused.clone(), armed.clone());
+    let to_journal = |op: &Op| matches!(op, Op::Write { path, .. } if path.starts_with(".mcfs"));
+    backend.fail_when(
+        move |op| {
+            if to_journal(op) && a.swap(false, Ordering::SeqCst) {
+                r.wait();
+                p.wait();
+            }
+            false
+        },
+        libc::EIO,
+    );
+    thread::scope(|s| {
+        let tick = s.spawn(|| engine.tick());
+        reached.wait();
+        let fg = s.spawn(|| {
+            let _a = engine.admit(FG);
+            engine.write(Some(FG), fg_file, 0, b"fg state").unwrap();
+            engine.fsync(Some(FG), fg_file).unwrap();
+        });
+        eventually("the FG fsync to wait for the journal", || engine.dispatch_stats().fg_at_journal == 1);
+        paused.wait();
+        fg.join().unwrap();
+        tick.join().unwrap();
+    });
+    assert!(!armed.load(Ordering::SeqCst));
+    assert_eq!(engine.dispatch_stats().commits_given_way, 1);
+    let first_write_to = |name: &str| {
+        (0..backend.op_count())
+            .find(|&i| matches!(backend.op(i), Some(Op::Write { path, .. }) if path == Path::new(name)))
+    };
+    let (fg_at, bg_at) =
+        (first_write_to("fg/state").expect("FG data applied"), first_write_to("bg/data").expect("BG data applied"));
+    assert!(fg_at < bg_at, "the FG commit went first (op {fg_at} vs {bg_at})");
+    let live = backend.live();
+    let mut got = vec![0; bg_data.len()];
+    assert_eq!(live.read_at(Path::new("bg/data"), 0, &mut got).unwrap(), bg_data.len());
+    assert!(got == bg_data, "the BG commit, retried, wrote its data whole");
+    assert_eq!(engine.read(fg_file, 0, 64).unwrap(), b"fg state");
+    assert!(engine.is_quiet(), "nothing is left to commit");
 }

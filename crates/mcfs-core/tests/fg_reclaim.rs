@@ -329,3 +329,27 @@ fn reads_beside_background_dirty_pages_stay_within_one_fill() {
     assert_eq!(f.backing_reads("hot"), before, "B's read took none of A's pages");
     assert_eq!(f.read_all(B, "out"), out);
 }
+
+/// The foreground app never waits for background apps' dirty data: with the
+/// cache full of B's dirty pages, A's write commits none of them (it takes
+/// A's own least recently used clean pages instead), and the background
+/// thread commits B's pages.
+#[test]
+fn a_foreground_writer_leaves_background_dirty_pages_to_the_background_thread() {
+    let f = fixture(true, A);
+    f.engine.set_foreground(Some("uid:10001")).expect("foreground");
+    assert_eq!(f.read_all(A, "hot"), pattern(1, HOT_LEN));
+    let out = pattern(4, CACHE_PAGES * PAGE - HOT_LEN - 4 * PAGE);
+    f.write_all(B, "out", &out);
+    let b_committed = f.app(B).vcts_committed;
+    let note = pattern(3, 8 * PAGE);
+    f.write_all(A, "note", &note);
+    assert_eq!(f.app(B).vcts_committed, b_committed, "A's write committed none of B's data");
+    let s = f.engine.stats();
+    assert!(s.cache_total_bytes <= s.cache_limit_bytes, "A made room with its own clean pages");
+    f.engine.tick();
+    assert!(f.app(B).vcts_committed > b_committed, "the background thread committed B's pages");
+    assert_eq!(f.backing("out"), out);
+    assert_eq!(f.app(A).stale_bytes, note.len() as u64, "and left A's open VCT alone");
+    assert_eq!(f.read_all(A, "note"), note);
+}

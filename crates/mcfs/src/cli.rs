@@ -159,7 +159,7 @@ pub enum CtlAction {
 /// A finite, non-negative number of seconds.
 fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(s) if s.is_finite() && s >= 0.0 && s < 1e9 => Ok(s),
+        Ok(s) if (0.0..1e9).contains(&s) => Ok(s),
         _ => Err(format!("expected a number of seconds from 0 to 1e9, got \"{text}\"")),
     }
 }

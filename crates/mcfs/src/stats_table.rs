@@ -69,7 +69,7 @@ fn render_fasttrack(fasttrack: &Map<String, Value>) -> String {
     let foreground = fasttrack.get("foreground").and_then(Value::as_str).unwrap_or("none");
     format!(
         "foreground-first I/O\n  foreground app {foreground}\n  requests fg {}, bg {}; bg waits {} ({} ended by aging), \
-         waited {:.3} s; checkpoint holds {}, journal yields {}, commits boosted {}\n",
+         waited {:.3} s; checkpoint holds {}, journal yields {}, commits given way {}, commits boosted {}\n",
         count("fg_requests"),
         count("bg_requests"),
         count("bg_waits"),
@@ -77,6 +77,7 @@ fn render_fasttrack(fasttrack: &Map<String, Value>) -> String {
         count("bg_wait_ns") as f64 / 1e9,
         count("checkpoint_holds"),
         count("journal_yields"),
+        count("commits_given_way"),
         count("commits_boosted")
     )
 }
@@ -214,11 +215,14 @@ mod tests {
     fn foreground_first_dispatch_is_summarised() {
         let stats = json!({"fasttrack": {"foreground": "uid:10002", "fg_requests": 12, "bg_requests": 30,
             "bg_waits": 4, "bg_aged": 1, "bg_wait_ns": 250_000_000u64, "checkpoint_holds": 2,
-            "journal_yields": 3, "commits_boosted": 1}});
+            "journal_yields": 3, "commits_given_way": 5, "commits_boosted": 1}});
         let text = render(&stats);
         assert!(text.contains("foreground app uid:10002"), "{text}");
         assert!(text.contains("requests fg 12, bg 30; bg waits 4 (1 ended by aging), waited 0.250 s"), "{text}");
-        assert!(text.contains("checkpoint holds 2, journal yields 3, commits boosted 1"), "{text}");
+        assert!(
+            text.contains("checkpoint holds 2, journal yields 3, commits given way 5, commits boosted 1"),
+            "{text}"
+        );
         let none = render(&json!({"fasttrack": {"foreground": null}}));
         assert!(none.contains("foreground app none") && none.contains("requests fg 0, bg 0"), "{none}");
     }
