@@ -14,10 +14,13 @@
 //! * `Fifo`: the oldest submitted command (a priority-unaware device, §3.4).
 //! * `Priority`: FG read > FG write > BG read > BG write, a flush ranking with the writes of its class,
 //!   first in first out within a rank (§4.5). Aging bound (ours; the paper gives none): a command that
-//!   has waited longer than `aging_ns` since its submission goes first (the oldest such one), so
-//!   background commands are never starved. Default 100 ms (`DEFAULT_AGING_NS`): a few times the
-//!   longest single command a phone issues (512 KiB written on eMMC take 11 ms), yet well below the
-//!   ~1 s a user tolerates, so a BG command is delayed at most by that much plus one service time.
+//!   has waited longer than `aging_ns` since its submission goes first (the oldest such one), at most
+//!   one such command per `aging_ns` — otherwise a device saturated by background commands, all of
+//!   them aged, would serve them first in first out and the foreground would lose its priority just
+//!   when it matters. Default 100 ms (`DEFAULT_AGING_NS`): a few times the longest single command a
+//!   phone issues (512 KiB written on eMMC take 11 ms), yet well below the ~1 s a user tolerates.
+//!   Background commands are never starved: the oldest command in the device starts at least once per
+//!   bound, so one waits at most about `queue_depth` bounds plus one service time.
 //!
 //! Host side: first come, first served; `with_host_dispatch(true)` lets foreground commands enter the
 //! device ahead of background ones waiting there (FastTrack's I/O dispatcher, §4.4, moves FG BIOs
@@ -259,6 +262,8 @@ pub struct Scheduler {
     /// front, which is the oldest command since each FIFO is in submission order.
     device: [VecDeque<Command>; RANKS],
     in_service: Option<InService>,
+    /// When the aging bound last started a command ahead of a higher-ranked one.
+    last_aged_start_ns: Option<u64>,
     /// Completed by `now_ns`, not yet returned by `advance`.
     completed: Vec<Completion>,
     stats: SchedulerStats,
@@ -278,6 +283,7 @@ impl Scheduler {
             host_dispatch: false,
             device: Default::default(),
             in_service: None,
+            last_aged_start_ns: None,
             completed: Vec::new(),
             stats: SchedulerStats::default(),
         }
@@ -395,15 +401,23 @@ impl Scheduler {
         let Some((top_rank, _)) = fronts().next() else { return };
         let (chosen, aged) = match self.policy {
             SchedPolicy::Fifo => (oldest_rank, false),
-            SchedPolicy::Priority if at.saturating_sub(oldest.submitted_ns) > self.aging_ns => {
-                (oldest_rank, oldest_rank != top_rank)
-            }
+            SchedPolicy::Priority if self.ages(oldest.submitted_ns, at) => (oldest_rank, oldest_rank != top_rank),
             SchedPolicy::Priority => (top_rank, false),
         };
+        if aged {
+            self.last_aged_start_ns = Some(at);
+        }
         if let Some(command) = self.device[chosen].pop_front() {
             let done_ns = at.saturating_add(self.service_ns(command.op));
             self.in_service = Some(InService { command, started_ns: at, done_ns, aged });
         }
+    }
+
+    /// Whether a command submitted at `submitted_ns` goes first at `at` by the aging bound: it waited
+    /// longer than the bound, and no aged command started within the last bound.
+    fn ages(&self, submitted_ns: u64, at: u64) -> bool {
+        let waited_out = at.saturating_sub(submitted_ns) > self.aging_ns;
+        waited_out && self.last_aged_start_ns.is_none_or(|last| at.saturating_sub(last) >= self.aging_ns)
     }
 
     /// The host-side command that enters the device next: the oldest, or with host dispatch the oldest
