@@ -24,7 +24,7 @@ use fuser::{
     RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
     ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, Ino, RenameMode};
+use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, RenameMode};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -94,12 +94,6 @@ impl McfsFs {
         }
         result
     }
-
-    /// Empties `ino` for an `O_TRUNC` open that has already been counted;
-    /// undoes the open if that fails.
-    fn truncate_opened(&self, caller: Caller, ino: Ino) -> FsResult<Attr> {
-        self.engine.setattr(caller, ino, &translate::open_truncation()).inspect_err(|_| self.engine.release(ino))
-    }
 }
 
 fn reply_entry(reply: ReplyEntry, result: FsResult<Attr>) {
@@ -136,16 +130,19 @@ impl Filesystem for McfsFs {
     /// mtime, ctime and size of files being written and flushes data later
     /// on nobody's behalf, which breaks the POSIX time and size checks
     /// pjdfstest makes (charging those writes would be fine: the engine
-    /// charges data writes to the file's app). Each capability is asked for
-    /// only if the kernel offers it; a kernel without one still works.
+    /// charges data writes to the file's app). FUSE_ATOMIC_O_TRUNC stays off
+    /// too: with it the kernel sends O_TRUNC in `open` before it checks that
+    /// nobody executes the file, so an `open(O_TRUNC)` that fails with
+    /// ETXTBSY would already have emptied a running program. Without it the
+    /// kernel checks first, then truncates with a `setattr`. Each capability
+    /// is asked for only if the kernel offers it; a kernel without one still
+    /// works.
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
         crate::ask_kernel_for(
             config,
             &[
                 // Several reads of one file in flight at once.
                 InitFlags::FUSE_ASYNC_READ,
-                // O_TRUNC arrives in open (one request instead of setattr + open).
-                InitFlags::FUSE_ATOMIC_O_TRUNC,
                 // Lookups and readdirs in one directory run in parallel.
                 InitFlags::FUSE_PARALLEL_DIROPS,
                 // `ls -l` gets names and attributes in one pass, when the kernel sees it helps.
@@ -277,16 +274,11 @@ impl Filesystem for McfsFs {
         reply_entry(reply, self.admitted(caller, || self.engine.link(caller, ino.0, newparent.0, newname)));
     }
 
-    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let (caller, truncated) = (caller(req), translate::truncates(flags.0));
-        let result = self.admitted(caller, || {
-            self.engine.open_file(ino.0)?;
-            if truncated {
-                self.truncate_opened(caller, ino.0)?;
-            }
-            Ok(())
-        });
-        let result = self.observed(Some(caller), result, |()| ServedOp::Open { ino: ino.0, truncated });
+    fn open(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // O_TRUNC never arrives here (no FUSE_ATOMIC_O_TRUNC): the kernel truncates with a setattr.
+        let caller = caller(req);
+        let result = self.admitted(caller, || self.engine.open_file(ino.0));
+        let result = self.observed(Some(caller), result, |()| ServedOp::Open { ino: ino.0 });
         match result {
             // KEEP_CACHE: the kernel's cached pages stay valid across opens,
             // since every write to the file comes through this mount.
@@ -310,9 +302,13 @@ impl Filesystem for McfsFs {
         let truncated = translate::truncates(flags);
         let result = self.admitted(caller, || {
             let attr = self.engine.create(caller, parent.0, name, perm, translate::exclusive(flags))?;
-            // A non-exclusive create may open a file that exists; O_TRUNC then empties it.
+            // A non-exclusive create may open a file that exists; O_TRUNC then empties it
+            // (the kernel leaves that to us: to it the file is new). Undo the open if that fails.
             if truncated && attr.size > 0 {
-                return self.truncate_opened(caller, attr.ino).inspect_err(|_| self.engine.forget(attr.ino, 1));
+                return self.engine.setattr(caller, attr.ino, &translate::open_truncation()).inspect_err(|_| {
+                    self.engine.release(attr.ino);
+                    self.engine.forget(attr.ino, 1);
+                });
             }
             Ok(attr)
         });

@@ -17,10 +17,9 @@ use std::ffi::OsStr;
 /// are given as they were before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServedOp<'a> {
-    /// An existing file was opened; `truncated` if `O_TRUNC` emptied it.
+    /// An existing file was opened (an `O_TRUNC` follows as a `Truncate`).
     Open {
         ino: Ino,
-        truncated: bool,
     },
     /// A file was created and opened (`O_CREAT`); `truncated` if `O_TRUNC` was asked.
     Create {

@@ -255,10 +255,7 @@ fn trace_events(op: ServedOp<'_>, path_of: impl Fn(Ino) -> Option<PathBytes>) ->
         events
     };
     Some(match op {
-        ServedOp::Open { ino, truncated } => {
-            let path = path_of(ino)?;
-            opened(EventKind::Open { path: path.clone() }, path, truncated)
-        }
+        ServedOp::Open { ino } => vec![EventKind::Open { path: path_of(ino)? }],
         ServedOp::Create { ino, truncated } => {
             let path = path_of(ino)?;
             opened(EventKind::Create { path: path.clone() }, path, truncated)
