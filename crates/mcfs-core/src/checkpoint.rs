@@ -8,11 +8,12 @@
 //! applied in place, so a cache miss never reads a path the backing store
 //! does not have yet.
 
+use crate::app_status::IoClass;
 use crate::batch_selection::{select, Selection};
 use crate::compile::{born_and_gone, Compiler};
 use crate::dispatch::Step;
 use crate::engine::Engine;
-use crate::journal::Journal;
+use crate::journal::{Journal, JournalOp};
 use crate::policy::prediction_score::PredictionScore;
 use crate::policy::Limits;
 use crate::state::State;
@@ -92,6 +93,7 @@ impl Engine {
         selection: &Selection,
         gave_way_at: Option<SystemTime>,
     ) -> FsResult<Commit> {
+        let asked = self.clock.now();
         let mut journal = self.dispatch.take_journal(|| self.journal.lock());
         self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
@@ -154,6 +156,7 @@ impl Engine {
                 Ok(_) => Ok(Commit::GaveWay),
             };
         }
+        let written_at = self.clock.now();
         // Readers keep going during the apply except for inodes it moves.
         self.tree.write().after = Some(tree);
         let applied = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
@@ -169,6 +172,17 @@ impl Engine {
         c.checkpoints += 1;
         c.last_duration = self.clock.now().duration_since(started).unwrap_or_default();
         drop(c);
+        let ms = |from: SystemTime, to: SystemTime| to.duration_since(from).unwrap_or_default().as_millis();
+        tracing::debug!(
+            seq,
+            ?trigger,
+            class = ?crate::dispatch::current().map(|w| w.class),
+            flushed,
+            waited_ms = ms(asked, started),
+            journal_ms = ms(started, written_at),
+            apply_ms = ms(written_at, self.clock.now()),
+            "checkpoint"
+        );
         match applied {
             Ok(_) => {
                 self.state.lock().committed(batch, flushed, &self.tree, self.clock.now());
@@ -379,14 +393,23 @@ pub(crate) fn stale_bytes(st: &State, app: AppId) -> u64 {
     a.open.bytes + a.closed_bytes
 }
 
-/// The limits in force for an app: low battery shortens the staleness window.
+/// The limits in force for an app: low battery shortens the staleness window;
+/// with FastTrack PA a background app may leave at most one checkpoint
+/// segment uncommitted while a foreground app runs. Its commits are long
+/// background operations that hold the journal: bounded so, each one is
+/// about a segment long, and a foreground commit that finds the journal busy
+/// waits for at most that (each commit is still a point in time of the app).
 pub(crate) fn limits_of(st: &State, app: AppId) -> Limits {
     let a = &st.apps.list[app];
     let mut max_stale = a.max_stale;
     if st.low_battery() {
         max_stale = max_stale.min(Duration::from_secs_f64(st.config.low_battery_writeback_seconds));
     }
-    Limits { max_stale_bytes: a.max_stale_bytes, max_stale }
+    let mut max_stale_bytes = a.max_stale_bytes;
+    if st.config.fasttrack.preempt && st.status.foreground().is_some() && st.io_class(app) == IoClass::Background {
+        max_stale_bytes = max_stale_bytes.min(st.config.checkpoint_segment_bytes);
+    }
+    Limits { max_stale_bytes, max_stale }
 }
 
 fn batch_inodes(batch: &[ClosedVct]) -> impl Iterator<Item = Ino> + '_ {
@@ -415,18 +438,46 @@ fn write_transaction(
     step: &dyn Fn() -> Step,
 ) -> std::io::Result<Step> {
     journal.begin(seq)?;
+    let mut held: Option<JournalOp> = None;
     for entry in batch.iter().flat_map(|v| v.entries.iter()) {
         compiler.entry(entry);
         for op in compiler.ops.drain(..) {
             if step() == Step::GiveWay {
                 return Ok(Step::GiveWay);
             }
-            journal.append(&op)?;
+            if let Some(done) = hold_or_extend(&mut held, op) {
+                journal.append(&done)?;
+            }
         }
+    }
+    if let Some(last) = held {
+        journal.append(&last)?;
     }
     journal.end()?;
     journal.wait_sync()?;
     Ok(Step::GoOn)
+}
+
+/// The largest write op `hold_or_extend` builds.
+const MAX_COALESCED_WRITE: usize = 1 << 20;
+
+/// Holds `op` back and gives out the op held before it, unless `op` writes
+/// the bytes right after a held write to the same file: then the held write
+/// takes them. The compiler gives one write per page; in place, each would be
+/// a device command of its own (with its fixed latency), so runs of them
+/// become one op (same bytes, same order, nothing in between).
+fn hold_or_extend(held: &mut Option<JournalOp>, op: JournalOp) -> Option<JournalOp> {
+    if let (
+        Some(JournalOp::Write { path, offset, data }),
+        JournalOp::Write { path: next_path, offset: next, data: more },
+    ) = (held.as_mut(), &op)
+    {
+        if next_path == path && *next == *offset + data.len() as u64 && data.len() + more.len() <= MAX_COALESCED_WRITE {
+            data.extend_from_slice(more);
+            return None;
+        }
+    }
+    held.replace(op)
 }
 
 pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<PredictionScore>, now: SystemTime) -> Stats {
@@ -486,4 +537,56 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<Prediction
         s.apps.insert(a.app.clone(), a);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn write(path: &str, offset: u64, len: usize, byte: u8) -> JournalOp {
+        JournalOp::Write { path: PathBuf::from(path), offset, data: vec![byte; len] }
+    }
+
+    /// Feeds `ops` through `hold_or_extend` as `write_transaction` does.
+    fn coalesced(ops: Vec<JournalOp>) -> Vec<JournalOp> {
+        let mut held = None;
+        let mut out: Vec<JournalOp> = ops.into_iter().filter_map(|op| hold_or_extend(&mut held, op)).collect();
+        out.extend(held);
+        out
+    }
+
+    #[test]
+    fn adjacent_writes_to_one_file_become_one_op_and_nothing_else_moves() {
+        let set_len = JournalOp::SetLen { path: PathBuf::from("a"), size: 3 };
+        let ops = vec![
+            write("a", 0, 4096, 1),
+            write("a", 4096, 100, 2),
+            write("b", 4196, 10, 3), // another file
+            write("b", 0, 10, 4),    // not right after
+            set_len.clone(),
+            write("a", 0, 5, 5), // a non-write op in between
+            write("a", 5, 5, 6),
+        ];
+        let mut first = vec![1; 4096];
+        first.extend([2; 100]);
+        let want = vec![
+            JournalOp::Write { path: PathBuf::from("a"), offset: 0, data: first },
+            write("b", 4196, 10, 3),
+            write("b", 0, 10, 4),
+            set_len,
+            JournalOp::Write { path: PathBuf::from("a"), offset: 0, data: [[5; 5], [6; 5]].concat() },
+        ];
+        assert_eq!(coalesced(ops), want);
+    }
+
+    #[test]
+    fn a_coalesced_write_stops_growing_at_its_cap() {
+        let pages = MAX_COALESCED_WRITE / 4096 + 3;
+        let ops = (0..pages).map(|p| write("f", (p * 4096) as u64, 4096, p as u8)).collect();
+        let out = coalesced(ops);
+        let lens: Vec<u64> = out.iter().map(|op| op.data_len()).collect();
+        assert_eq!(lens, vec![MAX_COALESCED_WRITE as u64, 3 * 4096]);
+        assert!(matches!(&out[1], JournalOp::Write { offset, .. } if *offset == MAX_COALESCED_WRITE as u64));
+    }
 }

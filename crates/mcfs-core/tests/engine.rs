@@ -202,6 +202,35 @@ fn a_writer_at_its_staleness_bound_commits_before_it_goes_on() {
     assert!(f.engine.stats().checkpoints >= 3);
 }
 
+/// FastTrack PA: while an FG app runs, a BG app's commits are long BG
+/// operations that hold the journal, so a BG app may leave at most one
+/// checkpoint segment uncommitted; the FG app, and any app when no FG app is
+/// set or PA is off, keep their own bound.
+#[test]
+fn a_background_writer_commits_every_checkpoint_segment_while_a_foreground_app_runs() {
+    const SEGMENT: u64 = 64 * 1024;
+    let fg = Caller { uid: 10002, gid: 10002, pid: 43 };
+    let most_stale = |preempt: bool, foreground: Option<u32>, writer: Caller| {
+        let mut config = Config { max_stale_bytes: 1 << 30, checkpoint_segment_bytes: SEGMENT, ..Config::default() };
+        config.fasttrack.preempt = preempt;
+        let f = fixture(config);
+        f.engine.setattr(ME, ROOT_INO, &SetAttr { perm: Some(0o777), ..SetAttr::default() }).unwrap();
+        // Data is charged to the file's app: the writer's own file.
+        let ino = f.engine.create(writer, ROOT_INO, OsStr::new("download"), 0o644, true).unwrap().ino;
+        f.engine.set_foreground_uid(foreground);
+        let mut most = 0;
+        for i in 0..64u64 {
+            f.engine.write(Some(writer), ino, i * 4096, &[i as u8; 4096]).unwrap();
+            most = most.max(f.engine.stats().stale_bytes);
+        }
+        most
+    };
+    assert!(most_stale(true, Some(fg.uid), ME) <= SEGMENT, "a BG writer stays within one segment");
+    assert_eq!(most_stale(true, Some(fg.uid), fg), 64 * 4096, "the FG writer keeps its own bound");
+    assert_eq!(most_stale(true, None, ME), 64 * 4096, "no FG app: nothing to make way for");
+    assert_eq!(most_stale(false, Some(fg.uid), ME), 64 * 4096, "PA off");
+}
+
 #[test]
 fn open_unlinked_files_keep_their_data() {
     let f = fixture(Config::default());
