@@ -75,13 +75,19 @@ impl Engine {
     /// commit that gives way to an FG one (`Dispatcher::commit_step`) starts
     /// over once the FG commit has the journal.
     fn commit(&self, trigger: Trigger, selection: &Selection) -> FsResult<()> {
+        let (mut trigger, mut rest) = (trigger, None);
         let mut gave_way_at = None;
         loop {
+            let selection = rest.as_ref().unwrap_or(selection);
             let done = self.commit_holding_journal(trigger, selection, gave_way_at);
             self.dispatch.commit_done();
             match done {
                 Ok(Commit::Done) => return Ok(()),
                 Ok(Commit::GaveWay) => gave_way_at = gave_way_at.or(Some(self.clock.now())),
+                Ok(Commit::More(ids)) => {
+                    // The VCTs are closed already; the rest goes as a commit of its own.
+                    (trigger, rest, gave_way_at) = (Trigger::Policy, Some(Selection::Only(ids)), None);
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -97,17 +103,12 @@ impl Engine {
         let mut journal = self.dispatch.take_journal(|| self.journal.lock());
         self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
-        let (batch, live, skip) = {
+        let (batch, live, skip, rest) = {
             let mut st = self.state.lock();
             match trigger {
                 Trigger::Everything | Trigger::Memory => st.close_all(),
                 Trigger::App(app) => st.close_vct(app),
-                Trigger::Background => {
-                    let spared = st.reclaim_spares();
-                    for app in (0..st.apps.list.len()).filter(|a| Some(*a) != spared) {
-                        st.close_vct(app);
-                    }
-                }
+                Trigger::Background => st.close_all_but_spared(),
                 Trigger::Policy => {}
             }
             let batch = match selection {
@@ -122,16 +123,17 @@ impl Engine {
                 drop(st);
                 return self.delete_dead_orphans().map(|()| Commit::Done);
             }
+            let (batch, rest) = split_background_batch(&mut st, batch);
             let referenced = |i: Ino| st.inodes.get(&i).is_some_and(|n| !n.unreferenced());
             // Files still in use keep their data as orphans; a replaced or
             // removed directory is empty, so nothing of it needs keeping.
             let keeps_data = |i: Ino| referenced(i) && st.inodes.get(&i).is_some_and(|n| !n.is_dir());
             let live: HashSet<Ino> = batch_inodes(&batch).filter(|i| keeps_data(*i)).collect();
             let skip = born_and_gone(batch.iter().flat_map(|v| v.entries.iter()), &referenced);
-            (batch, live, skip)
+            (batch, live, skip, rest)
         };
         let journal_before = journal.bytes_written();
-        let mut tree = self.tree.read().latest().clone();
+        let mut tree = self.tree.write().begin_compile();
         let seq = self.counters.lock().checkpoints + 1;
         let still_live = |ino: Ino| live.contains(&ino);
         let mut compiler = Compiler {
@@ -141,11 +143,13 @@ impl Engine {
             skip: &skip,
             ops: Vec::new(),
         };
+        let vcts: Vec<(AppId, u64)> = batch.iter().map(|v| (v.app, v.bytes)).collect();
         let step = || self.dispatch.commit_step(gave_way_at);
         let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step);
         if !matches!(written, Ok(Step::GoOn)) {
             // The transaction is not durable: the backing store has none of it.
             let _ = journal.abort();
+            self.tree.write().abandon_compile();
             self.state.lock().requeue_closed(batch);
             let wasted = journal.bytes_written() - journal_before;
             let mut c = self.counters.lock();
@@ -158,7 +162,7 @@ impl Engine {
         }
         let written_at = self.clock.now();
         // Readers keep going during the apply except for inodes it moves.
-        self.tree.write().after = Some(tree);
+        self.tree.write().install(tree);
         let applied = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
         // The transaction is durable: if apply failed, recovery or the next
         // checkpoint finishes it, so the tree moves on either way.
@@ -176,6 +180,7 @@ impl Engine {
         tracing::debug!(
             seq,
             ?trigger,
+            ?vcts,
             class = ?crate::dispatch::current().map(|w| w.class),
             flushed,
             waited_ms = ms(asked, started),
@@ -187,7 +192,8 @@ impl Engine {
             Ok(_) => {
                 self.state.lock().committed(batch, flushed, &self.tree, self.clock.now());
                 self.succeeded();
-                self.delete_dead_orphans().map(|()| Commit::Done)
+                self.delete_dead_orphans()?;
+                Ok(if rest.is_empty() { Commit::Done } else { Commit::More(rest) })
             }
             Err(e) => {
                 // Pages stay dirty until the backing store really has them.
@@ -280,7 +286,12 @@ impl Engine {
                 self.policy_closes(&mut st, app);
             }
             if over_background_ratio(&st) {
-                st.close_all();
+                // Background apps' data first (PR); the foreground app's too
+                // once nothing else is left to commit.
+                st.close_all_but_spared();
+                if st.closed.is_empty() {
+                    st.close_all();
+                }
             }
             if st.closed.is_empty() && self.unapplied.lock().is_empty() {
                 return;
@@ -381,8 +392,9 @@ impl Engine {
 /// wait for idle time (a touch is ~100 ms, so a window is seen in time).
 pub const IDLE_POLL: Duration = Duration::from_millis(100);
 
-/// Dirty data passed `dirty_background_ratio` of the cache: commit everything
-/// (also the memory-footprint rule of MobiFS §7.2).
+/// Dirty data passed `dirty_background_ratio` of the cache: commit (the
+/// background apps' data first under FastTrack PR; also the memory-footprint
+/// rule of MobiFS §7.2).
 pub(crate) fn over_background_ratio(st: &State) -> bool {
     st.cache.dirty_bytes() as f64 > st.config.dirty_background_ratio * st.config.cache_size as f64
 }
@@ -426,6 +438,34 @@ enum Commit {
     Done,
     /// Gave way to an FG commit before its transaction was durable: nothing is committed.
     GaveWay,
+    /// Committed the first segment of a background batch; these VCTs are still to go.
+    More(HashSet<u64>),
+}
+
+/// A background commit while a foreground app runs, with FastTrack PA, is a
+/// long background operation that holds the journal: it commits its batch in
+/// pieces of about `checkpoint_segment_bytes` (at least one VCT each), so a
+/// foreground commit waits for one piece at most. The queue is in closing
+/// order and a VCT only needs VCTs closed before it, so the oldest VCTs of a
+/// batch are a batch on their own; the rest goes back to the front of the
+/// queue. Gives the batch to commit now and the ids still to commit.
+fn split_background_batch(st: &mut State, mut batch: Vec<ClosedVct>) -> (Vec<ClosedVct>, HashSet<u64>) {
+    let background = crate::dispatch::current().is_some_and(|w| w.class == IoClass::Background);
+    if !(background && st.config.fasttrack.preempt && st.status.foreground().is_some()) {
+        return (batch, HashSet::new());
+    }
+    let mut bytes = 0;
+    let keep = batch
+        .iter()
+        .position(|v| {
+            bytes += v.bytes;
+            bytes > st.config.checkpoint_segment_bytes
+        })
+        .map_or(batch.len(), |i| i.max(1));
+    let rest = batch.split_off(keep);
+    let ids = rest.iter().map(|v| v.id).collect();
+    st.requeue_closed(rest);
+    (batch, ids)
 }
 
 /// BEGIN, one APPEND per operation compiled from the batch, END, WAIT_SYNC;

@@ -112,6 +112,11 @@ pub struct Committed {
     pub before: CommittedTree,
     /// While a transaction is applied: the tree it leads to.
     pub after: Option<CommittedTree>,
+    /// While a checkpoint compiles its transaction against a copy of the
+    /// tree: the names found in the backing store meanwhile, which the copy
+    /// gets when it is installed (else they would be lost, and the inodes
+    /// under them unreachable to later checkpoints).
+    found_while_compiling: Option<Vec<(Ino, Ino, OsString)>>,
 }
 
 impl Committed {
@@ -130,12 +135,38 @@ impl Committed {
         }
     }
 
-    /// Records a name found in the backing store (in both trees).
+    /// Records a name found in the backing store (in both trees, and in the
+    /// copy a checkpoint is compiling against).
     pub fn add_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) {
         self.before.add_link(ino, parent, name);
         if let Some(after) = &mut self.after {
             after.add_link(ino, parent, name);
         }
+        if let Some(found) = &mut self.found_while_compiling {
+            found.push((ino, parent, name.to_owned()));
+        }
+    }
+
+    /// The tree a checkpoint compiles its transaction against (the newest).
+    pub fn begin_compile(&mut self) -> CommittedTree {
+        self.found_while_compiling = Some(Vec::new());
+        self.latest().clone()
+    }
+
+    /// The compiled transaction is durable: `tree` (with the names found
+    /// meanwhile) is what its apply leads to.
+    pub fn install(&mut self, mut tree: CommittedTree) {
+        for (ino, parent, name) in self.found_while_compiling.take().unwrap_or_default() {
+            if !tree.entries.contains_key(&(parent, name.clone())) {
+                tree.add_link(ino, parent, &name);
+            }
+        }
+        self.after = Some(tree);
+    }
+
+    /// The compiled transaction was dropped.
+    pub fn abandon_compile(&mut self) {
+        self.found_while_compiling = None;
     }
 }
 
@@ -175,6 +206,19 @@ mod tests {
         assert_eq!(c.stable_path(2), Err(Moving));
         assert_eq!(c.stable_path(3), Ok(Some(PathBuf::from("b"))));
         assert_eq!(c.latest().path(2), Some(PathBuf::from("z")));
+    }
+
+    #[test]
+    fn names_found_while_a_checkpoint_compiles_survive_its_install() {
+        let mut c = Committed::default();
+        c.add_link(2, ROOT_INO, OsStr::new("a"));
+        let mut compiled = c.begin_compile();
+        compiled.add_link(3, ROOT_INO, OsStr::new("new")); // the transaction creates "new"
+        c.add_link(4, 2, OsStr::new("found")); // a directory is listed meanwhile
+        c.install(compiled);
+        c.before = c.after.take().unwrap();
+        assert_eq!(c.before.path(4), Some(PathBuf::from("a/found")));
+        assert_eq!(c.before.path(3), Some(PathBuf::from("new")));
     }
 
     #[test]

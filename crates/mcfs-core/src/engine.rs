@@ -467,9 +467,16 @@ impl Engine {
             // cache limit, by at most its own uncommitted data (bounded by
             // its staleness limit above), and the background thread, woken
             // after the write, commits the background data.
-            let foreground_writer = st.reclaim_spares() == Some(app);
+            // A background writer at the watermark commits the background
+            // apps' data, not the foreground app's open VCT (PR), as reclaim does.
+            let spared = st.reclaim_spares();
+            let foreground_writer = spared == Some(app);
             let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
-            let room = if full && !foreground_writer { Room::CheckpointAll } else { st.make_room(pages) };
+            let room = match (full, foreground_writer, spared) {
+                (true, false, Some(_)) => Room::CheckpointBackground,
+                (true, false, None) => Room::CheckpointAll,
+                _ => st.make_room(pages),
+            };
             // A background checkpoint may not free all it was asked for (a
             // background app's page in the foreground app's open VCT): the
             // next round commits everything.

@@ -299,6 +299,15 @@ impl State {
         }
     }
 
+    /// Closes every open VCT but the one of the app reclaim spares (the
+    /// foreground app under FastTrack PR): background data goes first.
+    pub fn close_all_but_spared(&mut self) {
+        let spared = self.reclaim_spares();
+        for app in (0..self.apps.list.len()).filter(|a| Some(*a) != spared) {
+            self.close_vct(app);
+        }
+    }
+
     /// Bookkeeping once a batch of VCTs is durable and applied: their pages
     /// become clean, their truncates stop hiding backing data.
     pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>, now: SystemTime) {

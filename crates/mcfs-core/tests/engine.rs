@@ -231,6 +231,42 @@ fn a_background_writer_commits_every_checkpoint_segment_while_a_foreground_app_r
     assert_eq!(most_stale(false, Some(fg.uid), ME), 64 * 4096, "PA off");
 }
 
+/// FastTrack PA: a background checkpoint of several apps' data while an FG
+/// app runs goes in pieces of about one checkpoint segment (oldest VCTs
+/// first), so an FG commit never waits for more than one piece; all of it is
+/// committed in the end. Without an FG app it is one transaction.
+#[test]
+fn a_background_checkpoint_goes_in_segments_while_a_foreground_app_runs() {
+    const SEGMENT: u64 = 64 * 1024;
+    let commits_for_three_apps = |foreground: Option<u32>| {
+        let config = Config {
+            max_stale_bytes: 1 << 30,
+            max_stale_seconds: 10.0,
+            checkpoint_segment_bytes: SEGMENT,
+            ..Config::default()
+        };
+        let f = fixture(config);
+        f.engine.setattr(ME, ROOT_INO, &SetAttr { perm: Some(0o777), ..SetAttr::default() }).unwrap();
+        f.engine.set_foreground_uid(foreground);
+        for uid in [10011, 10012, 10013] {
+            let app = Caller { uid, gid: uid, pid: uid };
+            let name = format!("app{uid}");
+            let ino = f.engine.create(app, ROOT_INO, OsStr::new(&name), 0o644, true).unwrap().ino;
+            f.engine.write(Some(app), ino, 0, &[uid as u8; 48 * 1024]).unwrap();
+        }
+        f.clock.advance(Duration::from_secs(11));
+        let before = f.engine.stats().checkpoints;
+        f.engine.tick();
+        for uid in [10011u32, 10012, 10013] {
+            let data = f.backing(&format!("app{uid}")).unwrap_or_default();
+            assert!(data == vec![uid as u8; 48 * 1024], "app{uid}'s data is committed whole");
+        }
+        f.engine.stats().checkpoints - before
+    };
+    assert_eq!(commits_for_three_apps(Some(10001)), 3, "48 KiB per app, 64 KiB segments: one app per commit");
+    assert_eq!(commits_for_three_apps(None), 1, "no FG app: one transaction");
+}
+
 #[test]
 fn open_unlinked_files_keep_their_data() {
     let f = fixture(Config::default());
