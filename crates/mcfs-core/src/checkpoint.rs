@@ -498,8 +498,9 @@ fn write_transaction(
     Ok(Step::GoOn)
 }
 
-/// The largest write op `hold_or_extend` builds.
-const MAX_COALESCED_WRITE: usize = 1 << 20;
+/// The largest write op `hold_or_extend` builds: the journal's stream chunk,
+/// so a commit still looks for waiting foreground work that often.
+const MAX_COALESCED_WRITE: usize = 256 << 10;
 
 /// Holds `op` back and gives out the op held before it, unless `op` writes
 /// the bytes right after a held write to the same file: then the held write

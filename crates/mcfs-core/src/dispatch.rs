@@ -214,6 +214,9 @@ impl Dispatcher {
             let mut gate = self.gate.lock();
             if gate.fg_at_journal > 0 {
                 gate.stats.commits_given_way += 1;
+                drop(gate);
+                // The FG request waits for the abort too (it truncates the journal).
+                self.boost_if_waited_for();
                 return Step::GiveWay;
             }
         }
@@ -259,7 +262,7 @@ impl Dispatcher {
     /// does not count as in flight, so it does not hold back the BG commit it
     /// waits for (priority inheritance, in effect). A BG commit waits while FG
     /// requests are waiting for the journal, up to the aging bound.
-    pub fn take_journal<T>(&self, lock: impl FnOnce() -> T) -> T {
+    pub fn take_journal<T>(&self, mut lock: impl FnMut() -> T) -> T {
         match current().map(|w| w.class) {
             Some(IoClass::Foreground) => {
                 {
@@ -277,8 +280,18 @@ impl Dispatcher {
                 taken
             }
             Some(IoClass::Background) if self.switches.preempt_requests || self.switches.hold_checkpoints => {
-                self.wait_while(WaitKind::Journal, |gate| gate.fg_at_journal > 0);
-                lock()
+                let started = self.clock.now();
+                loop {
+                    self.wait_while(WaitKind::Journal, |gate| gate.fg_at_journal > 0);
+                    let taken = lock();
+                    // An FG request that came while this one was queued on the
+                    // lock goes first (the lock itself knows no priorities),
+                    // up to the aging bound.
+                    if self.gate.lock().fg_at_journal == 0 || elapsed(started, self.clock.now()) >= self.aging {
+                        return taken;
+                    }
+                    drop(taken);
+                }
             }
             _ => lock(),
         }

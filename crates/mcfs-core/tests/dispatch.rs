@@ -216,41 +216,59 @@ fn a_background_checkpoint_holds_its_apply_while_fg_requests_are_in_flight() {
     assert_eq!(engine.read(ino, 0, data.len() as u32).unwrap(), data);
 }
 
-#[test]
-fn a_bg_commit_applying_while_an_fg_request_waits_runs_at_fg_io_priority_until_it_ends() {
-    let clock = Arc::new(ManualClock::new());
-    let d = dispatcher(&clock);
+/// A BG commit takes the journal and runs `alone`; once an FG request (admitted after that) waits
+/// for the journal it runs `with_fg_waiting`, lets the journal go and ends; then the FG request
+/// has the journal. Records every I/O priority the dispatcher gives the BG thread.
+fn bg_commit_with_an_fg_request_arriving(
+    d: &Dispatcher,
+    alone: impl FnOnce() + Send,
+    with_fg_waiting: impl FnOnce() + Send,
+) -> Vec<IoClass> {
     let set = Arc::new(Mutex::new(Vec::new()));
     let record = set.clone();
     d.set_io_priority_hook(Box::new(move |class| record.lock().unwrap().push(class)));
     let journal = Mutex::new(());
     let fg_admitted = AtomicBool::new(false);
     let bg_holds_journal = Barrier::new(2);
-    let first_step_taken = Barrier::new(2);
+    let alone_done = Barrier::new(2);
     thread::scope(|s| {
         let bg = s.spawn(|| {
             d.background_work(|| {
                 let held = d.take_journal(|| journal.lock().unwrap());
                 bg_holds_journal.wait();
-                d.checkpoint_segment_boundary();
-                assert!(set.lock().unwrap().is_empty(), "nobody waits yet: no boost");
-                first_step_taken.wait();
+                alone();
+                alone_done.wait();
                 eventually("the FG request to wait for the journal", || d.stats().fg_at_journal == 1);
-                d.checkpoint_segment_boundary();
-                d.checkpoint_segment_boundary();
+                with_fg_waiting();
                 drop(held);
                 d.commit_done();
             })
         });
         bg_holds_journal.wait();
-        first_step_taken.wait();
+        alone_done.wait();
         let _a = d.admit(IoClass::Foreground, FG.uid);
         fg_admitted.store(true, Ordering::SeqCst);
         let _j = d.take_journal(|| journal.lock().unwrap());
         bg.join().unwrap();
     });
     assert!(fg_admitted.load(Ordering::SeqCst));
-    assert_eq!(*set.lock().unwrap(), [IoClass::Foreground, IoClass::Background], "raised once, then restored");
+    let set = set.lock().unwrap().clone();
+    set
+}
+
+#[test]
+fn a_bg_commit_applying_while_an_fg_request_waits_runs_at_fg_io_priority_until_it_ends() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let set = bg_commit_with_an_fg_request_arriving(
+        &d,
+        || d.checkpoint_segment_boundary(),
+        || {
+            d.checkpoint_segment_boundary();
+            d.checkpoint_segment_boundary();
+        },
+    );
+    assert_eq!(set, [IoClass::Foreground, IoClass::Background], "nobody waits at first; raised once, then restored");
     assert_eq!(d.stats().commits_boosted, 1);
 }
 
@@ -258,42 +276,80 @@ fn a_bg_commit_applying_while_an_fg_request_waits_runs_at_fg_io_priority_until_i
 fn a_bg_commit_writing_its_journal_gives_way_to_an_fg_request_until_the_aging_bound() {
     let clock = Arc::new(ManualClock::new());
     let d = dispatcher(&clock);
-    d.set_io_priority_hook(Box::new(|_| {}));
-    let journal = Mutex::new(());
     let steps = Mutex::new(Vec::new());
-    let bg_holds_journal = Barrier::new(2);
-    let first_step_taken = Barrier::new(2);
-    thread::scope(|s| {
-        let bg = s.spawn(|| {
-            d.background_work(|| {
-                let held = d.take_journal(|| journal.lock().unwrap());
-                bg_holds_journal.wait();
-                steps.lock().unwrap().push(d.commit_step(None));
-                first_step_taken.wait();
-                eventually("the FG request to wait for the journal", || d.stats().fg_at_journal == 1);
-                steps.lock().unwrap().push(d.commit_step(None));
-                let gave_way_at = clock.now();
-                clock.advance(AGING - Duration::from_millis(1));
-                steps.lock().unwrap().push(d.commit_step(Some(gave_way_at)));
-                clock.advance(Duration::from_millis(1));
-                steps.lock().unwrap().push(d.commit_step(Some(gave_way_at)));
-                drop(held);
-                d.commit_done();
-            })
-        });
-        bg_holds_journal.wait();
-        first_step_taken.wait();
-        let _a = d.admit(IoClass::Foreground, FG.uid);
-        let _j = d.take_journal(|| journal.lock().unwrap());
-        bg.join().unwrap();
-    });
+    let boosted_when_giving_way = Mutex::new(0);
+    let set = bg_commit_with_an_fg_request_arriving(
+        &d,
+        || steps.lock().unwrap().push(d.commit_step(None)),
+        || {
+            steps.lock().unwrap().push(d.commit_step(None));
+            *boosted_when_giving_way.lock().unwrap() = d.stats().commits_boosted;
+            let gave_way_at = clock.now();
+            clock.advance(AGING - Duration::from_millis(1));
+            steps.lock().unwrap().push(d.commit_step(Some(gave_way_at)));
+            clock.advance(Duration::from_millis(1));
+            steps.lock().unwrap().push(d.commit_step(Some(gave_way_at)));
+        },
+    );
     let steps = steps.into_inner().unwrap();
     assert_eq!(steps[0], Step::GoOn, "nobody waits yet");
     assert_eq!(steps[1], Step::GiveWay, "a young BG commit gives way to the waiting FG request");
     assert_eq!(steps[2], Step::GiveWay, "and again, within the aging bound of its first giving way");
     assert_eq!(steps[3], Step::GoOn, "past the bound it goes on");
     let stats = d.stats();
-    assert_eq!((stats.commits_given_way, stats.commits_boosted), (2, 1), "and goes on boosted");
+    assert_eq!(stats.commits_given_way, 2);
+    // The FG request also waits for the abort that giving way means, so that runs boosted too.
+    assert_eq!(*boosted_when_giving_way.lock().unwrap(), 1, "boosted as it gives way");
+    assert_eq!(set, [IoClass::Foreground, IoClass::Background], "raised once, then restored");
+    assert_eq!(stats.commits_boosted, 1);
+}
+
+/// The journal lock knows no priorities: a BG commit already queued on it when an FG request
+/// comes may win it, and then lets the FG request go first.
+#[test]
+fn a_bg_commit_queued_on_the_journal_lock_lets_a_later_fg_request_go_first() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let journal = Mutex::new(());
+    let order = Mutex::new(Vec::new());
+    let (first_holds, second_queued) = (Barrier::new(2), Barrier::new(2));
+    let second_at_lock = AtomicBool::new(false);
+    thread::scope(|s| {
+        let first = s.spawn(|| {
+            d.background_work(|| {
+                let held = d.take_journal(|| journal.lock().unwrap());
+                first_holds.wait();
+                second_queued.wait();
+                eventually("the FG request to wait for the journal", || d.stats().fg_at_journal == 1);
+                // Let the second BG commit reach the lock itself (it may win it).
+                thread::sleep(GRACE);
+                drop(held);
+            })
+        });
+        first_holds.wait();
+        let second = s.spawn(|| {
+            d.background_work(|| {
+                let mut queued = false;
+                let _held = d.take_journal(|| {
+                    if !std::mem::replace(&mut queued, true) {
+                        second_queued.wait();
+                        second_at_lock.store(true, Ordering::SeqCst);
+                    }
+                    journal.lock().unwrap()
+                });
+                order.lock().unwrap().push("BG");
+            })
+        });
+        eventually("the second BG commit to reach the lock", || second_at_lock.load(Ordering::SeqCst));
+        let _a = d.admit(IoClass::Foreground, FG.uid);
+        {
+            let _j = d.take_journal(|| journal.lock().unwrap());
+            order.lock().unwrap().push("FG");
+        }
+        first.join().unwrap();
+        second.join().unwrap();
+    });
+    assert_eq!(*order.lock().unwrap(), ["FG", "BG"]);
 }
 
 #[test]

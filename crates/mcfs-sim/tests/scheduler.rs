@@ -199,6 +199,21 @@ fn a_device_full_of_aged_background_commands_still_serves_the_foreground_first()
 }
 
 #[test]
+fn aged_background_writes_go_before_background_reads_every_time() {
+    // 4 BG writes, then 300 BG reads (4 KiB: 97 315 ns each), all at 0, no FG command: with a bound of
+    // 1 ms every write is aged after the 11th read, and then all four go back to back, not one per bound.
+    let mut s = Scheduler::new(&emmc_with_depth(512), SchedPolicy::Priority).with_aging(1_000_000);
+    s.submit(0, Bg, Op::Read(4 * KIB));
+    let writes: Vec<_> = (0..4).map(|_| s.submit(0, Bg, Op::Write(4 * KIB))).collect();
+    for _ in 0..300 {
+        s.submit(0, Bg, Op::Read(4 * KIB));
+    }
+    let done = drain(&mut s);
+    let order: Vec<usize> = writes.iter().map(|w| done.iter().position(|c| c.id == *w).expect("completes")).collect();
+    assert_eq!(order, [11, 12, 13, 14], "the aged writes start one after another");
+}
+
+#[test]
 fn aged_means_waited_longer_than_the_bound() {
     // A BG write and an FG read wait behind a 4 KiB write (188 601 ns); at that pick the BG write has
     // waited exactly 188 601 ns.
@@ -298,7 +313,8 @@ fn check_order(by_id: &[Completion], depth: usize, policy: SchedPolicy, aging_ns
     let entered = entry_times(by_id, depth);
     let mut in_start_order: Vec<&Completion> = by_id.iter().collect();
     in_start_order.sort_by_key(|c| c.started_ns);
-    // When the aging bound last started a command ahead of a higher-ranked one: one per bound at most.
+    // When the aging bound last started a command ahead of a waiting FG command: one per bound at most
+    // (ahead of BG commands alone, an aged command always goes first).
     let mut last_aged: Option<u64> = None;
     for c in in_start_order {
         let at = c.started_ns;
@@ -314,11 +330,12 @@ fn check_order(by_id: &[Completion], depth: usize, policy: SchedPolicy, aging_ns
         let candidates: Vec<&Completion> = waiting.into_iter().chain(std::iter::once(c)).collect();
         let oldest = candidates.iter().min_by_key(|d| d.id).expect("c itself");
         let top = candidates.iter().min_by_key(|d| (rank(d), d.id)).expect("c itself");
-        let may_age = last_aged.is_none_or(|last| at - last >= aging_ns);
+        let fg_waiting = top.priority == Fg;
+        let may_age = !fg_waiting || last_aged.is_none_or(|last| at - last >= aging_ns);
         let expected = match policy {
             SchedPolicy::Fifo => oldest,
             SchedPolicy::Priority if at - oldest.submitted_ns > aging_ns && may_age => {
-                if rank(oldest) != rank(top) {
+                if rank(oldest) != rank(top) && fg_waiting {
                     last_aged = Some(at);
                 }
                 oldest

@@ -58,7 +58,9 @@ pub struct ApplyReport {
 }
 
 /// Bytes buffered by `append` before they are streamed to the journal file.
-const STREAM_CHUNK: usize = 1 << 20;
+/// Small enough that a background commit checks for waiting foreground work
+/// (between appends) every few milliseconds of device time.
+const STREAM_CHUNK: usize = 256 << 10;
 /// Default for `set_segment_bytes`.
 const DEFAULT_SEGMENT_BYTES: u64 = 4 << 20;
 

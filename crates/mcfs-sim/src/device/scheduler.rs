@@ -14,10 +14,12 @@
 //! * `Fifo`: the oldest submitted command (a priority-unaware device, §3.4).
 //! * `Priority`: FG read > FG write > BG read > BG write, a flush ranking with the writes of its class,
 //!   first in first out within a rank (§4.5). Aging bound (ours; the paper gives none): a command that
-//!   has waited longer than `aging_ns` since its submission goes first (the oldest such one), at most
-//!   one such command per `aging_ns` — otherwise a device saturated by background commands, all of
-//!   them aged, would serve them first in first out and the foreground would lose its priority just
-//!   when it matters. Default 100 ms (`DEFAULT_AGING_NS`): a few times the longest single command a
+//!   has waited longer than `aging_ns` since its submission goes first (the oldest such one); ahead of
+//!   a foreground command at most one such command per `aging_ns` — otherwise a device saturated by
+//!   background commands, all of them aged, would serve them first in first out and the foreground
+//!   would lose its priority just when it matters. Among background commands alone an aged one goes
+//!   first every time: a background write that a foreground request waits for (a commit holding a
+//!   lock) must not crawl at one command per bound behind a stream of background reads. Default 100 ms (`DEFAULT_AGING_NS`): a few times the longest single command a
 //!   phone issues (512 KiB written on eMMC take 11 ms), yet well below the ~1 s a user tolerates.
 //!   Background commands are never starved: the oldest command in the device starts at least once per
 //!   bound, so one waits at most about `queue_depth` bounds plus one service time.
@@ -399,12 +401,15 @@ impl Scheduler {
         let fronts = || self.device.iter().enumerate().filter_map(|(r, q)| q.front().map(|c| (r, c)));
         let Some((oldest_rank, oldest)) = fronts().min_by_key(|(_, c)| c.id) else { return };
         let Some((top_rank, _)) = fronts().next() else { return };
+        let overtakes_fg = top_rank < rank(Priority::Background, Op::Read(0));
         let (chosen, aged) = match self.policy {
             SchedPolicy::Fifo => (oldest_rank, false),
-            SchedPolicy::Priority if self.ages(oldest.submitted_ns, at) => (oldest_rank, oldest_rank != top_rank),
+            SchedPolicy::Priority if self.ages(oldest.submitted_ns, at, overtakes_fg) => {
+                (oldest_rank, oldest_rank != top_rank)
+            }
             SchedPolicy::Priority => (top_rank, false),
         };
-        if aged {
+        if aged && overtakes_fg {
             self.last_aged_start_ns = Some(at);
         }
         if let Some(command) = self.device[chosen].pop_front() {
@@ -414,10 +419,13 @@ impl Scheduler {
     }
 
     /// Whether a command submitted at `submitted_ns` goes first at `at` by the aging bound: it waited
-    /// longer than the bound, and no aged command started within the last bound.
-    fn ages(&self, submitted_ns: u64, at: u64) -> bool {
+    /// longer than the bound, and, if it would overtake a foreground command, no aged command overtook
+    /// one within the last bound.
+    fn ages(&self, submitted_ns: u64, at: u64, overtakes_fg: bool) -> bool {
         let waited_out = at.saturating_sub(submitted_ns) > self.aging_ns;
-        waited_out && self.last_aged_start_ns.is_none_or(|last| at.saturating_sub(last) >= self.aging_ns)
+        let rate_ok =
+            !overtakes_fg || self.last_aged_start_ns.is_none_or(|last| at.saturating_sub(last) >= self.aging_ns);
+        waited_out && rate_ok
     }
 
     /// The host-side command that enters the device next: the oldest, or with host dispatch the oldest
