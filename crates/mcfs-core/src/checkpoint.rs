@@ -143,7 +143,6 @@ impl Engine {
             skip: &skip,
             ops: Vec::new(),
         };
-        let vcts: Vec<(AppId, u64)> = batch.iter().map(|v| (v.app, v.bytes)).collect();
         let step = || self.dispatch.commit_step(gave_way_at);
         let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step);
         if !matches!(written, Ok(Step::GoOn)) {
@@ -180,7 +179,7 @@ impl Engine {
         tracing::debug!(
             seq,
             ?trigger,
-            ?vcts,
+            vcts = ?batch.iter().map(|v| (v.app, v.bytes)).collect::<Vec<_>>(),
             class = ?crate::dispatch::current().map(|w| w.class),
             flushed,
             waited_ms = ms(asked, started),
@@ -418,10 +417,16 @@ pub(crate) fn limits_of(st: &State, app: AppId) -> Limits {
         max_stale = max_stale.min(Duration::from_secs_f64(st.config.low_battery_writeback_seconds));
     }
     let mut max_stale_bytes = a.max_stale_bytes;
-    if st.config.fasttrack.preempt && st.status.foreground().is_some() && st.io_class(app) == IoClass::Background {
+    if commits_in_segments(st, st.io_class(app)) {
         max_stale_bytes = max_stale_bytes.min(st.config.checkpoint_segment_bytes);
     }
     Limits { max_stale_bytes, max_stale }
+}
+
+/// FastTrack PA keeps commits of `class` to about one checkpoint segment:
+/// background work, while a foreground app runs.
+fn commits_in_segments(st: &State, class: IoClass) -> bool {
+    st.config.fasttrack.preempt && st.status.foreground().is_some() && class == IoClass::Background
 }
 
 fn batch_inodes(batch: &[ClosedVct]) -> impl Iterator<Item = Ino> + '_ {
@@ -450,8 +455,8 @@ enum Commit {
 /// batch are a batch on their own; the rest goes back to the front of the
 /// queue. Gives the batch to commit now and the ids still to commit.
 fn split_background_batch(st: &mut State, mut batch: Vec<ClosedVct>) -> (Vec<ClosedVct>, HashSet<u64>) {
-    let background = crate::dispatch::current().is_some_and(|w| w.class == IoClass::Background);
-    if !(background && st.config.fasttrack.preempt && st.status.foreground().is_some()) {
+    let class = crate::dispatch::current().map(|w| w.class);
+    if !class.is_some_and(|c| commits_in_segments(st, c)) {
         return (batch, HashSet::new());
     }
     let mut bytes = 0;

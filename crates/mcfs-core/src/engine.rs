@@ -462,13 +462,13 @@ impl Engine {
                 self.stalled(app, || self.commit_app(app))?;
                 continue;
             }
-            // The foreground app never commits background apps' dirty data
-            // for room (FastTrack PR): it writes past the watermark and the
-            // cache limit, by at most its own uncommitted data (bounded by
-            // its staleness limit above), and the background thread, woken
-            // after the write, commits the background data.
-            // A background writer at the watermark commits the background
-            // apps' data, not the foreground app's open VCT (PR), as reclaim does.
+            // FastTrack PR: the foreground app never commits background apps'
+            // dirty data for room: it writes past the watermark and the cache
+            // limit, by at most its own uncommitted data (bounded by its
+            // staleness limit above), and the background thread, woken after
+            // the write, commits the background data. A background writer at
+            // the watermark commits the background apps' data, not the
+            // foreground app's open VCT, as reclaim does.
             let spared = st.reclaim_spares();
             let foreground_writer = spared == Some(app);
             let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;

@@ -246,19 +246,17 @@ fn trace_events(op: ServedOp<'_>, path_of: impl Fn(Ino) -> Option<PathBytes>) ->
         path.extend_from_slice(name.as_bytes());
         Some(path)
     };
-    // An `O_TRUNC` open is an open followed by a truncation to 0, as the strace importer writes it.
-    let opened = |open: EventKind, path: PathBytes, truncated: bool| {
-        let mut events = vec![open];
-        if truncated {
-            events.push(EventKind::Truncate { path, size: 0 });
-        }
-        events
-    };
     Some(match op {
         ServedOp::Open { ino } => vec![EventKind::Open { path: path_of(ino)? }],
+        // An `O_TRUNC` create of an existing file is a create followed by a truncation to 0, as the
+        // strace importer writes it.
         ServedOp::Create { ino, truncated } => {
             let path = path_of(ino)?;
-            opened(EventKind::Create { path: path.clone() }, path, truncated)
+            let mut events = vec![EventKind::Create { path: path.clone() }];
+            if truncated {
+                events.push(EventKind::Truncate { path, size: 0 });
+            }
+            events
         }
         ServedOp::Read { ino, offset, len } => vec![EventKind::Read { path: path_of(ino)?, offset, len }],
         ServedOp::Write { ino, offset, len } => vec![EventKind::Write { path: path_of(ino)?, offset, len }],

@@ -19,8 +19,9 @@
 //!   background commands, all of them aged, would serve them first in first out and the foreground
 //!   would lose its priority just when it matters. Among background commands alone an aged one goes
 //!   first every time: a background write that a foreground request waits for (a commit holding a
-//!   lock) must not crawl at one command per bound behind a stream of background reads. Default 100 ms (`DEFAULT_AGING_NS`): a few times the longest single command a
-//!   phone issues (512 KiB written on eMMC take 11 ms), yet well below the ~1 s a user tolerates.
+//!   lock) must not crawl at one command per bound behind a stream of background reads. Default
+//!   100 ms (`DEFAULT_AGING_NS`): a few times the longest single command a phone issues (512 KiB
+//!   written on eMMC take 11 ms), yet well below the ~1 s a user tolerates.
 //!   Background commands are never starved: the oldest command in the device starts at least once per
 //!   bound, so one waits at most about `queue_depth` bounds plus one service time.
 //!
