@@ -79,9 +79,7 @@ impl Engine {
         let mut gave_way_at = None;
         loop {
             let selection = rest.as_ref().unwrap_or(selection);
-            let done = self.commit_holding_journal(trigger, selection, gave_way_at);
-            self.dispatch.commit_done();
-            match done {
+            match self.commit_holding_journal(trigger, selection, gave_way_at) {
                 Ok(Commit::Done) => return Ok(()),
                 Ok(Commit::GaveWay) => gave_way_at = gave_way_at.or(Some(self.clock.now())),
                 Ok(Commit::More(ids)) => {

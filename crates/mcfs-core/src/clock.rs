@@ -8,6 +8,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub trait Clock: Send + Sync {
     /// Wall-clock time, used for file times and for the age of VCTs.
     fn now(&self) -> SystemTime;
+
+    /// Whether time passes while the engine waits. A wait that only the
+    /// passing of time ends (the dispatcher's anticipation) is skipped on a
+    /// clock that moves only between calls, as the simulator's does.
+    fn moves_by_itself(&self) -> bool {
+        true
+    }
 }
 
 /// The real clock.
@@ -49,5 +56,9 @@ impl Default for ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> SystemTime {
         *self.now.lock()
+    }
+
+    fn moves_by_itself(&self) -> bool {
+        false
     }
 }

@@ -70,6 +70,11 @@ pub struct FastTrackConfig {
     /// Longest a background operation waits at one admission or segment
     /// boundary for foreground work (the aging bound; the paper has none).
     pub aging_ms: u64,
+    /// How long after a foreground request ended a background commit still
+    /// does not start (anticipation: the app's next request is likely near;
+    /// 0: off). Off on a clock that moves only when told (tests, the
+    /// simulator): nothing would end the wait.
+    pub anticipation_ms: u64,
     /// Size of the segments long background reads and writes run in.
     pub segment_bytes: u64,
     /// Apps never preempted besides every uid below 10000 (§4.2: services).
@@ -89,6 +94,7 @@ impl Default for FastTrackConfig {
             reclaim: true,
             dispatch: true,
             aging_ms: 500,
+            anticipation_ms: 20,
             segment_bytes: 64 * 1024,
             system_apps: Vec::new(),
             tasks_file: None,

@@ -12,7 +12,14 @@
 //! Aging bound: one BG wait (at admission, at one segment boundary, or for
 //! the journal) ends after `fasttrack.aging_ms` of the engine's clock even if
 //! FG work still goes on, so BG work always advances by at least one segment
-//! per bound and is never starved.
+//! per bound and is never starved. While FG work is busy, though, at most one
+//! aged BG commit takes the journal per bound (as on the device, mcfs_sim's
+//! scheduler): BG commits that aged together would otherwise hold the journal
+//! one after another while an FG request waits.
+//!
+//! A BG commit does not take the journal while FG work is busy: FG requests in
+//! flight or waiting for the journal, or the anticipation after the last one
+//! (`with_anticipation`).
 //!
 //! The journal (the right to commit) is taken FG first: an FG request that
 //! must commit (a sync-mode fsync, a throttled write) goes before BG commits
@@ -23,8 +30,14 @@
 //! transaction, and retries after the FG commit (`commit_step`). Once its
 //! commit record is durable it must be applied before anyone else commits;
 //! then, and once the aging bound has passed since a BG commit first gave
-//! way, it goes on at FG I/O priority until it ends (priority inheritance
-//! down to the device).
+//! way, it goes on.
+//!
+//! Priority inheritance down to the device: the moment an FG request waits
+//! for the journal, the thread holding it gets FG I/O priority, set from the
+//! waiting thread (`IoPriorities::raise_thread`), so even the command that
+//! thread has at the device right now is FG there (the emulated device
+//! re-reads the class of commands still waiting); the holder goes back to
+//! its own priority when it lets the journal go (`JournalHold`'s drop).
 //!
 //! The class of the work a thread is doing lives in a thread-local set by
 //! `admit` and `background_work`, so engine code deep in a call can ask
@@ -41,12 +54,17 @@ use std::time::{Duration, SystemTime};
 thread_local! {
     /// The class of the request or job this thread is running, with its uid.
     static CURRENT: Cell<Option<Work>> = const { Cell::new(None) };
-    /// Whether this thread's BG commit runs at FG I/O priority for an FG request waiting for it.
-    static BOOSTED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Gives the calling thread the I/O priority of a class (the front end's `ioprio_set`).
-pub type IoPriorityHook = Box<dyn Fn(IoClass) + Send + Sync>;
+/// How the dispatcher sets threads' I/O priorities (the front end's `ioprio_set`).
+pub trait IoPriorities: Send + Sync {
+    /// Gives the calling thread the I/O priority of `class`.
+    fn set_own(&self, class: IoClass);
+    /// The calling thread's id, as `raise_thread` takes it.
+    fn own_thread(&self) -> u32;
+    /// Gives thread `tid` the FG I/O priority (it holds the journal an FG request waits for).
+    fn raise_thread(&self, tid: u32);
+}
 
 /// What a thread is running: a request of a uid's app, or the engine's own background work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,15 +115,30 @@ struct Gate {
     fg_in_flight: u32,
     /// FG requests waiting to take the journal (to commit their app's data).
     fg_at_journal: u32,
+    /// The BG thread holding the journal, if `io_priorities` is set.
+    journal_holder: Option<Holder>,
+    /// When an aged BG commit last took the journal while FG work was busy.
+    last_journal_overtake: Option<SystemTime>,
+    /// When the last FG request in flight ended.
+    last_fg_end: Option<SystemTime>,
     stats: DispatchStats,
+}
+
+#[derive(Clone, Copy)]
+struct Holder {
+    tid: u32,
+    /// Raised to FG I/O priority for an FG request waiting for the journal.
+    raised: bool,
 }
 
 pub struct Dispatcher {
     gate: Mutex<Gate>,
-    io_priority: std::sync::OnceLock<IoPriorityHook>,
+    io_priorities: std::sync::OnceLock<Box<dyn IoPriorities>>,
     fg_done: Condvar,
     clock: Arc<dyn Clock>,
     aging: Duration,
+    /// How long after the last FG request ended a BG commit still holds back.
+    anticipation: Duration,
     switches: Switches,
 }
 
@@ -149,13 +182,31 @@ const RECHECK: Duration = Duration::from_millis(5);
 impl Dispatcher {
     pub fn new(clock: Arc<dyn Clock>, aging: Duration, switches: Switches) -> Dispatcher {
         Dispatcher {
-            io_priority: std::sync::OnceLock::new(),
-            gate: Mutex::new(Gate { fg_in_flight: 0, fg_at_journal: 0, stats: DispatchStats::default() }),
+            io_priorities: std::sync::OnceLock::new(),
+            gate: Mutex::new(Gate {
+                fg_in_flight: 0,
+                fg_at_journal: 0,
+                journal_holder: None,
+                last_journal_overtake: None,
+                last_fg_end: None,
+                stats: DispatchStats::default(),
+            }),
             fg_done: Condvar::new(),
             clock,
             aging,
+            anticipation: Duration::ZERO,
             switches,
         }
+    }
+
+    /// The same dispatcher where a BG commit does not start within
+    /// `anticipation` after an FG request ended: an app that just had a
+    /// request served is likely to send the next one soon (as BFQ idles on a
+    /// sync queue for `slice_idle`), and a BG commit started in that gap would
+    /// hold the journal for a whole segment. Needs a clock that moves by itself.
+    pub fn with_anticipation(mut self, anticipation: Duration) -> Dispatcher {
+        self.anticipation = anticipation;
+        self
     }
 
     /// Admits a request of class `class` from `uid`: a BG one waits while
@@ -196,16 +247,16 @@ impl Dispatcher {
         }
     }
 
-    /// How the front end sets a thread's I/O priority; set once, with
-    /// `fasttrack.dispatch`. Without it no commit is ever boosted.
-    pub fn set_io_priority_hook(&self, hook: IoPriorityHook) {
-        let _ = self.io_priority.set(hook);
+    /// How the front end sets threads' I/O priorities; set once, with
+    /// `fasttrack.dispatch`. Without it no commit is ever raised.
+    pub fn set_io_priorities(&self, priorities: Box<dyn IoPriorities>) {
+        let _ = self.io_priorities.set(priorities);
     }
 
     /// A step of a commit's journal writing, for a commit that first gave
     /// way at `gave_way_at` (if ever). A BG commit an FG request waits for
     /// gives way until the aging bound has passed since it first did (so a
-    /// stream of FG commits cannot starve it); then it goes on, boosted.
+    /// stream of FG commits cannot starve it).
     pub fn commit_step(&self, gave_way_at: Option<SystemTime>) -> Step {
         let gives_way = (self.switches.preempt_requests || self.switches.hold_checkpoints)
             && current_is_background()
@@ -214,41 +265,15 @@ impl Dispatcher {
             let mut gate = self.gate.lock();
             if gate.fg_at_journal > 0 {
                 gate.stats.commits_given_way += 1;
-                drop(gate);
-                // The FG request waits for the abort too (it truncates the journal).
-                self.boost_if_waited_for();
                 return Step::GiveWay;
             }
         }
-        self.boost_if_waited_for();
         Step::GoOn
-    }
-
-    /// A BG commit that an FG request is waiting for (at the journal) goes
-    /// on at FG I/O priority until it ends (`commit_done`): priority
-    /// inheritance down to the device, so the FG request does not wait
-    /// behind BG I/O for a commit whose end it needs.
-    fn boost_if_waited_for(&self) {
-        let Some(hook) = self.io_priority.get() else { return };
-        if BOOSTED.with(Cell::get) || !current_is_background() || self.gate.lock().fg_at_journal == 0 {
-            return;
-        }
-        BOOSTED.with(|b| b.set(true));
-        self.gate.lock().stats.commits_boosted += 1;
-        hook(IoClass::Foreground);
-    }
-
-    /// The commit is over: a boosted thread goes back to its own priority.
-    pub fn commit_done(&self) {
-        if let (Some(hook), true) = (self.io_priority.get(), BOOSTED.with(|b| b.replace(false))) {
-            hook(current().map_or(IoClass::Background, |w| w.class));
-        }
     }
 
     /// A segment boundary of a checkpoint's apply: held back while FG
     /// requests are in flight, unless an FG or system request runs it.
     pub fn checkpoint_segment_boundary(&self) {
-        self.boost_if_waited_for();
         let held = (self.switches.hold_checkpoints || self.switches.preempt_requests) && current_is_background();
         if held {
             self.wait_for_fg(WaitKind::Checkpoint);
@@ -260,14 +285,15 @@ impl Dispatcher {
     /// Takes the journal with `lock` (the right to commit). An FG request
     /// goes ahead of BG commits still waiting for it, and while it waits it
     /// does not count as in flight, so it does not hold back the BG commit it
-    /// waits for (priority inheritance, in effect). A BG commit waits while FG
-    /// requests are waiting for the journal, up to the aging bound.
-    pub fn take_journal<T>(&self, mut lock: impl FnMut() -> T) -> T {
+    /// waits for, which it raises to FG I/O priority. A BG commit waits while
+    /// FG work is busy (`fg_busy`), up to the aging bound.
+    pub fn take_journal<T>(&self, mut lock: impl FnMut() -> T) -> JournalHold<'_, T> {
         match current().map(|w| w.class) {
             Some(IoClass::Foreground) => {
                 {
                     let mut gate = self.gate.lock();
                     gate.fg_at_journal += 1;
+                    self.raise_holder(&mut gate);
                 }
                 self.fg_leaves();
                 let taken = lock();
@@ -277,23 +303,74 @@ impl Dispatcher {
                 if gate.fg_at_journal == 0 {
                     self.fg_done.notify_all();
                 }
-                taken
+                JournalHold { dispatcher: self, taken: Some(taken), registered: false }
             }
-            Some(IoClass::Background) if self.switches.preempt_requests || self.switches.hold_checkpoints => {
+            Some(IoClass::Background) => {
+                let yields = self.switches.preempt_requests || self.switches.hold_checkpoints;
                 let started = self.clock.now();
                 loop {
-                    self.wait_while(WaitKind::Journal, |gate| gate.fg_at_journal > 0);
-                    let taken = lock();
-                    // An FG request that came while this one was queued on the
-                    // lock goes first (the lock itself knows no priorities),
-                    // up to the aging bound.
-                    if self.gate.lock().fg_at_journal == 0 || elapsed(started, self.clock.now()) >= self.aging {
-                        return taken;
+                    if yields {
+                        self.wait_while(WaitKind::Journal, |gate| self.fg_busy(gate));
                     }
-                    drop(taken);
+                    let taken = lock();
+                    let mut gate = self.gate.lock();
+                    // FG work that came while this one was queued on the lock
+                    // goes first (the lock itself knows no priorities), up to
+                    // the aging bound: one aged BG commit per bound.
+                    let now = self.clock.now();
+                    let fg_busy = self.fg_busy(&gate);
+                    let overtakes = fg_busy
+                        && elapsed(started, now) >= self.aging
+                        && gate.last_journal_overtake.is_none_or(|last| elapsed(last, now) >= self.aging);
+                    if !yields || !fg_busy || overtakes {
+                        if overtakes {
+                            gate.last_journal_overtake = Some(now);
+                        }
+                        let registered = self.register_holder(&mut gate);
+                        return JournalHold { dispatcher: self, taken: Some(taken), registered };
+                    }
                 }
             }
-            _ => lock(),
+            _ => JournalHold { dispatcher: self, taken: Some(lock()), registered: false },
+        }
+    }
+
+    /// Whether a BG commit holds back for FG work: FG requests in flight or
+    /// waiting for the journal, or one that ended within the anticipation.
+    fn fg_busy(&self, gate: &Gate) -> bool {
+        gate.fg_at_journal > 0
+            || gate.fg_in_flight > 0
+            || gate.last_fg_end.is_some_and(|end| elapsed(end, self.clock.now()) < self.anticipation)
+    }
+
+    /// Makes the calling BG thread the journal's holder (raised at once if
+    /// an FG request waits already); false without `io_priorities`.
+    fn register_holder(&self, gate: &mut Gate) -> bool {
+        let Some(priorities) = self.io_priorities.get() else { return false };
+        gate.journal_holder = Some(Holder { tid: priorities.own_thread(), raised: false });
+        if gate.fg_at_journal > 0 {
+            self.raise_holder(gate);
+        }
+        true
+    }
+
+    /// Raises the journal's BG holder to FG I/O priority, once.
+    fn raise_holder(&self, gate: &mut Gate) {
+        let (Some(priorities), Some(holder)) = (self.io_priorities.get(), gate.journal_holder.as_mut()) else {
+            return;
+        };
+        if !holder.raised {
+            holder.raised = true;
+            gate.stats.commits_boosted += 1;
+            priorities.raise_thread(holder.tid);
+        }
+    }
+
+    /// The holder lets the journal go: it is no longer raised for anybody.
+    fn release_holder(&self) {
+        let holder = self.gate.lock().journal_holder.take();
+        if let (Some(priorities), Some(Holder { raised: true, .. })) = (self.io_priorities.get(), holder) {
+            priorities.set_own(current().map_or(IoClass::Background, |w| w.class));
         }
     }
 
@@ -311,6 +388,7 @@ impl Dispatcher {
         let mut gate = self.gate.lock();
         gate.fg_in_flight = gate.fg_in_flight.saturating_sub(1);
         if gate.fg_in_flight == 0 {
+            gate.last_fg_end = Some(self.clock.now());
             self.fg_done.notify_all();
         }
     }
@@ -343,6 +421,39 @@ impl Dispatcher {
             }
             let _ = self.fg_done.wait_for(&mut gate, (self.aging - waited).min(RECHECK));
         }
+    }
+}
+
+/// The journal, taken (`Dispatcher::take_journal`); dropping it lets the
+/// journal go and puts a raised holder back at its own I/O priority.
+pub struct JournalHold<'a, T> {
+    dispatcher: &'a Dispatcher,
+    /// Always `Some` until dropped.
+    taken: Option<T>,
+    /// The taker is the registered BG holder.
+    registered: bool,
+}
+
+impl<T> std::ops::Deref for JournalHold<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.taken.as_ref().expect("held until dropped")
+    }
+}
+
+impl<T> std::ops::DerefMut for JournalHold<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.taken.as_mut().expect("held until dropped")
+    }
+}
+
+impl<T> Drop for JournalHold<'_, T> {
+    fn drop(&mut self) {
+        if self.registered {
+            // Unregistered before the lock goes, so the next holder's registration is never undone.
+            self.dispatcher.release_holder();
+        }
+        drop(self.taken.take());
     }
 }
 

@@ -87,7 +87,9 @@ impl Engine {
         let idle = interval::by_name(&config.idle_predictor).map(ScoredPredictor::new);
         let fasttrack = &config.fasttrack;
         let switches = Switches { preempt_requests: fasttrack.preempt, hold_checkpoints: fasttrack.dispatch };
-        let dispatch = Dispatcher::new(Arc::clone(&clock), Duration::from_millis(fasttrack.aging_ms), switches);
+        let anticipation = if clock.moves_by_itself() { fasttrack.anticipation_ms } else { 0 };
+        let dispatch = Dispatcher::new(Arc::clone(&clock), Duration::from_millis(fasttrack.aging_ms), switches)
+            .with_anticipation(Duration::from_millis(anticipation));
         let mut state = State::new(config, root_inode);
         let app = state.app_of_uid(root.uid);
         state.inodes.get_mut(&ROOT_INO).expect("root").app = app;

@@ -4,7 +4,7 @@
 //! `dispatch` and the cache's reclaim order.
 
 use crate::app_status::IoClass;
-use crate::dispatch::{Admission, DispatchStats, IoPriorityHook};
+use crate::dispatch::{Admission, DispatchStats, IoPriorities};
 use crate::engine::Engine;
 use crate::state::State;
 use crate::stats::FastTrackStats;
@@ -59,10 +59,10 @@ impl Engine {
         self.dispatch.admit(class, caller.uid)
     }
 
-    /// How the front end sets a thread's I/O priority, so that a background
+    /// How the front end sets threads' I/O priorities, so that a background
     /// commit an FG request waits for can run at FG priority (`dispatch`).
-    pub fn set_io_priority_hook(&self, hook: IoPriorityHook) {
-        self.dispatch.set_io_priority_hook(hook);
+    pub fn set_io_priorities(&self, priorities: Box<dyn IoPriorities>) {
+        self.dispatch.set_io_priorities(priorities);
     }
 
     pub fn dispatch_stats(&self) -> DispatchStats {

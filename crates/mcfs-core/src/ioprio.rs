@@ -47,8 +47,15 @@ impl IoPriority {
 
 /// Sets the calling thread's I/O priority.
 pub fn set_current_thread(prio: IoPriority) -> io::Result<()> {
-    // SAFETY: ioprio_set takes three integers; who = 0 names the calling thread.
-    let r = unsafe { libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, prio.0 as libc::c_int) };
+    // who = 0 names the calling thread.
+    set_thread(0, prio)
+}
+
+/// Sets the I/O priority of thread `tid` (0: the calling thread).
+pub fn set_thread(tid: u32, prio: IoPriority) -> io::Result<()> {
+    // SAFETY: ioprio_set takes three integers.
+    let r =
+        unsafe { libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, tid as libc::c_int, prio.0 as libc::c_int) };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }

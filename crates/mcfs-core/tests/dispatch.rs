@@ -8,7 +8,7 @@
 //! and checks the order of events, never a duration.
 
 use mcfs_core::backend::{Op, RecordingBackend};
-use mcfs_core::dispatch::{Dispatcher, Step, Switches};
+use mcfs_core::dispatch::{Dispatcher, IoPriorities, Step, Switches};
 use mcfs_core::*;
 use std::ffi::OsStr;
 use std::path::Path;
@@ -103,7 +103,7 @@ fn an_fg_request_waiting_for_the_journal_does_not_hold_back_the_bg_commit_holdin
     let _fg = d.admit(IoClass::Foreground, FG.uid);
     assert_eq!(d.fg_in_flight(), 1);
     let inside = d.take_journal(|| d.fg_in_flight());
-    assert_eq!(inside, 0, "while it waits for the journal, the FG request is not in flight");
+    assert_eq!(*inside, 0, "while it waits for the journal, the FG request is not in flight");
     assert_eq!(d.fg_in_flight(), 1);
 }
 
@@ -193,7 +193,7 @@ fn a_preempted_bg_write_resumes_where_it_stopped_and_loses_nothing() {
 }
 
 #[test]
-fn a_background_checkpoint_holds_its_apply_while_fg_requests_are_in_flight() {
+fn a_background_checkpoint_waits_while_fg_requests_are_in_flight() {
     let config =
         Config { transaction_policy: "close-on-fsync".into(), checkpoint_segment_bytes: 4096, ..Config::default() };
     let (_clock, engine) = engine(config);
@@ -206,7 +206,9 @@ fn a_background_checkpoint_holds_its_apply_while_fg_requests_are_in_flight() {
     let before = engine.stats().checkpoints;
     thread::scope(|s| {
         let tick = s.spawn(|| engine.tick());
-        eventually("the checkpoint to hold", || engine.dispatch_stats().checkpoint_holds == 1);
+        // It holds back before taking the journal (or, had it taken it already, at an apply segment).
+        let held = || engine.dispatch_stats().journal_yields + engine.dispatch_stats().checkpoint_holds;
+        eventually("the checkpoint to hold", || held() >= 1);
         thread::sleep(GRACE);
         assert!(!tick.is_finished(), "the checkpoint finished while FG work was in flight");
         drop(fg);
@@ -216,21 +218,48 @@ fn a_background_checkpoint_holds_its_apply_while_fg_requests_are_in_flight() {
     assert_eq!(engine.read(ino, 0, data.len() as u32).unwrap(), data);
 }
 
+/// What the dispatcher asked of threads' I/O priorities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PrioritySet {
+    /// The calling thread set its own.
+    Own(IoClass),
+    /// The thread of this id was raised to FG.
+    Raised(u32),
+}
+
+/// The thread id every thread claims: only the BG commit's thread is ever raised in these tests.
+const BG_THREAD: u32 = 7;
+
+struct RecordedPriorities(Arc<Mutex<Vec<PrioritySet>>>);
+
+impl IoPriorities for RecordedPriorities {
+    fn set_own(&self, class: IoClass) {
+        self.0.lock().unwrap().push(PrioritySet::Own(class));
+    }
+    fn own_thread(&self) -> u32 {
+        BG_THREAD
+    }
+    fn raise_thread(&self, tid: u32) {
+        self.0.lock().unwrap().push(PrioritySet::Raised(tid));
+    }
+}
+
 /// A BG commit takes the journal and runs `alone`; once an FG request (admitted after that) waits
 /// for the journal it runs `with_fg_waiting`, lets the journal go and ends; then the FG request
-/// has the journal. Records every I/O priority the dispatcher gives the BG thread.
+/// has the journal. Returns every I/O priority the dispatcher set, and those set before
+/// `with_fg_waiting` ran.
 fn bg_commit_with_an_fg_request_arriving(
     d: &Dispatcher,
     alone: impl FnOnce() + Send,
     with_fg_waiting: impl FnOnce() + Send,
-) -> Vec<IoClass> {
+) -> (Vec<PrioritySet>, Vec<PrioritySet>) {
     let set = Arc::new(Mutex::new(Vec::new()));
-    let record = set.clone();
-    d.set_io_priority_hook(Box::new(move |class| record.lock().unwrap().push(class)));
+    d.set_io_priorities(Box::new(RecordedPriorities(set.clone())));
     let journal = Mutex::new(());
     let fg_admitted = AtomicBool::new(false);
     let bg_holds_journal = Barrier::new(2);
     let alone_done = Barrier::new(2);
+    let mut set_before_fg_waited = Vec::new();
     thread::scope(|s| {
         let bg = s.spawn(|| {
             d.background_work(|| {
@@ -239,9 +268,10 @@ fn bg_commit_with_an_fg_request_arriving(
                 alone();
                 alone_done.wait();
                 eventually("the FG request to wait for the journal", || d.stats().fg_at_journal == 1);
+                let before = set.lock().unwrap().clone();
                 with_fg_waiting();
                 drop(held);
-                d.commit_done();
+                before
             })
         });
         bg_holds_journal.wait();
@@ -249,15 +279,15 @@ fn bg_commit_with_an_fg_request_arriving(
         let _a = d.admit(IoClass::Foreground, FG.uid);
         fg_admitted.store(true, Ordering::SeqCst);
         let _j = d.take_journal(|| journal.lock().unwrap());
-        bg.join().unwrap();
+        set_before_fg_waited = bg.join().unwrap();
     });
     assert!(fg_admitted.load(Ordering::SeqCst));
     let set = set.lock().unwrap().clone();
-    set
+    (set, set_before_fg_waited)
 }
 
 #[test]
-fn a_bg_commit_applying_while_an_fg_request_waits_runs_at_fg_io_priority_until_it_ends() {
+fn a_bg_commit_holding_the_journal_is_raised_as_soon_as_an_fg_request_waits_and_restored_as_it_lets_go() {
     let clock = Arc::new(ManualClock::new());
     let d = dispatcher(&clock);
     let set = bg_commit_with_an_fg_request_arriving(
@@ -268,7 +298,10 @@ fn a_bg_commit_applying_while_an_fg_request_waits_runs_at_fg_io_priority_until_i
             d.checkpoint_segment_boundary();
         },
     );
-    assert_eq!(set, [IoClass::Foreground, IoClass::Background], "nobody waits at first; raised once, then restored");
+    let (set, before) = set;
+    let raised_then_restored = [PrioritySet::Raised(BG_THREAD), PrioritySet::Own(IoClass::Background)];
+    assert_eq!(set, raised_then_restored, "nobody waits at first; raised once, then restored as it lets go");
+    assert_eq!(before, raised_then_restored[..1], "raised as soon as the FG request waited");
     assert_eq!(d.stats().commits_boosted, 1);
 }
 
@@ -298,9 +331,10 @@ fn a_bg_commit_writing_its_journal_gives_way_to_an_fg_request_until_the_aging_bo
     assert_eq!(steps[3], Step::GoOn, "past the bound it goes on");
     let stats = d.stats();
     assert_eq!(stats.commits_given_way, 2);
-    // The FG request also waits for the abort that giving way means, so that runs boosted too.
-    assert_eq!(*boosted_when_giving_way.lock().unwrap(), 1, "boosted as it gives way");
-    assert_eq!(set, [IoClass::Foreground, IoClass::Background], "raised once, then restored");
+    // The FG request also waits for the abort that giving way means, so that runs raised too.
+    assert_eq!(*boosted_when_giving_way.lock().unwrap(), 1, "raised as it gives way");
+    let (set, _) = set;
+    assert_eq!(set, [PrioritySet::Raised(BG_THREAD), PrioritySet::Own(IoClass::Background)], "raised once, restored");
     assert_eq!(stats.commits_boosted, 1);
 }
 
@@ -341,8 +375,9 @@ fn a_bg_commit_queued_on_the_journal_lock_lets_a_later_fg_request_go_first() {
             })
         });
         eventually("the second BG commit to reach the lock", || second_at_lock.load(Ordering::SeqCst));
-        let _a = d.admit(IoClass::Foreground, FG.uid);
         {
+            // The FG request ends here: a BG commit also holds back while FG requests are in flight.
+            let _a = d.admit(IoClass::Foreground, FG.uid);
             let _j = d.take_journal(|| journal.lock().unwrap());
             order.lock().unwrap().push("FG");
         }
@@ -414,4 +449,57 @@ fn a_bg_commit_gives_way_to_an_fg_fsync_and_then_commits_whole() {
     assert!(got == bg_data, "the BG commit, retried, wrote its data whole");
     assert_eq!(engine.read(fg_file, 0, 64).unwrap(), b"fg state");
     assert!(engine.is_quiet(), "nothing is left to commit");
+}
+
+#[test]
+fn a_bg_commit_does_not_start_within_the_anticipation_after_an_fg_request() {
+    let anticipation = Duration::from_millis(20);
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock).with_anticipation(anticipation);
+    drop(d.admit(IoClass::Foreground, FG.uid));
+    let journal = Mutex::new(());
+    let taken = AtomicBool::new(false);
+    thread::scope(|s| {
+        let bg = s.spawn(|| {
+            d.background_work(|| {
+                let _held = d.take_journal(|| journal.lock().unwrap());
+                taken.store(true, Ordering::SeqCst);
+            })
+        });
+        thread::sleep(GRACE);
+        assert!(!taken.load(Ordering::SeqCst), "the BG commit started right after the FG request");
+        clock.advance(anticipation);
+        bg.join().unwrap();
+    });
+    assert!(taken.load(Ordering::SeqCst));
+    assert_eq!(d.stats().bg_aged, 0, "it waited out the anticipation, not the aging bound");
+}
+
+#[test]
+fn aged_bg_commits_go_ahead_of_busy_fg_work_at_most_one_per_aging_bound() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let _fg = d.admit(IoClass::Foreground, FG.uid);
+    let journal = Mutex::new(());
+    let went = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        let (d, journal, went, clock) = (&d, &journal, &went, &clock);
+        for _ in 0..2 {
+            s.spawn(move || {
+                d.background_work(|| {
+                    let _held = d.take_journal(|| journal.lock().unwrap());
+                    went.lock().unwrap().push(clock.now());
+                })
+            });
+        }
+        eventually("both BG commits to wait", || d.stats().journal_yields == 2);
+        clock.advance(AGING);
+        eventually("one aged BG commit to go", || went.lock().unwrap().len() == 1);
+        thread::sleep(GRACE);
+        assert_eq!(went.lock().unwrap().len(), 1, "a second aged BG commit went within the same bound");
+        clock.advance(AGING);
+        eventually("the other to go a bound later", || went.lock().unwrap().len() == 2);
+    });
+    let went = went.into_inner().unwrap();
+    assert_eq!(went[1].duration_since(went[0]).unwrap(), AGING);
 }

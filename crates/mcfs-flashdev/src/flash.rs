@@ -44,7 +44,8 @@ impl Flash {
         if !class.known {
             self.unknown_class.fetch_add(1, Ordering::Relaxed);
         }
-        self.device.serve(class.priority, op);
+        // A thread raised to FG priority while its command waits gets it served as FG.
+        self.device.serve(class.priority, op, || RequestClass::of_thread(tid).priority);
     }
 
     /// A change of metadata (create, rename, chmod...): one small write, like the simulator's.

@@ -7,6 +7,12 @@
 //! clock read under the same lock); every submitted command is handed to exactly the thread that
 //! submitted it; the timer thread runs until stop was asked *and* no command is pending, so no
 //! requester is left waiting. The model itself is untouched: virtual ns = clock ns.
+//!
+//! A requester whose command waits as a background one asks every `RECLASS_EVERY` whether its issuer
+//! is foreground now, and if so promotes the command (`Scheduler::promote`): that is how an FG request
+//! waiting for a BG thread's commit (which mcfs then raises to FG priority) stops waiting behind BG
+//! commands at the device too. A real device learns a command's class once, at submission; a real
+//! kernel holds such a command in its I/O scheduler, where a raise does take effect.
 
 use mcfs_sim::device::scheduler::{CommandId, Completion, Op, Priority, SchedPolicy, Scheduler, SchedulerStats};
 use mcfs_sim::device::DeviceProfile;
@@ -16,6 +22,9 @@ use std::io;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// How often a command waiting as a background one re-reads its issuer's class.
+const RECLASS_EVERY: Duration = Duration::from_millis(2);
 
 /// Where the device reads the time, in ns since some fixed start.
 pub trait Clock: Send + Sync + 'static {
@@ -102,18 +111,33 @@ impl RealTimeDevice {
     }
 
     /// Submits one command and blocks until the device has completed it; returns its completion.
-    pub fn serve(&self, priority: Priority, op: Op) -> Completion {
+    /// While it waits as a background command, `class_now` says its issuer's class now (see the
+    /// module comment).
+    pub fn serve(&self, priority: Priority, op: Op, class_now: impl Fn() -> Priority) -> Completion {
         let shared = &*self.shared;
         let mut state = shared.state.lock();
         let now = shared.advance(&mut state);
         let id = state.scheduler.submit(now, priority, op);
         // The new command may complete before what the timer sleeps for.
         shared.timer.notify_one();
+        let mut class_read = Instant::now();
         loop {
             if let Some(completion) = state.finished.remove(&id) {
                 return completion;
             }
-            shared.done.wait(&mut state);
+            if !state.scheduler.waits_as_background(id) {
+                shared.done.wait(&mut state);
+                continue;
+            }
+            // Wakes at every completion: the class is read on a timer of its own.
+            shared.done.wait_until(&mut state, class_read + RECLASS_EVERY);
+            if class_read.elapsed() >= RECLASS_EVERY {
+                class_read = Instant::now();
+                if MutexGuard::unlocked(&mut state, &class_now) == Priority::Foreground {
+                    // Changes what the device picks next, not when the command in service completes.
+                    state.scheduler.promote(id);
+                }
+            }
         }
     }
 
@@ -206,7 +230,7 @@ mod tests {
         let mut threads = Vec::new();
         for (n, (priority, op)) in MIX.into_iter().enumerate() {
             let d = device.clone();
-            threads.push(std::thread::spawn(move || d.serve(priority, op)));
+            threads.push(std::thread::spawn(move || d.serve(priority, op, || priority)));
             while device.pending() < n + 1 {
                 std::thread::yield_now();
             }
@@ -251,6 +275,43 @@ mod tests {
         assert_eq!(ops(&got), MIX);
     }
 
+    #[test]
+    fn a_waiting_command_whose_issuer_turns_foreground_is_promoted() {
+        let clock = HandClock::default();
+        let device = Arc::new(
+            RealTimeDevice::with_clock(Scheduler::new(&profile(8), SchedPolicy::Priority), clock.clone())
+                .expect("start"),
+        );
+        let raised = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // In service first, then a BG read, then the BG write whose issuer will be raised.
+        let mut threads = Vec::new();
+        for (n, op) in [Op::Read(4096), Op::Read(4096), Op::Write(4096)].into_iter().enumerate() {
+            let (d, raised) = (device.clone(), raised.clone());
+            let class_now = move || {
+                if n == 2 && raised.load(Ordering::SeqCst) {
+                    Priority::Foreground
+                } else {
+                    Priority::Background
+                }
+            };
+            threads.push(std::thread::spawn(move || d.serve(Priority::Background, op, class_now)));
+            while device.pending() < n + 1 {
+                std::thread::yield_now();
+            }
+        }
+        raised.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while device.stats().promoted == 0 {
+            assert!(Instant::now() < deadline, "the raised issuer's command was never promoted");
+            std::thread::sleep(RECLASS_EVERY);
+        }
+        clock.0.store(1_000_000_000, Ordering::SeqCst);
+        device.poke();
+        let got: Vec<Completion> = threads.into_iter().map(|t| t.join().expect("request thread")).collect();
+        assert!(got[2].done_ns < got[1].done_ns, "the promoted write went before the BG read: {got:?}");
+        assert_eq!(got[2].priority, Priority::Foreground);
+    }
+
     /// Many threads on the monotonic clock: every request completes, once, to its own thread, and the
     /// stats count each one in its class.
     #[test]
@@ -265,7 +326,7 @@ mod tests {
                     (0..per_thread)
                         .map(|i| {
                             let op = [Op::Read(512), Op::Write(1024), Op::Flush][i % 3];
-                            let c = device.serve(priority, op);
+                            let c = device.serve(priority, op, || priority);
                             assert_eq!((c.priority, c.op), (priority, op));
                             assert!(c.submitted_ns <= c.started_ns && c.started_ns <= c.done_ns, "{c:?}");
                             c.id

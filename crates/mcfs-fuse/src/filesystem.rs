@@ -58,7 +58,7 @@ impl McfsFs {
         let tags_io_priority = engine.tags_io_priority();
         if tags_io_priority {
             // A BG commit an FG request waits for runs at FG priority meanwhile.
-            engine.set_io_priority_hook(Box::new(io_priority::follow_class));
+            engine.set_io_priorities(Box::new(io_priority::ThreadPriorities));
         }
         McfsFs { engine, dirs: DirHandles::default(), observer: None, tags_io_priority }
     }

@@ -155,6 +155,38 @@ fn host_dispatch_lets_a_foreground_command_enter_the_device_first() {
 }
 
 #[test]
+fn a_promoted_background_command_goes_with_the_foreground_in_submission_order() {
+    let mut s = Scheduler::new(&emmc_with_depth(8), SchedPolicy::Priority);
+    let in_service = s.submit(0, Bg, Op::Read(4 * KIB));
+    let reads: Vec<CommandId> = (0..2).map(|_| s.submit(0, Bg, Op::Read(4 * KIB))).collect();
+    let write = s.submit(0, Bg, Op::Write(4 * KIB));
+    let fg_write = s.submit(0, Fg, Op::Write(4 * KIB));
+    assert!(s.waits_as_background(write));
+    assert!(!s.promote(in_service), "a command in service is not touched");
+    assert!(!s.promote(fg_write), "nor a foreground one");
+    assert!(s.promote(write));
+    assert!(!s.waits_as_background(write) && !s.promote(write), "promoted once");
+    let done = drain(&mut s);
+    assert_eq!(
+        ids(&done),
+        [in_service.0, write.0, fg_write.0, reads[0].0, reads[1].0],
+        "FG writes by id, then BG reads"
+    );
+    assert_eq!(done[1].priority, Fg, "completes as a foreground write");
+    let stats = s.stats();
+    assert_eq!((stats.promoted, stats.foreground.write.commands, stats.background.write.commands), (1, 2, 0));
+}
+
+#[test]
+fn a_command_promoted_on_the_host_side_enters_the_device_as_foreground() {
+    // Depth 1 with host dispatch: a read in service, three BG commands wait on the host side.
+    let mut s = Scheduler::new(&emmc_with_depth(1), SchedPolicy::Priority).with_host_dispatch(true);
+    let waiting: Vec<CommandId> = (0..4).map(|_| s.submit(0, Bg, Op::Write(4 * KIB))).collect();
+    assert!(s.promote(waiting[3]));
+    assert_eq!(ids(&drain(&mut s)), [0, 3, 1, 2]);
+}
+
+#[test]
 fn the_aging_bound_lets_a_starved_background_command_through() {
     // One BG write behind a stream of FG reads (97 315 ns each), all queued at 0.
     let run = |aging_ns| {

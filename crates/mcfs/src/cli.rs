@@ -53,8 +53,9 @@ pub struct MountArgs {
     /// Stay in the foreground and log to stderr instead of BACKING/.mcfs/mcfs.log.
     #[arg(long, short = 'f')]
     pub foreground: bool,
-    /// Threads serving FUSE requests.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// Threads serving FUSE requests. A background request that FastTrack holds back keeps its thread
+    /// meanwhile, so the default leaves threads for the foreground app while a dozen are held.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
     /// Let users other than the mounting one use the mount (always on when mounted by root;
     /// needs user_allow_other in /etc/fuse.conf otherwise).

@@ -29,6 +29,11 @@
 //! device ahead of background ones waiting there (FastTrack's I/O dispatcher, §4.4, moves FG BIOs
 //! straight to the dispatch queue), still in submission order within a class.
 //!
+//! Promotion: a background command still waiting (host side or device queue) can become a foreground one
+//! (`promote`), keeping its place in submission order among the foreground commands: its issuer was
+//! raised to foreground priority after submitting it, because a foreground request waits for what that
+//! command is part of (priority inheritance). A command in service is not touched.
+//!
 //! A flush is not a barrier across classes: it makes durable what its issuer wrote before it, and those
 //! writes (same class, same rank) are served before it in either policy.
 //!
@@ -183,6 +188,8 @@ impl ClassStats {
 pub struct SchedulerStats {
     pub foreground: ClassStats,
     pub background: ClassStats,
+    /// Background commands promoted to foreground while waiting (counted with the foreground at completion).
+    pub promoted: u64,
 }
 
 impl SchedulerStats {
@@ -237,6 +244,16 @@ fn rank(priority: Priority, op: Op) -> usize {
         (Priority::Background, Op::Read(_)) => 2,
         (Priority::Background, _) => 3,
     }
+}
+
+/// Moves command `id` from `from` to its place by id in `to`, as a foreground command; false if not in `from`.
+fn move_command(id: CommandId, from: &mut VecDeque<Command>, to: &mut VecDeque<Command>) -> bool {
+    let Some(mut command) = from.iter().position(|c| c.id == id).and_then(|at| from.remove(at)) else {
+        return false;
+    };
+    command.priority = Priority::Foreground;
+    to.insert(to.partition_point(|c| c.id < id), command);
+    true
 }
 
 fn bytes_of(op: Op) -> u64 {
@@ -337,6 +354,24 @@ impl Scheduler {
         });
         self.dispatch(now);
         id
+    }
+
+    /// Makes command `id`, waiting as a background command, a foreground one (see the module comment);
+    /// false if it is not waiting as a background command (in service, done, unknown, or foreground).
+    pub fn promote(&mut self, id: CommandId) -> bool {
+        let [host_fg, host_bg] = &mut self.host;
+        let [fg_read, fg_write, bg_read, bg_write] = &mut self.device; // in rank order
+        let promoted = [(host_bg, host_fg), (bg_read, fg_read), (bg_write, fg_write)]
+            .into_iter()
+            .any(|(from, to)| move_command(id, from, to));
+        self.stats.promoted += u64::from(promoted);
+        promoted
+    }
+
+    /// Whether command `id` waits (not yet in service) as a background command.
+    pub fn waits_as_background(&self, id: CommandId) -> bool {
+        let waiting = |q: &VecDeque<Command>| q.iter().any(|c| c.id == id && c.priority == Priority::Background);
+        self.host.iter().chain(&self.device).any(waiting)
     }
 
     /// Completes everything done by `now_ns`, in completion order, starting the next commands as the device frees.
