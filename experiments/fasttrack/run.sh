@@ -273,8 +273,8 @@ all_points() {
         done
     done
     # Figure 13: the app switch with 0-6 BG apps, half Update and half Backup.
-    for c in ext4 fastt-minus fastt; do
-        [ "$c" = ext4 ] || echo "switch none 0 $c"
+    for c in ext4 mcfs-off fastt-minus fastt; do
+        [ "$c" = ext4 ] || [ "$c" = mcfs-off ] || echo "switch none 0 $c"
         for n in 2 4 6; do echo "switch mixed $n $c"; done
     done
 }
