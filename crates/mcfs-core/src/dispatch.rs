@@ -124,7 +124,6 @@ struct Gate {
     stats: DispatchStats,
 }
 
-#[derive(Clone, Copy)]
 struct Holder {
     tid: u32,
     /// Raised to FG I/O priority for an FG request waiting for the journal.

@@ -120,12 +120,14 @@ impl RealTimeDevice {
         let id = state.scheduler.submit(now, priority, op);
         // The new command may complete before what the timer sleeps for.
         shared.timer.notify_one();
+        // On a device that ignores classes (FIFO) there is nothing to promote for.
+        let reclasses = state.scheduler.serves_by_class();
         let mut class_read = Instant::now();
         loop {
             if let Some(completion) = state.finished.remove(&id) {
                 return completion;
             }
-            if !state.scheduler.waits_as_background(id) {
+            if !reclasses || !state.scheduler.waits_as_background(id) {
                 shared.done.wait(&mut state);
                 continue;
             }

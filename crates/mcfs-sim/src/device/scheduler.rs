@@ -368,6 +368,12 @@ impl Scheduler {
         promoted
     }
 
+    /// Whether a command's class changes the order commands are served in (the `Priority` policy, or host
+    /// dispatch); if not, promoting one changes nothing but the counters.
+    pub fn serves_by_class(&self) -> bool {
+        self.policy == SchedPolicy::Priority || self.host_dispatch
+    }
+
     /// Whether command `id` waits (not yet in service) as a background command.
     pub fn waits_as_background(&self, id: CommandId) -> bool {
         let waiting = |q: &VecDeque<Command>| q.iter().any(|c| c.id == id && c.priority == Priority::Background);
