@@ -20,6 +20,7 @@ use crate::state::State;
 use crate::stats::{AppStats, Stats};
 use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
+use parking_lot::MutexGuard;
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
@@ -43,6 +44,17 @@ pub enum Trigger {
     /// The policy closed VCTs already.
     Policy,
 }
+
+impl Trigger {
+    /// Whether somebody waits for this commit, so that it waits for the rest
+    /// of a split `write(2)` rather than leave its VCT for later.
+    fn waits_for_split_writes(self) -> bool {
+        !matches!(self, Trigger::Policy | Trigger::Background)
+    }
+}
+
+/// How often a commit waiting for the rest of a split write looks at the clock.
+const SPLIT_WRITE_RECHECK: Duration = Duration::from_millis(5);
 
 #[derive(Default)]
 pub struct CheckpointCounters {
@@ -109,14 +121,13 @@ impl Engine {
                 Trigger::Background => st.close_all_but_spared(),
                 Trigger::Policy => {}
             }
-            let batch = match selection {
-                Selection::All => st.take_closed(|_| true),
-                Selection::Only(ids) => st.take_closed(|v| ids.contains(&v.id)),
-                Selection::AppAndNeeds(app) => {
-                    let ids = crate::batch_selection::app_and_needs(&st, *app);
-                    st.take_closed(|v| ids.contains(&v.id))
-                }
+            let mut chosen: HashSet<u64> = match selection {
+                Selection::All => st.closed.iter().map(|v| v.id).collect(),
+                Selection::Only(ids) => ids.clone(),
+                Selection::AppAndNeeds(app) => crate::batch_selection::app_and_needs(&st, *app),
             };
+            self.settle_split_writes(&mut st, trigger.waits_for_split_writes(), &mut chosen);
+            let batch = st.take_closed(|v| chosen.contains(&v.id));
             if batch.is_empty() {
                 drop(st);
                 return self.delete_dead_orphans().map(|()| Commit::Done);
@@ -198,6 +209,27 @@ impl Engine {
                 Err(self.failed("applying the journal", &e))
             }
         }
+    }
+
+    /// Keeps a batch from splitting a `write(2)` whose rest may still come
+    /// (`split_writes`): a commit somebody waits for (`wait`) waits for the
+    /// rest, at most `State::split_write_wait`, and then takes the VCTs as
+    /// they are; a background commit leaves those VCTs, and what must commit
+    /// after them, for later.
+    fn settle_split_writes(&self, st: &mut MutexGuard<State>, wait: bool, chosen: &mut HashSet<u64>) {
+        loop {
+            let withheld = st.withheld(self.clock.now());
+            if !chosen.iter().any(|id| withheld.contains(id)) {
+                break;
+            }
+            if !wait {
+                chosen.retain(|id| !withheld.contains(id));
+                return;
+            }
+            // The clock may be one that moves without notifying anybody: look again now and then.
+            self.split_settled.wait_for(st, SPLIT_WRITE_RECHECK);
+        }
+        st.split_writes.settle(Some(&|vct| chosen.contains(&vct)));
     }
 
     /// Retries applying a committed transaction whose apply failed before.
@@ -314,6 +346,17 @@ impl Engine {
         let st = self.state.lock();
         let now = self.clock.now();
         let waiting_for_idle = self.idle.lock().is_some() && !over_background_ratio(&st);
+        let withheld = st.withheld(now);
+        if !withheld.is_empty()
+            && st.closed.iter().all(|v| withheld.contains(&v.id))
+            && self.unapplied.lock().is_empty()
+            && !st.background_commit_owed
+        {
+            // Only VCTs waiting for the rest of a split write: look again when
+            // that wait ends (the piece that settles them wakes us sooner).
+            let expiry = st.split_writes.next_expiry(now, st.split_write_wait()).unwrap_or(now);
+            return expiry.duration_since(now).unwrap_or_default().max(SPLIT_WRITE_RECHECK);
+        }
         if !self.unapplied.lock().is_empty()
             || (!st.closed.is_empty() && !waiting_for_idle)
             || over_background_ratio(&st)
@@ -374,6 +417,8 @@ impl Engine {
     /// Orderly stop: checkpoints everything, open VCTs included, and removes
     /// the orphans (nothing is open any more).
     pub fn shutdown(&self) -> FsResult<()> {
+        // No request comes any more, so no rest of a split write either.
+        self.state.lock().split_writes.settle(None);
         self.run_checkpoint(Trigger::Everything)?;
         let mut st = self.state.lock();
         let orphans: Vec<Ino> = st.inodes.keys().copied().filter(|i| self.tree.read().latest().is_orphan(*i)).collect();

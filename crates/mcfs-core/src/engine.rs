@@ -15,6 +15,7 @@ use crate::inode::Inode;
 use crate::journal::{self, Journal};
 use crate::policy::interval;
 use crate::policy::prediction_score::ScoredPredictor;
+use crate::split_writes::Piece;
 use crate::state::{attr_from_backend, State, Store};
 use crate::stats::Stats;
 use crate::types::*;
@@ -43,6 +44,8 @@ pub struct Engine {
     pub(crate) idle: Mutex<Option<ScoredPredictor>>,
     /// Foreground-first admission and yielding (FastTrack).
     pub(crate) dispatch: Dispatcher,
+    /// Notified (with the state lock) when a split `write(2)` may have settled.
+    pub(crate) split_settled: Condvar,
 }
 
 const NAME_MAX: usize = 255;
@@ -106,6 +109,7 @@ impl Engine {
             wake: (Mutex::new(false), Condvar::new()),
             idle: Mutex::new(idle),
             dispatch,
+            split_settled: Condvar::new(),
         })
     }
 
@@ -426,23 +430,44 @@ impl Engine {
         }
     }
 
-    /// Writes into the cache and the file's app's write log. A background
-    /// request writes in segments of `fasttrack.segment_bytes` and yields to
-    /// foreground requests between them; the policy sees the write once, whole.
-    pub fn write(&self, _caller: Option<Caller>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<u32> {
+    /// Writes a whole `write(2)` into the cache and the file's app's write
+    /// log (see `write_piece`).
+    pub fn write(&self, caller: Option<Caller>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<u32> {
+        self.write_piece(caller, ino, offset, data, Piece::Last)
+    }
+
+    /// Writes one request of a `write(2)` the kernel may have split
+    /// (`split_writes`): a piece that continues its thread's unfinished
+    /// write goes into the VCT the write started in and never waits for a
+    /// checkpoint. A background request writes in segments of
+    /// `fasttrack.segment_bytes` and yields to foreground requests between
+    /// them; the policy sees the write once, whole.
+    pub fn write_piece(
+        &self,
+        caller: Option<Caller>,
+        ino: Ino,
+        offset: u64,
+        data: &[u8],
+        piece: Piece,
+    ) -> FsResult<u32> {
         let segment = match crate::dispatch::current() {
             Some(w) if w.class == IoClass::Background => self.state.lock().config.fasttrack.segment_bytes as usize,
             _ => data.len(),
         };
+        let segments = data.len().div_ceil(segment.max(1));
         for (i, chunk) in data.chunks(segment.max(1)).enumerate() {
             if i > 0 {
                 self.dispatch.request_segment_boundary();
             }
-            self.write_segment(ino, offset + (i * segment) as u64, chunk)?;
+            // A segment is a piece of the write the next segment continues.
+            let piece = if i + 1 < segments { Piece::MayContinue } else { piece };
+            self.write_segment(caller.map(|c| (c.pid, piece)), ino, offset + (i * segment) as u64, chunk)?;
         }
         let mut st = self.state.lock();
         let app = st.inode(ino)?.app;
-        if self.policy_closes(&mut st, app) || st.background_commit_owed {
+        // A last piece may have settled a closed VCT the background thread left for later.
+        let settled = piece == Piece::Last && !st.closed.is_empty();
+        if self.policy_closes(&mut st, app) || st.background_commit_owed || settled {
             self.wake_background();
         }
         Ok(data.len() as u32)
@@ -451,13 +476,21 @@ impl Engine {
     /// One segment of a write. Throttles the writer with a checkpoint first
     /// when dirty data passes the high watermark, or when the write would
     /// take its app past `max_stale_bytes` of uncommitted data (invariant 2:
-    /// bounded staleness).
-    fn write_segment(&self, ino: Ino, offset: u64, data: &[u8]) -> FsResult<()> {
+    /// bounded staleness) — unless it continues a split `write(2)`, whose
+    /// VCT must not be committed before the rest is in (the overshoot is
+    /// bounded by `State::split_write_cap`).
+    fn write_segment(&self, piece: Option<(u32, Piece)>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<()> {
         let pages = (data.len() as u64).div_ceil(PAGE_SIZE) + 1;
         let mut background_tried = false;
         for _ in 0..3 {
             let mut st = self.state.lock();
             let app = st.inode(ino)?.app;
+            if let Some((tid, _)) = piece {
+                if st.continued_write(tid, ino, offset, self.clock.now()).is_some() {
+                    break;
+                }
+                st.split_writes.thread_moved_on(tid);
+            }
             let stale = crate::checkpoint::stale_bytes(&st, app);
             if stale > 0 && stale + data.len() as u64 > crate::checkpoint::limits_of(&st, app).max_stale_bytes {
                 drop(st);
@@ -497,9 +530,12 @@ impl Engine {
         }
         let now = self.clock.now();
         let mut st = self.state.lock();
-        st.write(&self.store(), ino, offset, data, now)?;
+        st.write(&self.store(), ino, offset, data, piece, now)?;
         let app = st.inode(ino)?.app;
         st.note_staleness(app, now);
+        if piece.is_some() {
+            self.split_settled.notify_all();
+        }
         Ok(())
     }
 
@@ -524,15 +560,34 @@ impl Engine {
     /// fsync / fdatasync of one file: absorbed in memory mode (the policy may
     /// close the VCT there, e.g. `close-on-fsync`), a durable commit of the
     /// app's data in sync mode.
-    pub fn fsync(&self, _caller: Option<Caller>, ino: Ino) -> FsResult<()> {
-        let app = self.state.lock().inode(ino)?.app;
+    pub fn fsync(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
+        let app = {
+            let mut st = self.state.lock();
+            // The kernel holds the file's inode lock for fsync: every write(2) to it is over.
+            st.split_writes.file_done(ino);
+            self.caller_moved_on(&mut st, caller);
+            st.inode(ino)?.app
+        };
         self.sync_of(app)
     }
 
     /// fsyncdir and sync(2): the same for the caller's app.
     pub fn sync_app(&self, caller: Option<Caller>) -> FsResult<()> {
-        let app = self.state.lock().app_of_uid(caller.map_or(0, |c| c.uid));
+        let app = {
+            let mut st = self.state.lock();
+            self.caller_moved_on(&mut st, caller);
+            st.app_of_uid(caller.map_or(0, |c| c.uid))
+        };
         self.sync_of(app)
+    }
+
+    /// The caller's thread is in this call, so no write(2) of its is under
+    /// way: a commit it waits for must not wait for the rest of one.
+    fn caller_moved_on(&self, st: &mut State, caller: Option<Caller>) {
+        if let Some(c) = caller {
+            st.split_writes.thread_moved_on(c.pid);
+            self.split_settled.notify_all();
+        }
     }
 
     fn sync_of(&self, app: AppId) -> FsResult<()> {

@@ -14,6 +14,7 @@
 use crate::app_status::IoClass;
 use crate::cache::{PageBuf, Victim};
 use crate::inode::Inode;
+use crate::split_writes::Piece;
 use crate::state::{State, Store};
 use crate::types::*;
 use crate::vct::AppId;
@@ -134,8 +135,19 @@ impl State {
         true
     }
 
-    /// Writes into the cache and logs the pages in the file's app's open VCT.
-    pub fn write(&mut self, store: &Store, ino: Ino, offset: u64, data: &[u8], now: SystemTime) -> FsResult<()> {
+    /// Writes into the cache and logs the pages in the file's app's open VCT,
+    /// or, for the rest of a `write(2)` whose VCT closed after its first
+    /// piece, in that VCT (`split_writes`). `piece` is the writing thread
+    /// and what the front end knows of the request, if it knows anything.
+    pub fn write(
+        &mut self,
+        store: &Store,
+        ino: Ino,
+        offset: u64,
+        data: &[u8],
+        piece: Option<(u32, Piece)>,
+        now: SystemTime,
+    ) -> FsResult<()> {
         let inode = self.inode(ino)?;
         match inode.attr.kind {
             FileKind::File => {}
@@ -145,8 +157,13 @@ impl State {
         let end = offset.checked_add(data.len() as u64).filter(|e| *e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
         let app = inode.app;
         let owner = self.accessor(ino)?;
-        self.close_conflicting(app, &[ino]);
-        let vct = self.apps.list[app].open.id;
+        let open = self.apps.list[app].open.id;
+        let started_in = piece.and_then(|(tid, _)| self.continued_write(tid, ino, offset, now));
+        let trailing = started_in.filter(|vct| *vct != open);
+        if trailing.is_none() {
+            self.close_conflicting(app, &[ino]);
+        }
+        let vct = trailing.unwrap_or(self.apps.list[app].open.id);
         let mut at = offset;
         while at < end {
             let idx = at / PAGE_SIZE;
@@ -160,7 +177,7 @@ impl State {
             } else {
                 self.load_page(store, ino, idx)?;
             }
-            let new_in_vct = self.apps.list[app].open.record_write(ino, idx, take as u64, now);
+            let new_in_vct = trailing.is_none() && self.apps.list[app].open.record_write(ino, idx, take as u64, now);
             let inode = self.inodes.get_mut(&ino).expect("checked");
             self.cache.touch(ino, &mut inode.pages, idx, owner);
             let page = inode.pages.get_mut(&idx).expect("loaded");
@@ -175,7 +192,14 @@ impl State {
         inode.attr.size = inode.attr.size.max(end);
         inode.data_gen += 1;
         inode.touch_mtime(now);
-        inode.last_change = Some((app, vct));
+        match trailing {
+            Some(vct) => self.write_trailing(vct, ino, offset, end),
+            None => inode.last_change = Some((app, vct)),
+        }
+        if let Some((tid, piece)) = piece {
+            let cap = self.split_write_cap();
+            self.split_writes.record(tid, app, ino, offset, data.len() as u64, vct, piece, cap, now);
+        }
         self.apps.list[app].counters.bytes_written += data.len() as u64;
         Ok(())
     }

@@ -25,6 +25,7 @@ pub mod ioprio;
 pub mod journal;
 pub mod policy;
 mod rename;
+mod split_writes;
 mod state;
 pub mod stats;
 pub mod types;
@@ -37,6 +38,7 @@ pub use backend::{Backend, DirBackend, MemBackend};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{AppConfig, Config, FastTrackConfig, SyncMode};
 pub use engine::Engine;
+pub use split_writes::Piece;
 pub use stats::{AppStats, Stats};
 pub use types::*;
 

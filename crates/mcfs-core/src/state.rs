@@ -16,6 +16,7 @@ use crate::cache::Cache;
 use crate::committed::{Committed, Moving};
 use crate::config::{Config, SyncMode};
 use crate::inode::Inode;
+use crate::split_writes::SplitWrites;
 use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
 use crate::STATE_DIR;
@@ -45,6 +46,8 @@ pub struct State {
     /// The foreground app wrote past background apps' dirty pages: the
     /// background thread owes a checkpoint of them (`Trigger::Background`).
     pub background_commit_owed: bool,
+    /// `write(2)`s the kernel split whose rest may still come (`split_writes`).
+    pub split_writes: SplitWrites,
 }
 
 /// What loading from the backing store needs.
@@ -82,6 +85,7 @@ impl State {
             linked: HashMap::new(),
             status: AppStatus::default(),
             background_commit_owed: false,
+            split_writes: SplitWrites::default(),
         };
         state.inodes.insert(ROOT_INO, root);
         for app in 0..state.apps.list.len() {

@@ -51,6 +51,8 @@ pub struct McfsFs {
     observer: Option<Arc<dyn RequestObserver>>,
     /// `fasttrack.dispatch`: serving threads take the I/O priority of each request's class.
     tags_io_priority: bool,
+    /// Pages the kernel puts in one write request at most (`translate::write_piece`).
+    pages_per_write: u64,
 }
 
 impl McfsFs {
@@ -60,7 +62,8 @@ impl McfsFs {
             // A BG commit an FG request waits for runs at FG priority meanwhile.
             engine.set_io_priorities(Box::new(io_priority::ThreadPriorities));
         }
-        McfsFs { engine, dirs: DirHandles::default(), observer: None, tags_io_priority }
+        let pages_per_write = crate::kernel_config::pages_per_write();
+        McfsFs { engine, dirs: DirHandles::default(), observer: None, tags_io_priority, pages_per_write }
     }
 
     /// Tells `observer` about every file operation served from now on.
@@ -353,7 +356,8 @@ impl Filesystem for McfsFs {
         reply: ReplyWrite,
     ) {
         let caller = translate::write_caller(req, write_flags);
-        let write = || self.engine.write(caller, ino.0, offset, data);
+        let piece = translate::write_piece(offset, data.len(), self.pages_per_write);
+        let write = || self.engine.write_piece(caller, ino.0, offset, data, piece);
         let result = match caller {
             Some(writer) => self.admitted(writer, write),
             // Kernel writeback (only with the writeback cache, which is off) has no app to class.
