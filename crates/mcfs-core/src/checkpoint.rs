@@ -132,7 +132,8 @@ impl Engine {
                 drop(st);
                 return self.delete_dead_orphans().map(|()| Commit::Done);
             }
-            let (batch, rest) = split_background_batch(&mut st, batch);
+            let (batch, mut rest) = split_background_batch(&mut st, batch);
+            let batch = split_to_fit(&mut st, &*self.backend, batch, &mut rest, self.clock.now());
             let referenced = |i: Ino| st.inodes.get(&i).is_some_and(|n| !n.unreferenced());
             // Files still in use keep their data as orphans; a replaced or
             // removed directory is empty, so nothing of it needs keeping.
@@ -514,6 +515,25 @@ fn split_background_batch(st: &mut State, mut batch: Vec<ClosedVct>) -> (Vec<Clo
     let ids = rest.iter().map(|v| v.id).collect();
     st.requeue_closed(rest);
     (batch, ids)
+}
+
+/// Keeps the oldest VCTs of `batch` that fit in the journal next to the
+/// backing space already reserved (`space`) and puts the rest back at the
+/// front of the queue, adding them to `rest`: a batch too big for the free
+/// space commits in parts, each a consistent prefix (as in
+/// `split_background_batch`).
+fn split_to_fit(
+    st: &mut State,
+    backend: &dyn crate::backend::Backend,
+    mut batch: Vec<ClosedVct>,
+    rest: &mut HashSet<u64>,
+    now: SystemTime,
+) -> Vec<ClosedVct> {
+    let keep = st.fitting_prefix(backend, &batch, now);
+    let later = batch.split_off(keep);
+    rest.extend(later.iter().map(|v| v.id));
+    st.requeue_closed(later);
+    batch
 }
 
 /// BEGIN, one APPEND per operation compiled from the batch, END, WAIT_SYNC;

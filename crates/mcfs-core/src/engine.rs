@@ -10,18 +10,19 @@ use crate::clock::Clock;
 use crate::committed::Committed;
 use crate::config::{Config, SyncMode};
 use crate::dispatch::{Dispatcher, Switches};
-use crate::file_io::Room;
+use crate::file_io::Room as CacheRoom;
 use crate::inode::Inode;
 use crate::journal::{self, Journal};
 use crate::policy::interval;
 use crate::policy::prediction_score::ScoredPredictor;
+use crate::space::Room;
 use crate::split_writes::Piece;
 use crate::state::{attr_from_backend, State, Store};
 use crate::stats::Stats;
 use crate::types::*;
 use crate::vct::{AppId, LogEntry};
 use crate::STATE_DIR;
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,6 +50,22 @@ pub struct Engine {
 }
 
 const NAME_MAX: usize = 255;
+
+/// The checkpoints a write ran to make way for itself.
+#[derive(Default)]
+struct Tried {
+    rounds: u32,
+    background: bool,
+    everything: bool,
+}
+
+impl Tried {
+    fn note(&mut self, trigger: Trigger) {
+        self.rounds += 1;
+        self.background |= trigger == Trigger::Background;
+        self.everything |= trigger == Trigger::Everything;
+    }
+}
 
 /// What `mknod`, `mkdir`, `symlink` and `create` make.
 struct NewNode<'a> {
@@ -473,70 +490,120 @@ impl Engine {
         Ok(data.len() as u32)
     }
 
-    /// One segment of a write. Throttles the writer with a checkpoint first
-    /// when dirty data passes the high watermark, or when the write would
-    /// take its app past `max_stale_bytes` of uncommitted data (invariant 2:
-    /// bounded staleness) — unless it continues a split `write(2)`, whose
-    /// VCT must not be committed before the rest is in (the overshoot is
-    /// bounded by `State::split_write_cap`).
+    /// One segment of a write (see `before_write` for what it may wait
+    /// for). A failed piece ends its `write(2)`: the kernel sends no more.
     fn write_segment(&self, piece: Option<(u32, Piece)>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<()> {
-        let pages = (data.len() as u64).div_ceil(PAGE_SIZE) + 1;
-        let mut background_tried = false;
-        for _ in 0..3 {
+        let mut tried = Tried::default();
+        let written = loop {
             let mut st = self.state.lock();
             let app = st.inode(ino)?.app;
-            if let Some((tid, _)) = piece {
-                if st.continued_write(tid, ino, offset, self.clock.now()).is_some() {
-                    break;
+            match self.before_write(&mut st, piece, ino, offset, data.len() as u64, &tried) {
+                Ok(None) => {}
+                Ok(Some(trigger)) => {
+                    drop(st);
+                    tried.note(trigger);
+                    let committed = match trigger {
+                        Trigger::App(app) => self.commit_app(app),
+                        trigger => self.run_checkpoint(trigger),
+                    };
+                    self.stalled(app, || committed)?;
+                    continue;
                 }
-                st.split_writes.thread_moved_on(tid);
+                Err(e) => break Err(e),
             }
-            let stale = crate::checkpoint::stale_bytes(&st, app);
-            if stale > 0 && stale + data.len() as u64 > crate::checkpoint::limits_of(&st, app).max_stale_bytes {
-                drop(st);
-                self.stalled(app, || self.commit_app(app))?;
-                continue;
+            let now = self.clock.now();
+            let written = st.write(&self.store(), ino, offset, data, piece, now);
+            st.note_staleness(app, now);
+            break written;
+        };
+        if let Some((tid, _)) = piece {
+            if written.is_err() {
+                self.state.lock().split_writes.thread_moved_on(tid);
             }
-            // FastTrack PR: the foreground app never commits background apps'
-            // dirty data for room: it writes past the watermark and the cache
-            // limit, by at most its own uncommitted data (bounded by its
-            // staleness limit above), and the background thread, woken after
-            // the write, commits the background data. A background writer at
-            // the watermark commits the background apps' data, not the
-            // foreground app's open VCT, as reclaim does.
-            let spared = st.reclaim_spares();
-            let foreground_writer = spared == Some(app);
-            let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
-            let room = match (full, foreground_writer, spared) {
-                (true, false, Some(_)) => Room::CheckpointBackground,
-                (true, false, None) => Room::CheckpointAll,
-                _ => st.make_room(pages),
-            };
-            // A background checkpoint may not free all it was asked for (a
-            // background app's page in the foreground app's open VCT): the
-            // next round commits everything.
-            let trigger = match room {
-                Room::Made => break,
-                Room::CheckpointBackground if foreground_writer => {
-                    st.background_commit_owed = true;
-                    break;
-                }
-                Room::CheckpointBackground if !background_tried => Trigger::Background,
-                Room::CheckpointBackground | Room::CheckpointAll => Trigger::Memory,
-            };
-            background_tried |= trigger == Trigger::Background;
-            drop(st);
-            self.stalled(app, || self.run_checkpoint(trigger))?;
-        }
-        let now = self.clock.now();
-        let mut st = self.state.lock();
-        st.write(&self.store(), ino, offset, data, piece, now)?;
-        let app = st.inode(ino)?.app;
-        st.note_staleness(app, now);
-        if piece.is_some() {
             self.split_settled.notify_all();
         }
-        Ok(())
+        written
+    }
+
+    /// What a write of `len` bytes at `offset` must wait for, after the
+    /// checkpoints it `tried`: nothing (`None`), a checkpoint, or nothing
+    /// more (ENOSPC). In order:
+    /// * backing space (`space`): a writer whose uncommitted data would no
+    ///   longer fit in the journal with the write commits it first; if the
+    ///   write alone does not fit, a full checkpoint (it commits pending
+    ///   removals and frees the journal) and then ENOSPC;
+    /// * bounded staleness (invariant 2): a write that would take its app
+    ///   past `max_stale_bytes` commits the app's data first;
+    /// * memory: dirty data past the high watermark or no clean page left
+    ///   to reclaim, checkpointed in FastTrack's order.
+    ///
+    /// A piece that continues a split `write(2)` waits for none of these
+    /// (its VCT must not commit before the rest is in: the overshoot is
+    /// bounded by `State::split_write_cap`) but still gets ENOSPC. After
+    /// three rounds of checkpoints the write goes ahead if it fits at all.
+    fn before_write(
+        &self,
+        st: &mut MutexGuard<State>,
+        piece: Option<(u32, Piece)>,
+        ino: Ino,
+        offset: u64,
+        len: u64,
+        tried: &Tried,
+    ) -> FsResult<Option<Trigger>> {
+        let now = self.clock.now();
+        let app = st.inode(ino)?.app;
+        let continues = piece.is_some_and(|(tid, _)| st.continued_write(tid, ino, offset, now).is_some());
+        if let (Some((tid, _)), false) = (piece, continues) {
+            st.split_writes.thread_moved_on(tid);
+        }
+        let room = st.room_for_write(&*self.backend, app, ino, offset, len, now);
+        match room {
+            Room::Full if continues || tried.everything => return Err(Errno::ENOSPC),
+            Room::Full => return Ok(Some(Trigger::Everything)),
+            // The backing store cannot take the VCT with the rest of the
+            // write: storing it beats keeping the write whole.
+            Room::CommitFirst if continues => {
+                if let Some((tid, _)) = piece {
+                    st.split_writes.thread_moved_on(tid);
+                }
+                return Ok(Some(Trigger::App(app)));
+            }
+            _ if continues || tried.rounds >= 3 => return Ok(None),
+            Room::CommitFirst => return Ok(Some(Trigger::App(app))),
+            Room::Fits => {}
+        }
+        let stale = crate::checkpoint::stale_bytes(st, app);
+        if stale > 0 && stale + len > crate::checkpoint::limits_of(st, app).max_stale_bytes {
+            return Ok(Some(Trigger::App(app)));
+        }
+        // FastTrack PR: the foreground app never commits background apps'
+        // dirty data for room: it writes past the watermark and the cache
+        // limit, by at most its own uncommitted data (bounded by its
+        // staleness limit above), and the background thread, woken after
+        // the write, commits the background data. A background writer at
+        // the watermark commits the background apps' data, not the
+        // foreground app's open VCT, as reclaim does. A background
+        // checkpoint may not free all it was asked for (a background app's
+        // page in the foreground app's open VCT): the next round commits
+        // everything.
+        let spared = st.reclaim_spares();
+        let foreground_writer = spared == Some(app);
+        let full = st.cache.dirty_bytes() as f64 > st.config.dirty_high_ratio * st.config.cache_size as f64;
+        let pages = len.div_ceil(PAGE_SIZE) + 1;
+        let cache_room = match (full, foreground_writer, spared) {
+            (true, false, Some(_)) => CacheRoom::CheckpointBackground,
+            (true, false, None) => CacheRoom::CheckpointAll,
+            _ => st.make_room(pages),
+        };
+        Ok(match cache_room {
+            CacheRoom::Made => None,
+            CacheRoom::CheckpointBackground if foreground_writer => {
+                st.background_commit_owed = true;
+                None
+            }
+            CacheRoom::CheckpointBackground if !tried.background => Some(Trigger::Background),
+            CacheRoom::CheckpointBackground | CacheRoom::CheckpointAll => Some(Trigger::Memory),
+        })
     }
 
     /// `fallocate` mode 0 (allocate, extending the size) and KEEP_SIZE; other modes give EOPNOTSUPP.
@@ -641,8 +708,11 @@ impl Engine {
             .collect())
     }
 
+    /// The backing store's numbers, net of the space reserved for what is
+    /// accepted and not yet committed (`space`).
     pub fn statfs(&self) -> FsResult<FsStats> {
-        Ok(self.backend.statfs()?)
+        let stats = self.backend.statfs()?;
+        Ok(self.state.lock().net_of_reservation(stats))
     }
 
     /// Closes every open VCT and commits all closed ones (`mcfs ctl checkpoint`).

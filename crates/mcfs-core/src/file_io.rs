@@ -186,6 +186,7 @@ impl State {
             }
             let src = (at - offset) as usize;
             self.cache.data_mut(page)[within..within + take].copy_from_slice(&data[src..src + take]);
+            self.reserve_page(ino, idx);
             at += take as u64;
         }
         let inode = self.inodes.get_mut(&ino).expect("checked");
@@ -222,6 +223,8 @@ impl State {
         let inode = self.inodes.get_mut(&ino).expect("checked");
         if size < inode.attr.size {
             self.cache.remove_from(&mut inode.pages, size.div_ceil(PAGE_SIZE));
+            let cut = inode.new_blocks.split_off(&size.div_ceil(PAGE_SIZE));
+            self.space.new_pages -= cut.len() as u64;
             let within = (size % PAGE_SIZE) as usize;
             if let Some(page) = inode.pages.get_mut(&(size / PAGE_SIZE)).filter(|_| within != 0) {
                 self.cache.data_mut(page)[within..].fill(0);

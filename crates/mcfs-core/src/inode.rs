@@ -5,7 +5,7 @@
 use crate::cache::PageMap;
 use crate::types::*;
 use crate::vct::AppId;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::time::SystemTime;
 
@@ -35,11 +35,17 @@ pub struct Inode {
     pub opens: u64,
     /// The last pending change to this inode or its entries: (app, vct id).
     pub last_change: Option<(AppId, u64)>,
+    /// The file's size in the backing store once what is committed is applied.
+    pub backing_size: u64,
+    /// Written pages beyond `backing_size`, not committed yet: each needs a
+    /// new backing block (`space`).
+    pub new_blocks: BTreeSet<u64>,
 }
 
 impl Inode {
     pub fn new(attr: Attr, app: AppId, parent: Ino) -> Inode {
         let children = (attr.kind == FileKind::Dir).then(BTreeMap::new);
+        let backing_size = attr.size;
         Inode {
             backing_valid_len: u64::MAX,
             attr,
@@ -54,6 +60,8 @@ impl Inode {
             lookups: 0,
             opens: 0,
             last_change: None,
+            backing_size,
+            new_blocks: BTreeSet::new(),
         }
     }
 

@@ -25,6 +25,7 @@ pub mod ioprio;
 pub mod journal;
 pub mod policy;
 mod rename;
+mod space;
 mod split_writes;
 mod state;
 pub mod stats;

@@ -16,6 +16,7 @@ use crate::cache::Cache;
 use crate::committed::{Committed, Moving};
 use crate::config::{Config, SyncMode};
 use crate::inode::Inode;
+use crate::space::Space;
 use crate::split_writes::SplitWrites;
 use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
@@ -48,6 +49,8 @@ pub struct State {
     pub background_commit_owed: bool,
     /// `write(2)`s the kernel split whose rest may still come (`split_writes`).
     pub split_writes: SplitWrites,
+    /// Backing space reserved for what is accepted and not committed (`space`).
+    pub space: Space,
 }
 
 /// What loading from the backing store needs.
@@ -86,6 +89,7 @@ impl State {
             status: AppStatus::default(),
             background_commit_owed: false,
             split_writes: SplitWrites::default(),
+            space: Space::default(),
         };
         state.inodes.insert(ROOT_INO, root);
         for app in 0..state.apps.list.len() {
@@ -222,6 +226,7 @@ impl State {
                 i.last_change = Some((app, vct));
             }
         }
+        self.reserve_object(&entry);
         self.apps.list[app].open.record(entry, now);
     }
 
@@ -315,6 +320,7 @@ impl State {
     /// Bookkeeping once a batch of VCTs is durable and applied: their pages
     /// become clean, their truncates stop hiding backing data.
     pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>, now: SystemTime) {
+        self.space.changed();
         let mut touched = Vec::new();
         let total: u64 = batch.iter().map(|v| v.bytes).sum::<u64>().max(1);
         let mut apps: Vec<AppId> = batch.iter().map(|v| v.app).collect();
@@ -326,23 +332,25 @@ impl State {
             app.bytes_flushed += flushed * vct.bytes / total;
             for e in vct.entries {
                 match e {
-                    ClosedEntry::Write { ino, page, slot, data, .. } => {
+                    ClosedEntry::Write { ino, page, slot, data, len } => {
                         if Arc::strong_count(&data) == 1 {
                             self.cache.release_cow(1);
                         }
+                        self.committed_page(ino, page, len);
                         if let Some(inode) = self.inodes.get_mut(&ino) {
                             self.cache.unpin(ino, &mut inode.pages, page, slot);
                             touched.push(ino);
                         }
                     }
-                    ClosedEntry::Other(LogEntry::SetLen { ino, .. }) => {
+                    ClosedEntry::Other(LogEntry::SetLen { ino, size }) => {
+                        self.committed_entry(&LogEntry::SetLen { ino, size });
                         if let Some(inode) = self.inodes.get_mut(&ino) {
                             inode.pending_truncates.retain(|(v, _)| *v != vct.id);
                             inode.backing_valid_len =
                                 inode.pending_truncates.iter().map(|(_, s)| *s).min().unwrap_or(u64::MAX);
                         }
                     }
-                    ClosedEntry::Other(_) => {}
+                    ClosedEntry::Other(e) => self.committed_entry(&e),
                 }
             }
         }
@@ -368,6 +376,7 @@ impl State {
         if ino == ROOT_INO || !inode.unreferenced() || inode.pages.values().any(|p| p.pins > 0) {
             return;
         }
+        self.release_pages_from(ino, 0);
         let mut inode = self.inodes.remove(&ino).expect("present");
         self.cache.remove_from(&mut inode.pages, 0);
         if tree.read().latest().is_orphan(ino) {

@@ -205,13 +205,32 @@ struct Tree {
     inodes: HashMap<InodeId, Inode>,
     next_id: InodeId,
     now: SystemTime,
+    /// Blocks a small store holds (`MemBackend::with_capacity`); writes that
+    /// need more fail with ENOSPC. None: `TOTAL_BLOCKS`, never checked.
+    capacity: Option<u64>,
 }
 
 impl Tree {
     fn new() -> Tree {
         let now = mem_epoch();
         let root = Inode::new(FileKind::Dir, 0o755, now);
-        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now }
+        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now, capacity: None }
+    }
+
+    fn used_blocks(&self) -> u64 {
+        self.inodes.values().map(|i| i.data.pages.len() as u64).sum()
+    }
+
+    /// ENOSPC if writing `len` bytes at `offset` of `id` needs more blocks than a small store has left.
+    fn room_for(&self, id: InodeId, offset: u64, len: usize) -> Result<(), i32> {
+        let Some(capacity) = self.capacity else { return Ok(()) };
+        let pages = &self.get(id).data.pages;
+        let (first, end) = (offset / PAGE_SIZE, (offset + len as u64).div_ceil(PAGE_SIZE));
+        let new = (first..end).filter(|p| !pages.contains_key(p)).count() as u64;
+        if new > 0 && self.used_blocks() + new > capacity {
+            return Err(libc::ENOSPC);
+        }
+        Ok(())
     }
 
     fn get(&self, id: InodeId) -> &Inode {
@@ -427,11 +446,11 @@ impl Tree {
     }
 
     fn statfs(&self) -> FsStats {
-        let used: u64 = self.inodes.values().map(|i| i.data.pages.len() as u64).sum();
-        let free = TOTAL_BLOCKS.saturating_sub(used);
+        let total = self.capacity.unwrap_or(TOTAL_BLOCKS);
+        let free = total.saturating_sub(self.used_blocks());
         let free_inodes = TOTAL_INODES.saturating_sub(self.inodes.len() as u64);
         FsStats {
-            blocks: TOTAL_BLOCKS,
+            blocks: total,
             bfree: free,
             bavail: free,
             files: TOTAL_INODES,
@@ -517,6 +536,14 @@ impl MemBackend {
     /// An empty tree: a root directory, mode 0755, owned by 0:0, at `mem_epoch()`.
     pub fn new() -> MemBackend {
         MemBackend { tree: Mutex::new(Tree::new()) }
+    }
+
+    /// An empty tree that holds only `bytes` of file data (in 4 KiB blocks):
+    /// writes that need more fail with ENOSPC, as a small file system's do.
+    pub fn with_capacity(bytes: u64) -> MemBackend {
+        let mut tree = Tree::new();
+        tree.capacity = Some(bytes / PAGE_SIZE);
+        MemBackend { tree: Mutex::new(tree) }
     }
 
     /// The time stamp later calls give to what they change.
@@ -617,8 +644,9 @@ impl Backend for MemBackend {
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
         self.on_inode("write", path, |tree, id| {
+            tree.get(id).must_be_regular()?;
+            tree.room_for(id, offset, data.len())?;
             let inode = tree.get_mut(id);
-            inode.must_be_regular()?;
             inode.data.write(offset, data)?;
             if !data.is_empty() {
                 tree.modified(id);
