@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime};
 
 /// How long a commit waits for the rest of a split write at least.
 const SETTLE_WAIT: Duration = Duration::from_secs(1);
-/// The largest `write(2)` never split (unless half the cache is less).
+/// The most bytes of unfinished `write(2)`s kept whole at once (unless half the cache is less).
 pub const MAX_WHOLE_WRITE: u64 = 8 << 20;
 
 /// What the front end knows about one write request.
@@ -75,7 +75,8 @@ impl SplitWrites {
     }
 
     /// Records a piece of `len` bytes at `offset` written into `vct`: the
-    /// write stays unfinished if more may follow and it is not over `cap`.
+    /// write stays unfinished if more may follow and the unfinished writes
+    /// of all threads together are not over `cap`.
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &mut self,
@@ -91,7 +92,8 @@ impl SplitWrites {
     ) {
         let before = self.continued(tid, ino, offset, now, Duration::MAX).map_or(0, |u| u.bytes);
         let bytes = before + len;
-        if piece == Piece::MayContinue && bytes <= cap {
+        let others: u64 = self.by_thread.iter().filter(|(t, _)| **t != tid).map(|(_, u)| u.bytes).sum();
+        if piece == Piece::MayContinue && others + bytes <= cap {
             self.by_thread.insert(tid, Unfinished { app, ino, next: offset + len, vct, bytes, at: now });
         } else {
             self.by_thread.remove(&tid);
@@ -137,8 +139,9 @@ impl State {
         SETTLE_WAIT.max(Duration::from_millis(self.config.fasttrack.aging_ms.saturating_mul(2)))
     }
 
-    /// The largest write kept whole. Its pieces never wait for a commit, so
-    /// it may take its app past `max_stale_bytes` and the cache past its
+    /// The most the unfinished writes of all threads together keep whole (so
+    /// the largest write kept whole). Their pieces never wait for a commit,
+    /// so they may take an app past `max_stale_bytes` and the cache past its
     /// size by this much: half the cache, and at most `MAX_WHOLE_WRITE`.
     pub fn split_write_cap(&self) -> u64 {
         (self.config.cache_size / 2).min(MAX_WHOLE_WRITE)
@@ -253,6 +256,15 @@ mod tests {
         s.record(7, 1, 42, 0, 4096, 3, Piece::MayContinue, 8192, t(0));
         s.file_done(42);
         assert_eq!(s.next_expiry(t(0), WAIT), None, "the kernel let an fsync of the file through");
+    }
+
+    #[test]
+    fn the_cap_bounds_all_threads_unfinished_writes_together() {
+        let mut s = SplitWrites::default();
+        s.record(7, 1, 42, 0, 6000, 3, Piece::MayContinue, 8192, t(0));
+        s.record(8, 1, 43, 0, 4096, 3, Piece::MayContinue, 8192, t(0));
+        assert!(s.continued(8, 43, 4096, t(0), WAIT).is_none(), "6000 + 4096 is over the cap");
+        assert!(s.continued(7, 42, 6000, t(0), WAIT).is_some());
     }
 
     #[test]

@@ -322,13 +322,16 @@ impl Running {
     }
 }
 
-/// glibc gives each thread its own heap arena and keeps freed cache pages in
-/// them, so the daemon's RSS grew well past `cache_size` (measured in
-/// docs/BENCHMARKS.md). Two arenas keep it close to the cache bound.
+/// glibc gives threads their own heap arenas; a cache page freed on one
+/// thread goes back to the arena of the thread that allocated it, so with
+/// several arenas each grows towards the whole cache and the daemon's RSS
+/// reached about twice `cache_size` (docs/BENCHMARKS.md, "Peak RSS"). One
+/// arena keeps it within `cache_size` plus the bounded buffers ENGINE.md
+/// lists; the cost in lock contention did not show in the benchmarks.
 fn limit_malloc_arenas() {
     // SAFETY: mallopt only changes allocator tuning; called before the
     // daemon starts its threads.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }

@@ -22,10 +22,11 @@ pub enum Metric {
     SeqReadMbps,
     RandReadMbps,
     PeakRssBytes,
+    PeakRssWritersBytes,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 11] = [
+    pub const ALL: [Metric; 12] = [
         Metric::FsyncP50Us,
         Metric::FsyncP99Us,
         Metric::WriteClatP50Us,
@@ -37,6 +38,7 @@ impl Metric {
         Metric::SeqReadMbps,
         Metric::RandReadMbps,
         Metric::PeakRssBytes,
+        Metric::PeakRssWritersBytes,
     ];
 
     pub fn workload(self) -> WorkloadName {
@@ -50,6 +52,7 @@ impl Metric {
             Metric::MobifsDeviceBytes => WorkloadName::Mobifs,
             Metric::SeqReadMbps | Metric::RandReadMbps => WorkloadName::Reads,
             Metric::PeakRssBytes => WorkloadName::Rss,
+            Metric::PeakRssWritersBytes => WorkloadName::RssWriters,
         }
     }
 
@@ -66,6 +69,7 @@ impl Metric {
             Metric::SeqReadMbps => "cached seq read 1M",
             Metric::RandReadMbps => "cached rand read 4k",
             Metric::PeakRssBytes => "daemon peak RSS",
+            Metric::PeakRssWritersBytes => "peak RSS, 48 writers",
         }
     }
 
@@ -75,7 +79,7 @@ impl Metric {
             Metric::FsyncP50Us | Metric::FsyncP99Us | Metric::WriteClatP50Us | Metric::WriteClatP99Us => ("us", 1.0),
             Metric::WriteIops => ("IOPS", 1.0),
             Metric::SqliteWalTps | Metric::SqliteDeleteTps => ("tx/s", 1.0),
-            Metric::MobifsDeviceBytes | Metric::PeakRssBytes => ("MiB", MIB),
+            Metric::MobifsDeviceBytes | Metric::PeakRssBytes | Metric::PeakRssWritersBytes => ("MiB", MIB),
             Metric::SeqReadMbps | Metric::RandReadMbps => ("MB/s", 1.0),
         }
     }
@@ -183,6 +187,7 @@ pub fn goals(rss_cache_bytes: u64) -> Vec<Goal> {
         goal(Metric::MobifsDeviceBytes, AtMost, Times(0.25, Ext4)),
         goal(Metric::SeqReadMbps, AtLeast, Times(0.5, Ext4)),
         goal(Metric::PeakRssBytes, AtMost, Absolute(rss_cache_bytes as f64 + 64.0 * MIB, "cache_size + 64 MiB")),
+        goal(Metric::PeakRssWritersBytes, AtMost, Absolute(rss_cache_bytes as f64 + 64.0 * MIB, "cache_size + 64 MiB")),
         tpl(Metric::SqliteWalTps),
         tpl(Metric::SqliteDeleteTps),
     ]

@@ -42,7 +42,7 @@ pub struct BenchArgs {
     /// Targets to run on, comma-separated (default: all).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub targets: Vec<TargetKind>,
-    /// mcfs cache_size for the peak-RSS workload, in MiB; it writes 4 times this
+    /// mcfs cache_size for the peak-RSS workloads, in MiB; they write 8 and 6 times this
     /// [default: 64, with --quick 16].
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub cache_mib: Option<u64>,
@@ -76,13 +76,21 @@ pub enum WorkloadName {
     Mobifs,
     /// Cached sequential 1 MiB and random 4 KiB reads.
     Reads,
-    /// mcfs daemon peak RSS while writing 4 x cache_size.
+    /// mcfs daemon peak RSS while writing 8 x cache_size to one file.
     Rss,
+    /// mcfs daemon peak RSS while 48 writers of 4 uids write 6 x cache_size.
+    RssWriters,
 }
 
 impl WorkloadName {
-    const ALL: [WorkloadName; 5] =
-        [WorkloadName::Fio, WorkloadName::Sqlite, WorkloadName::Mobifs, WorkloadName::Reads, WorkloadName::Rss];
+    const ALL: [WorkloadName; 6] = [
+        WorkloadName::Fio,
+        WorkloadName::Sqlite,
+        WorkloadName::Mobifs,
+        WorkloadName::Reads,
+        WorkloadName::Rss,
+        WorkloadName::RssWriters,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -91,6 +99,7 @@ impl WorkloadName {
             WorkloadName::Mobifs => "mobifs",
             WorkloadName::Reads => "reads",
             WorkloadName::Rss => "rss",
+            WorkloadName::RssWriters => "rss-writers",
         }
     }
 
@@ -98,7 +107,7 @@ impl WorkloadName {
     fn applies_to(self, target: TargetKind) -> bool {
         match self {
             WorkloadName::Mobifs => target.has_device(),
-            WorkloadName::Rss => target.is_mcfs(),
+            WorkloadName::Rss | WorkloadName::RssWriters => target.is_mcfs(),
             _ => true,
         }
     }
@@ -152,7 +161,8 @@ impl Sizes {
     /// Each sparse ext4 image: room for the largest workload's files with
     /// mcfs's journal beside them.
     fn image_bytes(&self) -> u64 {
-        let largest = (self.rss_cache_bytes * rss::CACHE_MULTIPLE).max(self.fio_file_bytes).max(self.read_file_bytes);
+        let rss = self.rss_cache_bytes * rss::CACHE_MULTIPLE.max(rss::WRITERS_CACHE_MULTIPLE);
+        let largest = rss.max(self.fio_file_bytes).max(self.read_file_bytes);
         (3 * largest + 512 * MIB).next_multiple_of(MIB)
     }
 }
@@ -263,7 +273,8 @@ fn run_cell(
     sizes: &Sizes,
     seed: u64,
 ) -> Result<Outcome, String> {
-    let cache_size = (workload == WorkloadName::Rss).then_some(sizes.rss_cache_bytes);
+    let rss = matches!(workload, WorkloadName::Rss | WorkloadName::RssWriters);
+    let cache_size = rss.then_some(sizes.rss_cache_bytes);
     let mut target = Target::set_up(kind, env, cache_size).map_err(|e| format!("set-up: {e}"))?;
     let result = match workload {
         WorkloadName::Fio => fio::run(&target.dir, sizes, seed),
@@ -271,6 +282,7 @@ fn run_cell(
         WorkloadName::Mobifs => mobifs::run(&mut target, sizes),
         WorkloadName::Reads => reads::run(&target.dir, sizes, seed),
         WorkloadName::Rss => rss::run(&target, sizes),
+        WorkloadName::RssWriters => rss::run_writers(&target, sizes),
     };
     // A failed tear-down (e.g. mcfs's final checkpoint) spoils the cell too.
     let torn_down = target.tear_down().map_err(|e| format!("tear-down: {e}"));
@@ -317,7 +329,8 @@ mod tests {
     #[test]
     fn images_hold_the_largest_workload_three_times_over() {
         for sizes in [Sizes::full(), Sizes::quick()] {
-            assert!(sizes.image_bytes() >= 3 * sizes.rss_cache_bytes * rss::CACHE_MULTIPLE);
+            let largest = rss::CACHE_MULTIPLE.max(rss::WRITERS_CACHE_MULTIPLE);
+            assert!(sizes.image_bytes() >= 3 * sizes.rss_cache_bytes * largest);
             assert_eq!(sizes.image_bytes() % MIB, 0);
         }
     }

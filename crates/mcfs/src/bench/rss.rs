@@ -1,16 +1,21 @@
 //! Daemon memory under write pressure: with the mcfs cache set to
-//! `cache_size`, write 4 × cache_size to one file and read the daemon's peak
-//! resident set size (VmHWM) from /proc. The daemon was started fresh for
-//! this workload, so its peak belongs to this run.
+//! `cache_size`, write 8 × cache_size to one file (`run`; 2 GiB with a
+//! 256 MiB cache), or have 48
+//! writers of 4 apps write 6 × cache_size between them with mixed request
+//! sizes and an fsync every 50 writes (`run_writers`, the load of issue 10),
+//! and read the daemon's peak resident set size (VmHWM) from /proc. The
+//! daemon was started fresh for each workload, so its peak belongs to it.
 
 use super::metrics::{Metric, Outcome};
 use super::targets::{peak_rss_bytes, Target};
 use super::Sizes;
 use std::fs::OpenOptions;
+use std::io::Write;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 const CHUNK: usize = 1 << 20;
-pub const CACHE_MULTIPLE: u64 = 4;
+pub const CACHE_MULTIPLE: u64 = 8;
 
 pub fn run(target: &Target, sizes: &Sizes) -> Result<Outcome, String> {
     let pid = target.daemon_pid()?;
@@ -34,4 +39,69 @@ pub fn run(target: &Target, sizes: &Sizes) -> Result<Outcome, String> {
     outcome.extra("bytes_written", total);
     outcome.extra("mcfs_stats", target.mcfs_stats()?);
     Ok(outcome)
+}
+
+/// The apps of the writers workload (uids), and its writers per app.
+const WRITER_UIDS: [u32; 4] = [10001, 10002, 10003, 10004];
+const WRITERS_PER_APP: usize = 12;
+pub const WRITERS_CACHE_MULTIPLE: u64 = 6;
+/// Request sizes the writers cycle through: pages, runs of pages, and an odd size.
+const WRITE_SIZES: [usize; 4] = [4096, 16384, 65536, 100];
+
+pub fn run_writers(target: &Target, sizes: &Sizes) -> Result<Outcome, String> {
+    let pid = target.daemon_pid()?;
+    let at_start = peak_rss_bytes(pid)?;
+    let writers = WRITER_UIDS.len() * WRITERS_PER_APP;
+    let per_writer = sizes.rss_cache_bytes * WRITERS_CACHE_MULTIPLE / writers as u64;
+    for uid in WRITER_UIDS {
+        let dir = target.dir.join(format!("app{uid}"));
+        std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        std::os::unix::fs::chown(&dir, Some(uid), Some(uid)).map_err(|e| format!("chown {}: {e}", dir.display()))?;
+    }
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                let uid = WRITER_UIDS[w % WRITER_UIDS.len()];
+                let path = target.dir.join(format!("app{uid}/writer{w}"));
+                scope.spawn(move || write_as(uid, &path, per_writer))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a writer thread panicked".into()))).collect()
+    });
+    results.into_iter().collect::<Result<Vec<()>, String>>()?;
+    let mut outcome = Outcome::default();
+    outcome.sample(Metric::PeakRssWritersBytes, peak_rss_bytes(pid)? as f64);
+    outcome.extra("daemon_pid", pid);
+    outcome.extra("peak_rss_bytes_at_start", at_start);
+    outcome.extra("cache_size", sizes.rss_cache_bytes);
+    outcome.extra("writers", writers);
+    outcome.extra("bytes_written", per_writer * writers as u64);
+    outcome.extra("mcfs_stats", target.mcfs_stats()?);
+    Ok(outcome)
+}
+
+/// Writes `bytes` to `path` as `uid` (the thread's file-system uid: FUSE
+/// requests carry it), in requests of `WRITE_SIZES`, fsync every 50th.
+fn write_as(uid: u32, path: &Path, bytes: u64) -> Result<(), String> {
+    // SAFETY: setfsuid/setfsgid change only this thread's file-system ids.
+    unsafe {
+        libc::setfsgid(uid);
+        libc::setfsuid(uid);
+    }
+    let io = |what: &str, e: std::io::Error| format!("{what} {} as uid {uid}: {e}", path.display());
+    let mut file = OpenOptions::new().create(true).truncate(true).write(true).open(path).map_err(|e| io("open", e))?;
+    let chunk = vec![0x5au8; *WRITE_SIZES.iter().max().expect("sizes")];
+    let mut written = 0;
+    for i in 1.. {
+        if written >= bytes {
+            break;
+        }
+        let n = WRITE_SIZES[i % WRITE_SIZES.len()];
+        file.write_all(&chunk[..n]).map_err(|e| io("write", e))?;
+        written += n as u64;
+        if i % 50 == 0 {
+            file.sync_data().map_err(|e| io("fsync", e))?;
+        }
+    }
+    Ok(())
 }
