@@ -4,7 +4,7 @@
 //! only to pick and to finish their batch (see `checkpoint`).
 
 use crate::app_status::IoClass;
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendLimits};
 use crate::checkpoint::{CheckpointCounters, Trigger};
 use crate::clock::Clock;
 use crate::committed::Committed;
@@ -43,6 +43,8 @@ pub struct Engine {
     pub(crate) idle: Mutex<Option<ScoredPredictor>>,
     /// Foreground-first admission and yielding (FastTrack).
     pub(crate) dispatch: Dispatcher,
+    /// What the backing store refuses: refused at the call (see `backend::limits`).
+    pub(crate) limits: BackendLimits,
 }
 
 const NAME_MAX: usize = 255;
@@ -50,7 +52,7 @@ const NAME_MAX: usize = 255;
 /// What `mknod`, `mkdir`, `symlink` and `create` make.
 struct NewNode<'a> {
     kind: FileKind,
-    perm: u32,
+    perm: NewPerm,
     rdev: u32,
     target: Option<&'a OsStr>,
 }
@@ -81,6 +83,8 @@ impl Engine {
         }
         let mut journal = Journal::open(Arc::clone(&backend)).map_err(|e| format!("{STATE_DIR}/journal: {e}"))?;
         journal.set_segment_bytes(config.checkpoint_segment_bytes);
+        let limits = backend.limits();
+        tracing::info!("backing store limits: {limits}");
         let mut root_inode = Inode::new(attr_from_backend(ROOT_INO, &root), 0, ROOT_INO);
         root_inode.children = None;
         root_inode.lookups = 1;
@@ -106,6 +110,7 @@ impl Engine {
             wake: (Mutex::new(false), Condvar::new()),
             idle: Mutex::new(idle),
             dispatch,
+            limits,
         })
     }
 
@@ -145,7 +150,11 @@ impl Engine {
         let now = self.clock.now();
         let mut st = self.state.lock();
         st.inode(ino)?;
+        if set.perm.is_some() {
+            self.load_xattrs(&mut st, ino)?;
+        }
         if let Some(size) = set.size {
+            self.limits.check_size(size)?;
             st.truncate(ino, size, now)?;
         }
         let app = st.app_of_uid(caller.uid);
@@ -170,6 +179,9 @@ impl Engine {
         }
         if inode.attr.perm != old_perm || set.perm.is_some() {
             entries.push(LogEntry::SetPerm { ino, perm: inode.attr.perm });
+        }
+        if set.perm.is_some() {
+            entries.extend(crate::xattr::acl_after_chmod(inode, ino)?);
         }
         let time = |t: SetTime| match t {
             SetTime::At(t) => t,
@@ -203,29 +215,31 @@ impl Engine {
         parent: Ino,
         name: &OsStr,
         kind: FileKind,
-        perm: u32,
+        perm: impl Into<NewPerm>,
         rdev: u32,
     ) -> FsResult<Attr> {
-        self.make_node(caller, parent, name, NewNode { kind, perm, rdev, target: None })
+        self.make_node(caller, parent, name, NewNode { kind, perm: perm.into(), rdev, target: None })
     }
 
     /// Takes a kernel reference.
-    pub fn mkdir(&self, caller: Caller, parent: Ino, name: &OsStr, perm: u32) -> FsResult<Attr> {
-        self.make_node(caller, parent, name, NewNode { kind: FileKind::Dir, perm, rdev: 0, target: None })
+    pub fn mkdir(&self, caller: Caller, parent: Ino, name: &OsStr, perm: impl Into<NewPerm>) -> FsResult<Attr> {
+        self.make_node(caller, parent, name, NewNode { kind: FileKind::Dir, perm: perm.into(), rdev: 0, target: None })
     }
 
     /// Takes a kernel reference.
     pub fn symlink(&self, caller: Caller, parent: Ino, name: &OsStr, target: &OsStr) -> FsResult<Attr> {
+        self.limits.check_symlink_target(target)?;
         self.make_node(
             caller,
             parent,
             name,
-            NewNode { kind: FileKind::Symlink, perm: 0o777, rdev: 0, target: Some(target) },
+            NewNode { kind: FileKind::Symlink, perm: 0o777.into(), rdev: 0, target: Some(target) },
         )
     }
 
     fn make_node(&self, caller: Caller, parent: Ino, name: &OsStr, node: NewNode) -> FsResult<Attr> {
         check_name(parent, name)?;
+        self.limits.check_name(name)?;
         let mut st = self.state.lock();
         let mut attr = self.new_node(&mut st, caller, parent, name, node)?;
         let inode = st.inode_mut(attr.ino)?;
@@ -247,7 +261,7 @@ impl Engine {
         }
         let inherit_gid = dir.attr.perm & libc::S_ISGID != 0;
         let gid = if inherit_gid { dir.attr.gid } else { caller.gid };
-        let mut perm = perm & 0o7777;
+        let (mut perm, xattrs) = self.new_object_perm(st, parent, kind, perm)?;
         if kind == FileKind::Dir && inherit_gid {
             perm |= libc::S_ISGID;
         }
@@ -268,6 +282,11 @@ impl Engine {
         };
         let mut inode = Inode::new(attr.clone(), app, parent);
         inode.symlink_target = target.map(OsStr::to_owned);
+        let inherited: Vec<LogEntry> = xattrs
+            .iter()
+            .map(|(name, value)| LogEntry::SetXattr { ino, name: name.clone(), value: value.clone() })
+            .collect();
+        inode.xattrs = Some(xattrs);
         st.inodes.insert(ino, inode);
         let dir = st.inode_mut(parent)?;
         dir.children.as_mut().expect("loaded").insert(name.to_owned(), ino);
@@ -282,6 +301,9 @@ impl Engine {
             None => LogEntry::Create { ino, parent, name: name.to_owned(), kind, perm, rdev, uid: attr.uid, gid },
         };
         st.log(app, entry, &[parent, ino], now);
+        for entry in inherited {
+            st.log(app, entry, &[ino], now);
+        }
         st.apps.list[app].open.touch(parent);
         Ok(attr)
     }
@@ -289,6 +311,7 @@ impl Engine {
     /// Takes a kernel reference.
     pub fn link(&self, caller: Caller, ino: Ino, new_parent: Ino, new_name: &OsStr) -> FsResult<Attr> {
         check_name(new_parent, new_name)?;
+        self.limits.check_name(new_name)?;
         let now = self.clock.now();
         let mut st = self.state.lock();
         if st.inode(ino)?.is_dir() {
@@ -297,6 +320,7 @@ impl Engine {
         if st.find(&self.store(), new_parent, new_name)?.is_some() {
             return Err(Errno::EEXIST);
         }
+        self.limits.check_new_link(st.inode(ino)?.attr.nlink)?;
         if st.inode(new_parent)?.attr.nlink == 0 {
             return Err(Errno::ENOENT);
         }
@@ -361,8 +385,16 @@ impl Engine {
 
     /// Creates a regular file and opens it (one open and one kernel reference).
     /// With `exclusive` false an existing regular file is opened instead.
-    pub fn create(&self, caller: Caller, parent: Ino, name: &OsStr, perm: u32, exclusive: bool) -> FsResult<Attr> {
+    pub fn create(
+        &self,
+        caller: Caller,
+        parent: Ino,
+        name: &OsStr,
+        perm: impl Into<NewPerm>,
+        exclusive: bool,
+    ) -> FsResult<Attr> {
         check_name(parent, name)?;
+        self.limits.check_name(name)?;
         let mut st = self.state.lock();
         let attr = match st.find(&self.store(), parent, name)? {
             Some(_) if exclusive => return Err(Errno::EEXIST),
@@ -373,7 +405,7 @@ impl Engine {
                 caller,
                 parent,
                 name,
-                NewNode { kind: FileKind::File, perm, rdev: 0, target: None },
+                NewNode { kind: FileKind::File, perm: perm.into(), rdev: 0, target: None },
             )?,
         };
         let inode = st.inode_mut(attr.ino)?;
@@ -430,6 +462,7 @@ impl Engine {
     /// request writes in segments of `fasttrack.segment_bytes` and yields to
     /// foreground requests between them; the policy sees the write once, whole.
     pub fn write(&self, _caller: Option<Caller>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<u32> {
+        let data = &data[..self.limits.writable(offset, data.len())?];
         let segment = match crate::dispatch::current() {
             Some(w) if w.class == IoClass::Background => self.state.lock().config.fasttrack.segment_bytes as usize,
             _ => data.len(),
@@ -509,6 +542,7 @@ impl Engine {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
+        self.limits.check_size(end)?;
         let mut st = self.state.lock();
         if st.inode(ino)?.attr.kind != FileKind::File {
             return Err(Errno::ENODEV);
