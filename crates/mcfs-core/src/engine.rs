@@ -557,10 +557,23 @@ impl Engine {
 
     /// fsync / fdatasync of one file: absorbed in memory mode (the policy may
     /// close the VCT there, e.g. `close-on-fsync`), a durable commit of the
-    /// app's data in sync mode.
-    pub fn fsync(&self, _caller: Option<Caller>, ino: Ino) -> FsResult<()> {
-        let app = self.state.lock().inode(ino)?.app;
-        self.sync_of(app)
+    /// app's data in sync mode. The file's data is in its app's log, its
+    /// metadata may be in the caller's too: a caller in sync mode gets both
+    /// committed, whatever mode the file's app is in.
+    pub fn fsync(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
+        let (app, durable_caller) = {
+            let mut st = self.state.lock();
+            let app = st.inode(ino)?.app;
+            let caller_app = caller.map(|c| st.app_of_uid(c.uid));
+            (app, caller_app.filter(|c| *c != app && st.mode_of(*c) == SyncMode::Sync))
+        };
+        match durable_caller {
+            Some(caller_app) => self.timed_fsync(caller_app, || {
+                self.state.lock().apps.list[caller_app].counters.fsync_honoured += 1;
+                self.stalled(caller_app, || [app, caller_app].into_iter().try_for_each(|a| self.commit_app(a)))
+            }),
+            None => self.sync_of(app),
+        }
     }
 
     /// fsyncdir and sync(2): the same for the caller's app.
@@ -570,8 +583,13 @@ impl Engine {
     }
 
     fn sync_of(&self, app: AppId) -> FsResult<()> {
+        self.timed_fsync(app, || self.sync_in_mode(app))
+    }
+
+    /// Runs `sync`, an fsync of `app`, counting its latency.
+    fn timed_fsync(&self, app: AppId, sync: impl FnOnce() -> FsResult<()>) -> FsResult<()> {
         let started = self.clock.now();
-        let done = self.sync_in_mode(app);
+        let done = sync();
         let took = self.clock.now().duration_since(started).unwrap_or_default();
         self.state.lock().apps.list[app].metrics.fsync_latency.record(took);
         done
