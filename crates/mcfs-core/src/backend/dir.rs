@@ -28,6 +28,10 @@
 //! what an earlier process left unflushed). Invariant: no namespace change
 //! runs while a barrier resolves its paths to open descriptors (`namespace`
 //! lock), so each mark resolves to the object whose changes it records.
+//!
+//! Limits: what the backing file system refuses is learned once, partly by
+//! trying it on scratch objects in `.mcfs/`, where extended attribute sets
+//! are also tried before the engine accepts them (`probe`).
 
 mod at;
 mod dirty;

@@ -7,6 +7,8 @@
 //! they are called; `sync` is a durability barrier — after it returns, every
 //! earlier operation survives a power loss. Nothing after the last `sync` is
 //! promised to survive.
+//! `limits` and `check_xattrs` say what the store would refuse, so the
+//! engine refuses it at the call instead of failing a checkpoint later.
 
 mod dir;
 pub mod error;
