@@ -4,7 +4,7 @@
 //! only to pick and to finish their batch (see `checkpoint`).
 
 use crate::app_status::IoClass;
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendLimits};
 use crate::checkpoint::{CheckpointCounters, Trigger};
 use crate::clock::Clock;
 use crate::committed::Committed;
@@ -47,6 +47,8 @@ pub struct Engine {
     pub(crate) dispatch: Dispatcher,
     /// Notified (with the state lock) when a split `write(2)` may have settled.
     pub(crate) split_settled: Condvar,
+    /// What the backing store refuses: refused at the call (see `backend::limits`).
+    pub(crate) limits: BackendLimits,
 }
 
 const NAME_MAX: usize = 255;
@@ -70,7 +72,7 @@ impl Tried {
 /// What `mknod`, `mkdir`, `symlink` and `create` make.
 struct NewNode<'a> {
     kind: FileKind,
-    perm: u32,
+    perm: NewPerm,
     rdev: u32,
     target: Option<&'a OsStr>,
 }
@@ -101,6 +103,8 @@ impl Engine {
         }
         let mut journal = Journal::open(Arc::clone(&backend)).map_err(|e| format!("{STATE_DIR}/journal: {e}"))?;
         journal.set_segment_bytes(config.checkpoint_segment_bytes);
+        let limits = backend.limits();
+        tracing::info!("backing store limits: {limits}");
         let mut root_inode = Inode::new(attr_from_backend(ROOT_INO, &root), 0, ROOT_INO);
         root_inode.children = None;
         root_inode.lookups = 1;
@@ -127,6 +131,7 @@ impl Engine {
             idle: Mutex::new(idle),
             dispatch,
             split_settled: Condvar::new(),
+            limits,
         })
     }
 
@@ -166,7 +171,11 @@ impl Engine {
         let now = self.clock.now();
         let mut st = self.state.lock();
         st.inode(ino)?;
+        if set.perm.is_some() {
+            self.load_xattrs(&mut st, ino)?;
+        }
         if let Some(size) = set.size {
+            self.limits.check_size(size)?;
             st.truncate(ino, size, now)?;
         }
         let app = st.app_of_uid(caller.uid);
@@ -191,6 +200,9 @@ impl Engine {
         }
         if inode.attr.perm != old_perm || set.perm.is_some() {
             entries.push(LogEntry::SetPerm { ino, perm: inode.attr.perm });
+        }
+        if set.perm.is_some() {
+            entries.extend(crate::xattr::acl_after_chmod(inode, ino)?);
         }
         let time = |t: SetTime| match t {
             SetTime::At(t) => t,
@@ -224,29 +236,31 @@ impl Engine {
         parent: Ino,
         name: &OsStr,
         kind: FileKind,
-        perm: u32,
+        perm: impl Into<NewPerm>,
         rdev: u32,
     ) -> FsResult<Attr> {
-        self.make_node(caller, parent, name, NewNode { kind, perm, rdev, target: None })
+        self.make_node(caller, parent, name, NewNode { kind, perm: perm.into(), rdev, target: None })
     }
 
     /// Takes a kernel reference.
-    pub fn mkdir(&self, caller: Caller, parent: Ino, name: &OsStr, perm: u32) -> FsResult<Attr> {
-        self.make_node(caller, parent, name, NewNode { kind: FileKind::Dir, perm, rdev: 0, target: None })
+    pub fn mkdir(&self, caller: Caller, parent: Ino, name: &OsStr, perm: impl Into<NewPerm>) -> FsResult<Attr> {
+        self.make_node(caller, parent, name, NewNode { kind: FileKind::Dir, perm: perm.into(), rdev: 0, target: None })
     }
 
     /// Takes a kernel reference.
     pub fn symlink(&self, caller: Caller, parent: Ino, name: &OsStr, target: &OsStr) -> FsResult<Attr> {
+        self.limits.check_symlink_target(target)?;
         self.make_node(
             caller,
             parent,
             name,
-            NewNode { kind: FileKind::Symlink, perm: 0o777, rdev: 0, target: Some(target) },
+            NewNode { kind: FileKind::Symlink, perm: 0o777.into(), rdev: 0, target: Some(target) },
         )
     }
 
     fn make_node(&self, caller: Caller, parent: Ino, name: &OsStr, node: NewNode) -> FsResult<Attr> {
         check_name(parent, name)?;
+        self.limits.check_name(name)?;
         let mut st = self.state.lock();
         let mut attr = self.new_node(&mut st, caller, parent, name, node)?;
         let inode = st.inode_mut(attr.ino)?;
@@ -268,7 +282,7 @@ impl Engine {
         }
         let inherit_gid = dir.attr.perm & libc::S_ISGID != 0;
         let gid = if inherit_gid { dir.attr.gid } else { caller.gid };
-        let mut perm = perm & 0o7777;
+        let (mut perm, xattrs) = self.new_object_perm(st, parent, kind, perm)?;
         if kind == FileKind::Dir && inherit_gid {
             perm |= libc::S_ISGID;
         }
@@ -289,6 +303,11 @@ impl Engine {
         };
         let mut inode = Inode::new(attr.clone(), app, parent);
         inode.symlink_target = target.map(OsStr::to_owned);
+        let inherited: Vec<LogEntry> = xattrs
+            .iter()
+            .map(|(name, value)| LogEntry::SetXattr { ino, name: name.clone(), value: value.clone() })
+            .collect();
+        inode.xattrs = Some(xattrs);
         st.inodes.insert(ino, inode);
         let dir = st.inode_mut(parent)?;
         dir.children.as_mut().expect("loaded").insert(name.to_owned(), ino);
@@ -303,6 +322,9 @@ impl Engine {
             None => LogEntry::Create { ino, parent, name: name.to_owned(), kind, perm, rdev, uid: attr.uid, gid },
         };
         st.log(app, entry, &[parent, ino], now);
+        for entry in inherited {
+            st.log(app, entry, &[ino], now);
+        }
         st.apps.list[app].open.touch(parent);
         Ok(attr)
     }
@@ -310,6 +332,7 @@ impl Engine {
     /// Takes a kernel reference.
     pub fn link(&self, caller: Caller, ino: Ino, new_parent: Ino, new_name: &OsStr) -> FsResult<Attr> {
         check_name(new_parent, new_name)?;
+        self.limits.check_name(new_name)?;
         let now = self.clock.now();
         let mut st = self.state.lock();
         if st.inode(ino)?.is_dir() {
@@ -318,6 +341,7 @@ impl Engine {
         if st.find(&self.store(), new_parent, new_name)?.is_some() {
             return Err(Errno::EEXIST);
         }
+        self.limits.check_new_link(st.inode(ino)?.attr.nlink)?;
         if st.inode(new_parent)?.attr.nlink == 0 {
             return Err(Errno::ENOENT);
         }
@@ -382,8 +406,16 @@ impl Engine {
 
     /// Creates a regular file and opens it (one open and one kernel reference).
     /// With `exclusive` false an existing regular file is opened instead.
-    pub fn create(&self, caller: Caller, parent: Ino, name: &OsStr, perm: u32, exclusive: bool) -> FsResult<Attr> {
+    pub fn create(
+        &self,
+        caller: Caller,
+        parent: Ino,
+        name: &OsStr,
+        perm: impl Into<NewPerm>,
+        exclusive: bool,
+    ) -> FsResult<Attr> {
         check_name(parent, name)?;
+        self.limits.check_name(name)?;
         let mut st = self.state.lock();
         let attr = match st.find(&self.store(), parent, name)? {
             Some(_) if exclusive => return Err(Errno::EEXIST),
@@ -394,7 +426,7 @@ impl Engine {
                 caller,
                 parent,
                 name,
-                NewNode { kind: FileKind::File, perm, rdev: 0, target: None },
+                NewNode { kind: FileKind::File, perm: perm.into(), rdev: 0, target: None },
             )?,
         };
         let inode = st.inode_mut(attr.ino)?;
@@ -467,6 +499,8 @@ impl Engine {
         data: &[u8],
         piece: Piece,
     ) -> FsResult<u32> {
+        // A write across the largest file size the backing store holds is cut short there.
+        let data = &data[..self.limits.writable(offset, data.len())?];
         let segment = match crate::dispatch::current() {
             Some(w) if w.class == IoClass::Background => self.state.lock().config.fasttrack.segment_bytes as usize,
             _ => data.len(),
@@ -612,6 +646,7 @@ impl Engine {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
+        self.limits.check_size(end)?;
         let mut st = self.state.lock();
         if st.inode(ino)?.attr.kind != FileKind::File {
             return Err(Errno::ENODEV);
@@ -626,16 +661,26 @@ impl Engine {
 
     /// fsync / fdatasync of one file: absorbed in memory mode (the policy may
     /// close the VCT there, e.g. `close-on-fsync`), a durable commit of the
-    /// app's data in sync mode.
+    /// app's data in sync mode. The file's data is in its app's log, its
+    /// metadata may be in the caller's too: a caller in sync mode gets both
+    /// committed, whatever mode the file's app is in.
     pub fn fsync(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
-        let app = {
+        let (app, durable_caller) = {
             let mut st = self.state.lock();
             // The kernel holds the file's inode lock for fsync: every write(2) to it is over.
             st.split_writes.file_done(ino);
             self.caller_moved_on(&mut st, caller);
-            st.inode(ino)?.app
+            let app = st.inode(ino)?.app;
+            let caller_app = caller.map(|c| st.app_of_uid(c.uid));
+            (app, caller_app.filter(|c| *c != app && st.mode_of(*c) == SyncMode::Sync))
         };
-        self.sync_of(app)
+        match durable_caller {
+            Some(caller_app) => self.timed_fsync(caller_app, || {
+                self.state.lock().apps.list[caller_app].counters.fsync_honoured += 1;
+                self.stalled(caller_app, || [app, caller_app].into_iter().try_for_each(|a| self.commit_app(a)))
+            }),
+            None => self.sync_of(app),
+        }
     }
 
     /// fsyncdir and sync(2): the same for the caller's app.
@@ -658,8 +703,13 @@ impl Engine {
     }
 
     fn sync_of(&self, app: AppId) -> FsResult<()> {
+        self.timed_fsync(app, || self.sync_in_mode(app))
+    }
+
+    /// Runs `sync`, an fsync of `app`, counting its latency.
+    fn timed_fsync(&self, app: AppId, sync: impl FnOnce() -> FsResult<()>) -> FsResult<()> {
         let started = self.clock.now();
-        let done = self.sync_in_mode(app);
+        let done = sync();
         let took = self.clock.now().duration_since(started).unwrap_or_default();
         self.state.lock().apps.list[app].metrics.fsync_latency.record(took);
         done

@@ -4,6 +4,7 @@
 //! methods with an inode number and a `Caller`; the engine talks to storage
 //! only through `Backend` and to time only through `Clock`.
 
+mod acl;
 mod app_metrics;
 pub mod app_status;
 mod apps;

@@ -19,6 +19,7 @@ impl Engine {
     ) -> FsResult<()> {
         check_name(new_parent, new_name)?;
         check_name(parent, name)?;
+        self.limits.check_name(new_name)?;
         let now = self.clock.now();
         let mut st = self.state.lock();
         let src = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;

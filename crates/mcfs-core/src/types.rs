@@ -194,3 +194,19 @@ pub enum XattrMode {
     CreateOnly,
     ReplaceOnly,
 }
+
+/// The permission bits a new object asks for (set-uid, set-gid, sticky and
+/// rwx), and the umask of the process making it. As on Linux, the umask
+/// applies unless the new object inherits its directory's default ACL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewPerm {
+    pub perm: u32,
+    pub umask: u32,
+}
+
+/// Bits the caller has masked already (or no umask).
+impl From<u32> for NewPerm {
+    fn from(perm: u32) -> NewPerm {
+        NewPerm { perm, umask: 0 }
+    }
+}

@@ -101,6 +101,9 @@ conformance_suite!(
     paths_must_stay_inside_the_root,
     statfs_and_sync,
     paths_longer_than_path_max,
+    limits_are_what_the_store_refuses,
+    xattr_sets_are_checked_as_setting_them_does,
+    posix_acls_keep_the_mode_in_step,
 );
 
 mod suite {
@@ -572,6 +575,120 @@ mod suite {
         new_file(b, "f", b"x");
         b.sync().unwrap();
         assert_eq!(read_all(b, "f"), b"x");
+    }
+
+    /// Each limit `limits` reports is exactly where the store starts refusing.
+    pub fn limits_are_what_the_store_refuses(b: &dyn Backend) {
+        let l = b.limits();
+        assert_eq!(b.limits(), l, "learned once");
+        new_file(b, "f", b"");
+        b.set_len(p("f"), l.max_file_size).unwrap();
+        assert_eq!(errno(b.set_len(p("f"), l.max_file_size + 1)), libc::EFBIG);
+        assert_eq!(errno(b.write_at(p("f"), l.max_file_size, b"x")), libc::EFBIG);
+        b.set_len(p("f"), 0).unwrap();
+        let name = "n".repeat(l.name_max as usize);
+        new_file(b, &name, b"");
+        assert_eq!(errno(b.create(p(&format!("{name}n")), FileKind::File, 0o644, 0)), libc::ENAMETOOLONG);
+        let target = "t".repeat(l.symlink_max as usize);
+        b.symlink(OsStr::new(&target), p("s")).unwrap();
+        assert_eq!(errno(b.symlink(OsStr::new(&format!("{target}t")), p("s2"))), libc::ENAMETOOLONG);
+        if l.link_max == u32::MAX {
+            return; // no limit a test can reach
+        }
+        b.create(p("links"), FileKind::Dir, 0o755, 0).unwrap();
+        for n in 1..l.link_max {
+            b.link(p("f"), p(&format!("links/{n}"))).unwrap_or_else(|e| panic!("link {n} of {}: {e}", l.link_max));
+        }
+        assert_eq!(b.stat(p("f")).unwrap().nlink, l.link_max);
+        assert_eq!(errno(b.link(p("f"), p("links/over"))), libc::EMLINK);
+    }
+
+    /// `check_xattrs` refuses a set exactly when setting its attributes one
+    /// by one on a fresh object of that kind fails, with the same errno.
+    pub fn xattr_sets_are_checked_as_setting_them_does(b: &dyn Backend) {
+        let value = [0x5au8; 16];
+        let fresh = std::cell::Cell::new(0);
+        let check_both = |kind: FileKind, set: &[(OsString, Vec<u8>)]| {
+            let pairs: Vec<(&OsStr, &[u8])> = set.iter().map(|(n, v)| (n.as_os_str(), v.as_slice())).collect();
+            let checked = b.check_xattrs(kind, &pairs).map_err(|e| errno_of(&e));
+            fresh.set(fresh.get() + 1);
+            let path = format!("obj{}", fresh.get());
+            match kind {
+                FileKind::Symlink => b.symlink(OsStr::new("x"), p(&path)).unwrap(),
+                kind => b.create(p(&path), kind, 0o644, 0).unwrap(),
+            }
+            let set_one_by_one = pairs.iter().try_for_each(|(n, v)| b.set_xattr(p(&path), n, v));
+            assert_eq!(checked, set_one_by_one.map_err(|e| errno_of(&e)), "{kind:?} with {} attributes", set.len());
+            checked
+        };
+        let attr = |name: String, value: &[u8]| (OsString::from(name), value.to_vec());
+        for kind in [FileKind::File, FileKind::Dir] {
+            let mut set = Vec::new();
+            let refused = loop {
+                set.push(attr(format!("user.n{}", set.len()), &value));
+                if let Err(errno) = check_both(kind, &set) {
+                    break errno;
+                }
+                assert!(set.len() < 10_000, "no limit on extended attributes per inode");
+            };
+            assert_eq!(refused, libc::ENOSPC, "{kind:?}: {} attributes", set.len());
+            set.pop();
+            assert_eq!(check_both(kind, &set), Ok(()), "the set before the refused one still fits");
+        }
+        let big = [attr("user.big".into(), &[7; 8192])];
+        assert_eq!(check_both(FileKind::File, &big), Err(libc::ENOSPC), "an 8 KiB value");
+        let foreign = [attr("foo.bar".into(), b"1")];
+        assert_eq!(check_both(FileKind::File, &foreign), Err(libc::EOPNOTSUPP));
+        let user = [attr("user.a".into(), b"1")];
+        assert_eq!(check_both(FileKind::Symlink, &user), Err(libc::EPERM));
+        assert_eq!(check_both(FileKind::Fifo, &user), Err(libc::EPERM));
+        if is_root() {
+            let trusted = [attr("trusted.a".into(), b"1")];
+            assert_eq!(check_both(FileKind::Symlink, &trusted), Ok(()));
+        }
+    }
+
+    /// The ACLs as ext4 keeps them (Linux's format; see `mcfs_core` `acl`).
+    pub fn posix_acls_keep_the_mode_in_step(b: &dyn Backend) {
+        let (access, default) = (OsStr::new("system.posix_acl_access"), OsStr::new("system.posix_acl_default"));
+        let acl = |entries: &[(u16, u16, u32)]| {
+            let mut out = 2u32.to_le_bytes().to_vec();
+            for (tag, perm, id) in entries {
+                out.extend([&tag.to_le_bytes()[..], &perm.to_le_bytes(), &id.to_le_bytes()].concat());
+            }
+            out
+        };
+        const N: u32 = u32::MAX;
+        new_file(b, "f", b"");
+        b.set_perm(p("f"), 0o640).unwrap();
+        let shut_out = acl(&[(1, 6, N), (2, 0, 10002), (4, 6, N), (0x10, 6, N), (0x20, 6, N)]);
+        b.set_xattr(p("f"), access, &shut_out).unwrap();
+        assert_eq!(b.stat(p("f")).unwrap().perm, 0o666, "setting the ACL sets the mode");
+        assert_eq!(b.get_xattr(p("f"), access).unwrap(), Some(shut_out));
+        b.set_perm(p("f"), 0o751).unwrap();
+        let chmodded = acl(&[(1, 7, N), (2, 0, 10002), (4, 6, N), (0x10, 5, N), (0x20, 1, N)]);
+        assert_eq!(b.get_xattr(p("f"), access).unwrap(), Some(chmodded), "chmod updates the ACL");
+        b.set_xattr(p("f"), access, &acl(&[(1, 6, N), (4, 4, N), (0x20, 0, N)])).unwrap();
+        assert_eq!(b.get_xattr(p("f"), access).unwrap(), None, "an ACL the mode says all of is not kept");
+        assert_eq!(b.stat(p("f")).unwrap().perm, 0o640);
+
+        b.create(p("d"), FileKind::Dir, 0o755, 0).unwrap();
+        let dflt = acl(&[(1, 7, N), (2, 7, 10002), (4, 5, N), (0x10, 7, N), (0x20, 0, N)]);
+        b.set_xattr(p("d"), default, &dflt).unwrap();
+        assert_eq!(b.stat(p("d")).unwrap().perm, 0o755);
+        new_file(b, "d/f", b"");
+        assert_eq!(b.stat(p("d/f")).unwrap().perm, 0o644, "the requested mode, exactly");
+        let inherited = acl(&[(1, 6, N), (2, 7, 10002), (4, 5, N), (0x10, 4, N), (0x20, 4, N)]);
+        assert_eq!(b.get_xattr(p("d/f"), access).unwrap(), Some(inherited));
+        assert_eq!(b.get_xattr(p("d/f"), default).unwrap(), None);
+        b.create(p("d/sub"), FileKind::Dir, 0o700, 0).unwrap();
+        assert_eq!(b.get_xattr(p("d/sub"), default).unwrap(), Some(dflt.clone()));
+
+        assert_eq!(errno(b.set_xattr(p("f"), default, &dflt)), libc::EACCES, "a default ACL on a file");
+        b.symlink(OsStr::new("f"), p("s")).unwrap();
+        assert_eq!(errno(b.set_xattr(p("s"), access, &dflt)), libc::EOPNOTSUPP, "an ACL on a symlink");
+        let no_mask = acl(&[(1, 7, N), (2, 7, 5), (4, 5, N), (0x20, 0, N)]);
+        assert_eq!(errno(b.set_xattr(p("f"), access, &no_mask)), libc::EINVAL, "named entries need a mask");
     }
 }
 

@@ -38,6 +38,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use support::check::{check_run, Budget, Failure, Tally};
 use support::driver::{self, Start, VARIANTS};
 use support::generate::generate;
+use support::model::Model;
 use support::script::{parse, script_text, Step};
 
 /// Seeds every run checks; each also picks the engine configuration.
@@ -318,4 +319,35 @@ fn reading_a_file_when_the_cache_is_nearly_all_dirty_returns() {
          a1 write app1/f2 @4034+382 #75",
         Start::Empty,
     );
+}
+
+/// A step the backing store cannot hold (values too big for one ext4
+/// inode, an unknown namespace, a file past ext4's largest) is refused at
+/// the call; everything around it commits, and crash states stay at VCT
+/// boundaries. Before, it was accepted and every later checkpoint failed.
+#[test]
+fn steps_the_backing_store_cannot_hold_are_refused_and_the_rest_commits() {
+    check_text(
+        "a0 mkdir app0 755; a0 create app0/f 644; a0 setxattr app0/f user.k0 #1+2000; \
+         a0 setxattr app0/f user.k1 #2+2000; a0 setxattr app0/f user.k2 #3+100; a0 setxattr app0/f foo.k #4+1; \
+         a0 truncate app0/f 35184372088832; a0 write app0/f @0+10 #5; checkpoint; a0 rmxattr app0/f user.k0; \
+         a0 setxattr app0/f user.k2 #6+100; a0 setxattr app0 user.k0 #7+4000; shutdown",
+        Start::Mounted,
+    );
+}
+
+/// The generated workloads do exercise the backing store's limits.
+#[test]
+fn generated_workloads_include_steps_the_backing_store_refuses() {
+    let refused: usize = FIXED_SEEDS
+        .iter()
+        .map(|seed| {
+            let mut model = Model::default();
+            let script = generate(*seed, steps());
+            let refused = |step: &&Step| model.refused_with(step).is_some() || model.apply(step).is_err();
+            script.iter().filter(refused).count()
+        })
+        .sum();
+    eprintln!("{refused} refused steps in {} workloads", FIXED_SEEDS.len());
+    assert!(refused >= FIXED_SEEDS.len(), "{refused} refused steps in {} workloads", FIXED_SEEDS.len());
 }

@@ -6,7 +6,7 @@
 //! stay cached (B's clean pages go first, then B's dirty pages after a
 //! checkpoint of B alone); with it off, plain LRU evicts A's pages.
 
-use mcfs_core::backend::{BackendAttr, MemBackend};
+use mcfs_core::backend::{BackendAttr, BackendLimits, MemBackend};
 use mcfs_core::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -101,6 +101,12 @@ impl Backend for CountingBackend {
     }
     fn statfs(&self) -> io::Result<FsStats> {
         self.inner.statfs()
+    }
+    fn limits(&self) -> BackendLimits {
+        self.inner.limits()
+    }
+    fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
+        self.inner.check_xattrs(kind, xattrs)
     }
 }
 

@@ -63,3 +63,26 @@ fn a_sync_fsync_commits_the_other_apps_data_it_depends_on() {
     assert!(committed(&engine, "uid:10002") > 0, "A's file needs B's directory committed first");
     assert_eq!(contents(&backend, "shared/inside").expect("A's data is durable"), b"needs B's mkdir".to_vec());
 }
+
+/// Issue 10, item 6: a sync-mode app's fsync of a file another app (in
+/// memory mode) created is durable. The data is charged to the file's app
+/// (10001, memory mode); before, the fsync was that app's and was absorbed,
+/// and a crash brought the old content back.
+#[test]
+fn a_sync_callers_fsync_of_another_apps_file_is_durable() {
+    let config = Config::from_toml("[[apps]]\nname = \"b\"\nuids = [10002]\nmode = \"sync\"\n").expect("config");
+    let backend = Arc::new(MemBackend::new());
+    let engine = Engine::start(backend.clone(), Arc::new(ManualClock::new()), config).expect("engine starts");
+    let f = engine.create(A, ROOT_INO, OsStr::new("shared"), 0o666, false).unwrap().ino;
+    engine.write(Some(A), f, 0, b"old content").unwrap();
+    engine.checkpoint().unwrap();
+    engine.write(Some(B), f, 0, b"NEW").unwrap();
+    engine.fsync(Some(B), f).unwrap();
+    assert_eq!(contents(&backend, "shared").unwrap(), b"NEW content".to_vec(), "durable when the fsync returned");
+    let b = &engine.stats().apps["b"];
+    assert_eq!((b.fsync_honoured, b.fsync_absorbed), (1, 0), "B's fsync, honoured");
+    // A memory-mode caller's fsync of the same file stays absorbed.
+    engine.write(Some(A), f, 0, b"mem").unwrap();
+    engine.fsync(Some(A), f).unwrap();
+    assert_eq!(contents(&backend, "shared").unwrap(), b"NEW content".to_vec());
+}

@@ -137,9 +137,14 @@ impl Filesystem for McfsFs {
     /// too: with it the kernel sends O_TRUNC in `open` before it checks that
     /// nobody executes the file, so an `open(O_TRUNC)` that fails with
     /// ETXTBSY would already have emptied a running program. Without it the
-    /// kernel checks first, then truncates with a `setattr`. Each capability
-    /// is asked for only if the kernel offers it; a kernel without one still
-    /// works.
+    /// kernel checks first, then truncates with a `setattr`. POSIX ACLs: with
+    /// FUSE_POSIX_ACL the kernel enforces the ACLs it reads back with
+    /// getxattr, and leaves keeping them in step with the mode and their
+    /// inheritance to us (the engine does, `mcfs_core` `acl`); with
+    /// FUSE_DONT_MASK it leaves the umask to us too, since a new object
+    /// that inherits a default ACL must not have the umask applied. Each
+    /// capability is asked for only if the kernel offers it; a kernel
+    /// without one still works.
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
         crate::ask_kernel_for(
             config,
@@ -150,6 +155,8 @@ impl Filesystem for McfsFs {
                 InitFlags::FUSE_PARALLEL_DIROPS,
                 // `ls -l` gets names and attributes in one pass, when the kernel sees it helps.
                 InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
+                // ACLs enforced by the kernel; the umask applied by the engine.
+                InitFlags::FUSE_POSIX_ACL | InitFlags::FUSE_DONT_MASK,
             ],
         );
         Ok(())

@@ -6,7 +6,7 @@
 //! to a value or to an errno, never to a panic.
 
 use fuser::{FileAttr, FileType, INodeNo, RenameFlags, Request, TimeOrNow, WriteFlags};
-use mcfs_core::{Attr, Caller, Errno, FileKind, Piece, RenameMode, SetAttr, SetTime, XattrMode, PAGE_SIZE};
+use mcfs_core::{Attr, Caller, Errno, FileKind, NewPerm, Piece, RenameMode, SetAttr, SetTime, XattrMode, PAGE_SIZE};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
@@ -78,11 +78,12 @@ pub(crate) fn file_attr(a: &Attr) -> FileAttr {
     }
 }
 
-/// Permission bits for a new object. Without `FUSE_DONT_MASK` (we never ask
-/// for it) the kernel has already applied the umask to `mode`; applying the
-/// umask it sends again is idempotent and keeps us right if that changes.
-pub(crate) fn new_perm(mode: u32, umask: u32) -> u32 {
-    mode & PERM_MASK & !umask
+/// Permission bits for a new object, and the umask the engine applies
+/// unless the object inherits a default ACL (`FUSE_DONT_MASK`: the kernel
+/// leaves both to us). A kernel without `FUSE_DONT_MASK` has applied the
+/// umask to `mode` already; applying it again changes nothing.
+pub(crate) fn new_perm(mode: u32, umask: u32) -> NewPerm {
+    NewPerm { perm: mode & PERM_MASK, umask: umask & 0o777 }
 }
 
 /// The kind `mknod(2)` asks for. A zero file type means a regular file, as in
@@ -275,10 +276,10 @@ mod tests {
     }
 
     #[test]
-    fn new_objects_get_the_umask_applied_once() {
-        assert_eq!(new_perm(0o777, 0o022), 0o755);
-        assert_eq!(new_perm(0o755, 0o022), 0o755, "an already masked mode stays the same");
-        assert_eq!(new_perm(libc::S_IFREG | 0o1666, 0o077), 0o1600);
+    fn new_objects_carry_their_mode_bits_and_the_umask_to_the_engine() {
+        assert_eq!(new_perm(0o777, 0o022), NewPerm { perm: 0o777, umask: 0o022 });
+        assert_eq!(new_perm(libc::S_IFREG | 0o1666, 0o077), NewPerm { perm: 0o1666, umask: 0o077 });
+        assert_eq!(new_perm(0o755, 0o7022), NewPerm { perm: 0o755, umask: 0o022 }, "a umask has rwx bits only");
     }
 
     #[test]

@@ -16,17 +16,14 @@ use std::process::Command;
 const BANK_UID: u32 = 10042;
 const NOTES_UID: u32 = 10043;
 
-/// Memory mode everywhere but for "bank", and no timed checkpoint during the test.
-const CONFIG: &str = "\
-mode = \"memory\"
-max_stale_seconds = 3600
-writeback_interval_seconds = 3600
-
-[[apps]]
-name = \"bank\"
-uids = [10042]
-mode = \"sync\"
-";
+/// Memory mode everywhere but for the app `name` (uid `uid`), and no timed
+/// checkpoint during the test.
+fn config_with_sync_app(name: &str, uid: u32) -> String {
+    format!(
+        "mode = \"memory\"\nmax_stale_seconds = 3600\nwriteback_interval_seconds = 3600\n\n\
+         [[apps]]\nname = \"{name}\"\nuids = [{uid}]\nmode = \"sync\"\n"
+    )
+}
 
 /// A directory in the mount owned by `uid`, committed before the test writes.
 fn app_dir(mnt: &Path, name: &str, uid: u32) {
@@ -73,7 +70,7 @@ fn assert_file(path: &Path, content: &[u8], uid: u32) {
 #[test]
 fn sync_mode_fsync_survives_sigkill() {
     common::require_root("it writes as app uids 10042 and 10043");
-    let dirs = Dirs::new(Some(CONFIG));
+    let dirs = Dirs::new(Some(&config_with_sync_app("bank", BANK_UID)));
     // The apps' uids must reach the mount point inside the test directory.
     let top = dirs.mnt.parent().unwrap();
     fs::set_permissions(top, Permissions::from_mode(0o755)).expect("chmod the test directory");
@@ -121,4 +118,32 @@ fn sync_mode_fsync_survives_sigkill() {
     assert_file(&dirs.mnt.join("bank/ledger"), &ledger, BANK_UID);
     assert_file(&dirs.mnt.join("notes/today"), &notes, NOTES_UID);
     daemon.unmount();
+}
+
+/// Issue 10, item 6: a sync-mode app (uid 10002) overwrites and fsyncs a
+/// file a memory-mode app (uid 10001) created. The data goes to 10001's
+/// write log (data is charged to the file's app); the fsync must still make
+/// it durable. Before, it was absorbed as 10001's, and after a SIGKILL the
+/// old content was back.
+#[test]
+fn a_sync_apps_fsync_of_another_apps_file_survives_sigkill() {
+    common::require_root("it writes as app uids 10001 and 10002");
+    let dirs = Dirs::new(Some(&config_with_sync_app("editor", 10002)));
+    let top = dirs.mnt.parent().unwrap();
+    fs::set_permissions(top, Permissions::from_mode(0o755)).expect("chmod the test directory");
+    let daemon = Daemon::foreground(&dirs, &["--allow-other"]);
+    app_dir(&dirs.mnt, "shared", 10001);
+    let doc = dirs.mnt.join("shared/doc");
+    write_and_fsync_as(&dirs, 10001, &doc, &pattern(4, 20_000));
+    fs::set_permissions(&doc, Permissions::from_mode(0o666)).expect("chmod the shared file");
+    ctl(&dirs, &["checkpoint"]);
+
+    let edited = pattern(5, 30_001);
+    write_and_fsync_as(&dirs, 10002, &doc, &edited);
+    let all = stats(&dirs);
+    assert!(counter(&all, "editor", "fsync_honoured") >= 1, "the editor's fsync was not honoured:\n{all:#}");
+
+    daemon.kill();
+    recover(&dirs);
+    assert_file(&dirs.backing.join("shared/doc"), &edited, 10001);
 }

@@ -28,14 +28,19 @@
 //! what an earlier process left unflushed). Invariant: no namespace change
 //! runs while a barrier resolves its paths to open descriptors (`namespace`
 //! lock), so each mark resolves to the object whose changes it records.
+//!
+//! Limits: what the backing file system refuses is learned once, partly by
+//! trying it on scratch objects in `.mcfs/`, where extended attribute sets
+//! are also tried before the engine accepts them (`probe`).
 
 mod at;
 mod dirty;
+mod probe;
 
 use super::error::{at_path, two_path_error};
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
-use super::{errno_of, Backend, BackendAttr};
+use super::{errno_of, Backend, BackendAttr, BackendLimits};
 use crate::types::{FileKind, FsStats, PAGE_SIZE};
 use at::{c_string, check, kind_of_mode, Location, XattrPath};
 use dirty::{DirtySet, Pending};
@@ -48,7 +53,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Open descriptors kept for reads and writes.
@@ -130,6 +135,10 @@ pub struct DirBackend {
     /// Held shared by namespace changes, exclusively by a barrier while it
     /// opens the marked objects.
     namespace: RwLock<()>,
+    /// Probed on first use (`probe`).
+    limits: OnceLock<BackendLimits>,
+    /// Scratch objects in `.mcfs/` the extended attribute check tries sets on.
+    scratch: Mutex<probe::Scratch>,
 }
 
 impl DirBackend {
@@ -144,6 +153,8 @@ impl DirBackend {
             fds: Mutex::new(FdCache::default()),
             dirty: DirtySet::new(),
             namespace: RwLock::new(()),
+            limits: OnceLock::new(),
+            scratch: Mutex::new(probe::Scratch::default()),
         })
     }
 
@@ -687,6 +698,15 @@ impl Backend for DirBackend {
             bsize: u32::try_from(bsize).unwrap_or(u32::MAX),
             namelen: u32::try_from(st.f_namemax).unwrap_or(u32::MAX),
         })
+    }
+
+    fn limits(&self) -> BackendLimits {
+        *self.limits.get_or_init(|| self.scratch.lock().limits(self.root_dir.as_fd()))
+    }
+
+    fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
+        let tried = self.scratch.lock().check_xattrs(self.root_dir.as_fd(), kind, xattrs);
+        tried.map_err(|e| at_path("setxattr on a scratch object in", &self.root.join(crate::STATE_DIR), e))
     }
 }
 

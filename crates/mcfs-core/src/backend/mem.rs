@@ -4,10 +4,19 @@
 //! and it answers each call with the errno Linux gives for it, so code tested
 //! against it behaves the same on a `DirBackend`.
 //!
+//! Limits (`MemLimits`): ext4's by default, or any others a test wants —
+//! the largest file, link count, name and symlink target lengths, and the
+//! bytes of extended attributes one inode holds, counted as ext4 counts
+//! them (`xattr_bytes`). POSIX ACLs (`system.posix_acl_*`) behave as on
+//! ext4: setting the access ACL sets the mode's rwx bits (and an ACL the
+//! mode says all of is kept as the mode alone), chmod updates the ACL, and
+//! a new object inherits its directory's default ACL (see `acl`).
+//!
 //! Deviations, on purpose: paths never traverse symlinks (an intermediate
 //! symlink is `ENOTDIR`; the engine addresses objects by their real path);
 //! there are no permission checks (the daemon runs as root); new objects
-//! belong to uid 0, gid 0; `system.*` extended attributes are not supported.
+//! belong to uid 0, gid 0; of the `system.*` extended attributes only the
+//! two ACLs are supported.
 //!
 //! Nothing reads a clock: every time stamp is the backend's `now`, which
 //! starts at a fixed instant and moves only through `set_now`, so the same
@@ -18,7 +27,8 @@
 use super::error::{path_error, two_path_error};
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
-use super::{errno_of, Backend, BackendAttr};
+use super::{errno_of, Backend, BackendAttr, BackendLimits};
+use crate::acl::{self, Acl};
 use crate::types::{FileKind, FsStats, PAGE_SIZE};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -33,16 +43,15 @@ type InodeId = u64;
 type Page = [u8; PAGE_SIZE as usize];
 
 const ROOT: InodeId = 1;
-/// Linux `MAX_LFS_FILESIZE` on 64-bit machines.
-const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 /// What `stat` reports as a directory's size (one ext4 block).
 const DIR_SIZE: u64 = 4096;
-/// Longest symlink target (`PATH_MAX` - 1).
-const SYMLINK_MAX: usize = 4095;
 const XATTR_NAME_MAX: usize = 255;
 const XATTR_SIZE_MAX: usize = 65536;
-/// Extended attribute namespaces that are stored; `system.*` is not.
+/// Extended attribute namespaces that are stored; of `system.*` only the ACLs.
 const XATTR_NAMESPACES: [&str; 3] = ["user.", "trusted.", "security."];
+/// ext4's cost of an attribute beside its name and value (an entry header).
+const XATTR_ENTRY_BYTES: usize = 16;
+
 /// Capacity `statfs` reports: 64 GiB in 4 KiB blocks, a million inodes.
 const TOTAL_BLOCKS: u64 = 1 << 24;
 const TOTAL_INODES: u64 = 1 << 20;
@@ -50,6 +59,25 @@ const TOTAL_INODES: u64 = 1 << 20;
 /// The instant a new `MemBackend` starts at (the same as `ManualClock::new`).
 pub fn mem_epoch() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+}
+
+/// The limits a `MemBackend` keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemLimits {
+    pub limits: BackendLimits,
+    /// Bytes of extended attributes one inode holds, each attribute counted
+    /// as ext4 counts it: a 16-byte entry, plus its name without the
+    /// namespace prefix and its value, each rounded up to 4 bytes.
+    pub xattr_bytes: usize,
+    /// Blocks of file data the store holds (writes that need more fail with
+    /// ENOSPC); `None`: `TOTAL_BLOCKS`, never checked.
+    pub capacity: Option<u64>,
+}
+
+impl MemLimits {
+    /// ext4 with 4 KiB blocks: one xattr block (its 32-byte header and
+    /// 4-byte end mark taken off); the little room inside the inode is left out.
+    pub const EXT4: MemLimits = MemLimits { limits: BackendLimits::EXT4, xattr_bytes: 4096 - 32 - 4, capacity: None };
 }
 
 /// Bytes of a regular file: pages that were never written are holes.
@@ -79,11 +107,11 @@ impl FileData {
         n
     }
 
-    fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), i32> {
+    fn write(&mut self, offset: u64, data: &[u8], max_size: u64) -> Result<(), i32> {
         if data.is_empty() {
             return Ok(());
         }
-        let end = offset.checked_add(data.len() as u64).filter(|end| *end <= MAX_FILE_SIZE).ok_or(libc::EFBIG)?;
+        let end = offset.checked_add(data.len() as u64).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
         let mut done = 0;
         while done < data.len() {
             let (index, within, len) = page_span(offset + done as u64, data.len() - done);
@@ -205,27 +233,26 @@ struct Tree {
     inodes: HashMap<InodeId, Inode>,
     next_id: InodeId,
     now: SystemTime,
-    /// Blocks a small store holds (`MemBackend::with_capacity`); writes that
-    /// need more fail with ENOSPC. None: `TOTAL_BLOCKS`, never checked.
-    capacity: Option<u64>,
+    limits: MemLimits,
 }
 
 impl Tree {
-    fn new() -> Tree {
+    fn new(limits: MemLimits) -> Tree {
         let now = mem_epoch();
         let root = Inode::new(FileKind::Dir, 0o755, now);
-        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now, capacity: None }
+        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now, limits }
     }
 
     fn used_blocks(&self) -> u64 {
         self.inodes.values().map(|i| i.data.pages.len() as u64).sum()
     }
 
-    /// ENOSPC if writing `len` bytes at `offset` of `id` needs more blocks than a small store has left.
+    /// ENOSPC if writing `len` bytes at `offset` of `id` needs more blocks
+    /// than a small store (`MemLimits::capacity`) has left.
     fn room_for(&self, id: InodeId, offset: u64, len: usize) -> Result<(), i32> {
-        let Some(capacity) = self.capacity else { return Ok(()) };
+        let Some(capacity) = self.limits.capacity else { return Ok(()) };
         let pages = &self.get(id).data.pages;
-        let (first, end) = (offset / PAGE_SIZE, (offset + len as u64).div_ceil(PAGE_SIZE));
+        let (first, end) = (offset / PAGE_SIZE, offset.saturating_add(len as u64).div_ceil(PAGE_SIZE));
         let new = (first..end).filter(|p| !pages.contains_key(p)).count() as u64;
         if new > 0 && self.used_blocks() + new > capacity {
             return Err(libc::ENOSPC);
@@ -235,6 +262,58 @@ impl Tree {
 
     fn get(&self, id: InodeId) -> &Inode {
         &self.inodes[&id]
+    }
+
+    /// The names along `path` (see `relpath::names`), each within the name limit.
+    fn names<'p>(&self, path: &'p Path) -> Result<Vec<&'p OsStr>, i32> {
+        let names = relpath::names(path)?;
+        if names.iter().any(|n| n.len() > self.limits.limits.name_max as usize) {
+            return Err(libc::ENAMETOOLONG);
+        }
+        Ok(names)
+    }
+
+    /// Sets attribute `name` as ext4 does, the whole set checked against the
+    /// limits first; the access ACL also sets the mode, and is kept as the
+    /// mode alone when it says no more (see `acl`).
+    fn set_xattr(&mut self, id: InodeId, name: &OsStr, value: &[u8]) -> Result<(), i32> {
+        let inode = self.get(id);
+        check_xattr_value(inode.kind, name, value)?;
+        let (mut xattrs, mut perm) = (inode.xattrs.clone(), inode.perm);
+        let kept = if is_acl(name) {
+            let acl = Acl::parse(value).map_err(|e| e.0)?;
+            if let Some(access) = acl.as_ref().filter(|_| name == acl::ACCESS) {
+                perm = access.apply_to_mode(perm);
+            }
+            acl.filter(|a| name == acl::DEFAULT || !a.is_minimal()).map(|a| a.to_value())
+        } else {
+            Some(value.to_vec())
+        };
+        match kept {
+            Some(value) => xattrs.insert(name.to_owned(), value),
+            None => xattrs.remove(name),
+        };
+        check_xattr_space(xattrs.iter().map(|(n, v)| (n.as_os_str(), v.as_slice())), self.limits.xattr_bytes)?;
+        let inode = self.get_mut(id);
+        (inode.xattrs, inode.perm) = (xattrs, perm);
+        self.changed(id);
+        Ok(())
+    }
+
+    /// chmod, which also updates the access ACL (as ext4 does).
+    fn set_perm(&mut self, id: InodeId, perm: u32) {
+        let inode = self.get_mut(id);
+        if inode.kind == FileKind::Symlink {
+            return;
+        }
+        inode.perm = perm & 0o7777;
+        if let Some(value) = inode.xattrs.get_mut(OsStr::new(acl::ACCESS)) {
+            if let Ok(Some(mut access)) = Acl::parse(value) {
+                access.chmod(perm);
+                *value = access.to_value();
+            }
+        }
+        self.changed(id);
     }
 
     fn get_mut(&mut self, id: InodeId) -> &mut Inode {
@@ -336,9 +415,25 @@ impl Tree {
                 if matches!(kind, FileKind::CharDev | FileKind::BlockDev) {
                     inode.rdev = rdev;
                 }
+                self.inherit_acls(parent, &mut inode);
                 self.add(parent, name, inode);
                 Ok(())
             }
+        }
+    }
+
+    /// A new object in a directory with a default ACL gets it, as ext4
+    /// gives it (`acl::Acl::inherit`); its mode stays `perm` exactly, as
+    /// `DirBackend` leaves it (it chmods after creating, which updates the ACL).
+    fn inherit_acls(&self, parent: InodeId, inode: &mut Inode) {
+        let Some(default) = self.get(parent).xattrs.get(OsStr::new(acl::DEFAULT)) else { return };
+        let Ok(Some(default)) = Acl::parse(default) else { return };
+        if let (Some(mut access), _) = default.inherit(inode.perm) {
+            access.chmod(inode.perm);
+            inode.xattrs.insert(acl::ACCESS.into(), access.to_value());
+        }
+        if inode.is_dir() {
+            inode.xattrs.insert(acl::DEFAULT.into(), default.to_value());
         }
     }
 
@@ -346,7 +441,7 @@ impl Tree {
         if target.is_empty() {
             return Err(libc::ENOENT);
         }
-        if target.len() > SYMLINK_MAX {
+        if target.len() > self.limits.limits.symlink_max as usize {
             return Err(libc::ENAMETOOLONG);
         }
         let (parent, name) = self.parent_of(names)?.ok_or(libc::EEXIST)?;
@@ -367,6 +462,9 @@ impl Tree {
         }
         if self.get(id).is_dir() {
             return Err(libc::EPERM);
+        }
+        if self.get(id).nlink >= self.limits.limits.link_max {
+            return Err(libc::EMLINK);
         }
         self.get_mut(id).nlink += 1;
         self.changed(id);
@@ -446,7 +544,7 @@ impl Tree {
     }
 
     fn statfs(&self) -> FsStats {
-        let total = self.capacity.unwrap_or(TOTAL_BLOCKS);
+        let total = self.limits.capacity.unwrap_or(TOTAL_BLOCKS);
         let free = total.saturating_sub(self.used_blocks());
         let free_inodes = TOTAL_INODES.saturating_sub(self.inodes.len() as u64);
         FsStats {
@@ -456,7 +554,7 @@ impl Tree {
             files: TOTAL_INODES,
             ffree: free_inodes,
             bsize: PAGE_SIZE as u32,
-            namelen: relpath::NAME_MAX as u32,
+            namelen: self.limits.limits.name_max,
         }
     }
 
@@ -492,14 +590,18 @@ enum XattrAccess {
     Write,
 }
 
-/// Whether the attribute `name` may be touched on `inode`, checked in the
-/// order Linux checks after finding the inode: `user.*` attributes exist only
-/// on regular files and directories (reading one elsewhere finds nothing,
-/// `ENODATA`; writing one is `EPERM`); then the namespace must be a stored
-/// one (`EOPNOTSUPP`) with a name after it (`EINVAL`).
-fn check_xattr(inode: &Inode, name: &OsStr, access: XattrAccess) -> Result<(), i32> {
+/// Whether the attribute `name` may be touched on an object of `kind`,
+/// checked in the order Linux checks after finding the inode: `user.*`
+/// attributes exist only on regular files and directories (reading one
+/// elsewhere finds nothing, `ENODATA`; writing one is `EPERM`), ACLs on
+/// anything but symlinks (`EOPNOTSUPP`); then the namespace must be a
+/// stored one (`EOPNOTSUPP`) with a name after it (`EINVAL`).
+fn check_xattr(kind: FileKind, name: &OsStr, access: XattrAccess) -> Result<(), i32> {
+    if is_acl(name) {
+        return if kind == FileKind::Symlink { Err(libc::EOPNOTSUPP) } else { Ok(()) };
+    }
     let bytes = name.as_bytes();
-    if bytes.starts_with(b"user.") && !matches!(inode.kind, FileKind::File | FileKind::Dir) {
+    if bytes.starts_with(b"user.") && !matches!(kind, FileKind::File | FileKind::Dir) {
         return Err(match access {
             XattrAccess::Read => libc::ENODATA,
             XattrAccess::Write => libc::EPERM,
@@ -508,6 +610,51 @@ fn check_xattr(inode: &Inode, name: &OsStr, access: XattrAccess) -> Result<(), i
     let prefix = XATTR_NAMESPACES.iter().find(|p| bytes.starts_with(p.as_bytes())).ok_or(libc::EOPNOTSUPP)?;
     if bytes.len() == prefix.len() {
         return Err(libc::EINVAL);
+    }
+    Ok(())
+}
+
+fn is_acl(name: &OsStr) -> bool {
+    name == acl::ACCESS || name == acl::DEFAULT
+}
+
+/// Whether `name` may be set to `value` on an object of `kind`: the name's
+/// length (`ERANGE`) and the value's size (`E2BIG`) as the system call
+/// checks them, `check_xattr`, then an ACL's validity (`EINVAL`) and a
+/// default ACL only on a directory (`EACCES`).
+fn check_xattr_value(kind: FileKind, name: &OsStr, value: &[u8]) -> Result<(), i32> {
+    if name.is_empty() || name.len() > XATTR_NAME_MAX {
+        return Err(libc::ERANGE);
+    }
+    if value.len() > XATTR_SIZE_MAX {
+        return Err(libc::E2BIG);
+    }
+    check_xattr(kind, name, XattrAccess::Write)?;
+    if is_acl(name) {
+        let acl = Acl::parse(value).map_err(|e| e.0)?;
+        if name == acl::DEFAULT && kind != FileKind::Dir && acl.is_some() {
+            return Err(libc::EACCES);
+        }
+    }
+    Ok(())
+}
+
+/// `ENOSPC` unless the attributes fit in `limit` bytes, counted as ext4
+/// counts them (see `MemLimits::xattr_bytes`).
+fn check_xattr_space<'a>(xattrs: impl Iterator<Item = (&'a OsStr, &'a [u8])>, limit: usize) -> Result<(), i32> {
+    let round = |n: usize| n.next_multiple_of(4);
+    let used: usize = xattrs
+        .map(|(name, value)| {
+            let bytes = name.as_bytes();
+            let prefix = match is_acl(name) {
+                true => name.len(),
+                false => XATTR_NAMESPACES.iter().find(|p| bytes.starts_with(p.as_bytes())).map_or(0, |p| p.len()),
+            };
+            XATTR_ENTRY_BYTES + round(name.len() - prefix) + round(value.len())
+        })
+        .sum();
+    if used > limit {
+        return Err(libc::ENOSPC);
     }
     Ok(())
 }
@@ -535,15 +682,18 @@ impl Clone for MemBackend {
 impl MemBackend {
     /// An empty tree: a root directory, mode 0755, owned by 0:0, at `mem_epoch()`.
     pub fn new() -> MemBackend {
-        MemBackend { tree: Mutex::new(Tree::new()) }
+        MemBackend::with_limits(MemLimits::EXT4)
+    }
+
+    /// An empty tree that keeps `limits`.
+    pub fn with_limits(limits: MemLimits) -> MemBackend {
+        MemBackend { tree: Mutex::new(Tree::new(limits)) }
     }
 
     /// An empty tree that holds only `bytes` of file data (in 4 KiB blocks):
     /// writes that need more fail with ENOSPC, as a small file system's do.
     pub fn with_capacity(bytes: u64) -> MemBackend {
-        let mut tree = Tree::new();
-        tree.capacity = Some(bytes / PAGE_SIZE);
-        MemBackend { tree: Mutex::new(tree) }
+        MemBackend::with_limits(MemLimits { capacity: Some(bytes / PAGE_SIZE), ..MemLimits::EXT4 })
     }
 
     /// The time stamp later calls give to what they change.
@@ -568,8 +718,9 @@ impl MemBackend {
         path: &Path,
         f: impl FnOnce(&mut Tree, &[&OsStr]) -> Result<T, i32>,
     ) -> io::Result<T> {
-        let names = relpath::names(path).map_err(|errno| path_error(op, path, errno))?;
-        f(&mut self.tree.lock(), &names).map_err(|errno| path_error(op, path, errno))
+        let mut tree = self.tree.lock();
+        let names = tree.names(path).map_err(|errno| path_error(op, path, errno))?;
+        f(&mut tree, &names).map_err(|errno| path_error(op, path, errno))
     }
 
     /// `on_path` for calls that name two paths.
@@ -581,9 +732,10 @@ impl MemBackend {
         f: impl FnOnce(&mut Tree, &[&OsStr], &[&OsStr]) -> Result<(), i32>,
     ) -> io::Result<()> {
         let fail = |errno| two_path_error(op, from, to, errno);
-        let from_names = relpath::names(from).map_err(fail)?;
-        let to_names = relpath::names(to).map_err(fail)?;
-        f(&mut self.tree.lock(), &from_names, &to_names).map_err(fail)
+        let mut tree = self.tree.lock();
+        let from_names = tree.names(from).map_err(fail)?;
+        let to_names = tree.names(to).map_err(fail)?;
+        f(&mut tree, &from_names, &to_names).map_err(fail)
     }
 
     /// `on_path` for calls on an existing inode.
@@ -613,7 +765,7 @@ impl MemBackend {
             return Err(path_error(op, path, libc::ERANGE));
         }
         self.on_inode(op, path, |tree, id| {
-            check_xattr(tree.get(id), name, access)?;
+            check_xattr(tree.get(id).kind, name, access)?;
             f(tree, id)
         })
     }
@@ -646,8 +798,9 @@ impl Backend for MemBackend {
         self.on_inode("write", path, |tree, id| {
             tree.get(id).must_be_regular()?;
             tree.room_for(id, offset, data.len())?;
+            let max_size = tree.limits.limits.max_file_size;
             let inode = tree.get_mut(id);
-            inode.data.write(offset, data)?;
+            inode.data.write(offset, data, max_size)?;
             if !data.is_empty() {
                 tree.modified(id);
             }
@@ -657,9 +810,10 @@ impl Backend for MemBackend {
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
         self.on_inode("truncate", path, |tree, id| {
+            let max_size = tree.limits.limits.max_file_size;
             let inode = tree.get_mut(id);
             inode.must_be_regular()?;
-            if size > MAX_FILE_SIZE {
+            if size > max_size {
                 return Err(libc::EFBIG);
             }
             inode.data.set_len(size);
@@ -711,11 +865,7 @@ impl Backend for MemBackend {
 
     fn set_perm(&self, path: &Path, perm: u32) -> io::Result<()> {
         self.on_inode("chmod", path, |tree, id| {
-            let inode = tree.get_mut(id);
-            if inode.kind != FileKind::Symlink {
-                inode.perm = perm & 0o7777;
-                tree.changed(id);
-            }
+            tree.set_perm(id, perm);
             Ok(())
         })
     }
@@ -747,11 +897,7 @@ impl Backend for MemBackend {
         if value.len() > XATTR_SIZE_MAX {
             return Err(path_error("setxattr", path, libc::E2BIG));
         }
-        self.on_xattr("setxattr", path, name, XattrAccess::Write, |tree, id| {
-            tree.get_mut(id).xattrs.insert(name.to_owned(), value.to_vec());
-            tree.changed(id);
-            Ok(())
-        })
+        self.on_xattr("setxattr", path, name, XattrAccess::Write, |tree, id| tree.set_xattr(id, name, value))
     }
 
     fn remove_xattr(&self, path: &Path, name: &OsStr) -> io::Result<()> {
@@ -769,6 +915,18 @@ impl Backend for MemBackend {
 
     fn statfs(&self) -> io::Result<FsStats> {
         Ok(self.tree.lock().statfs())
+    }
+
+    fn limits(&self) -> BackendLimits {
+        self.tree.lock().limits.limits
+    }
+
+    fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
+        let limit = self.tree.lock().limits.xattr_bytes;
+        let checked = xattrs.iter().try_for_each(|(name, value)| check_xattr_value(kind, name, value));
+        checked
+            .and_then(|()| check_xattr_space(xattrs.iter().copied(), limit))
+            .map_err(|errno| path_error("check xattrs", Path::new(""), errno))
     }
 }
 
@@ -793,7 +951,7 @@ mod tests {
     #[test]
     fn shrinking_zeroes_the_cut_tail_so_regrowth_reads_zeros() {
         let mut data = FileData::default();
-        data.write(0, &[7u8; 5000]).unwrap();
+        data.write(0, &[7u8; 5000], u64::MAX).unwrap();
         data.set_len(4100);
         data.set_len(6000);
         let mut buf = vec![1u8; 6000];
@@ -808,14 +966,48 @@ mod tests {
     #[test]
     fn huge_offsets_are_sparse_or_efbig() {
         let mem = MemBackend::new();
+        let max = BackendLimits::EXT4.max_file_size;
         mem.create(Path::new("f"), FileKind::File, 0o644, 0).unwrap();
-        mem.write_at(Path::new("f"), 1 << 50, b"end").unwrap();
-        assert_eq!(mem.stat(Path::new("f")).unwrap().size, (1 << 50) + 3);
+        mem.write_at(Path::new("f"), max - 3, b"end").unwrap();
+        assert_eq!(mem.stat(Path::new("f")).unwrap().size, max);
         assert_eq!(mem.statfs().unwrap().bfree, TOTAL_BLOCKS - 1);
+        let e = mem.write_at(Path::new("f"), max - 1, b"xx").unwrap_err();
+        assert_eq!(errno_of(&e), libc::EFBIG);
         let e = mem.write_at(Path::new("f"), u64::MAX - 1, b"xx").unwrap_err();
         assert_eq!(errno_of(&e), libc::EFBIG);
-        let e = mem.set_len(Path::new("f"), u64::MAX).unwrap_err();
+        let e = mem.set_len(Path::new("f"), max + 1).unwrap_err();
         assert_eq!(errno_of(&e), libc::EFBIG);
+    }
+
+    #[test]
+    fn configured_limits_refuse_with_the_errno_of_linux() {
+        let limits = BackendLimits { max_file_size: 10, link_max: 2, name_max: 5, symlink_max: 3 };
+        let mem = MemBackend::with_limits(MemLimits { limits, xattr_bytes: 64, capacity: None });
+        assert_eq!(mem.limits(), limits);
+        let p = Path::new;
+        assert_eq!(errno_of(&mem.create(p("sixsix"), FileKind::File, 0o644, 0).unwrap_err()), libc::ENAMETOOLONG);
+        assert_eq!(errno_of(&mem.stat(p("sixsix")).unwrap_err()), libc::ENAMETOOLONG);
+        mem.create(p("f"), FileKind::File, 0o644, 0).unwrap();
+        assert_eq!(errno_of(&mem.set_len(p("f"), 11).unwrap_err()), libc::EFBIG);
+        assert_eq!(errno_of(&mem.write_at(p("f"), 8, b"abc").unwrap_err()), libc::EFBIG);
+        mem.link(p("f"), p("g")).unwrap();
+        assert_eq!(errno_of(&mem.link(p("f"), p("h")).unwrap_err()), libc::EMLINK);
+        assert_eq!(errno_of(&mem.symlink(OsStr::new("abcd"), p("s")).unwrap_err()), libc::ENAMETOOLONG);
+        // two 12-byte values cost 16 + 4 + 12 each: 64 bytes hold both, not a third
+        let name = |n: &str| OsString::from(format!("user.{n}"));
+        mem.set_xattr(p("f"), &name("a"), &[1; 12]).unwrap();
+        mem.set_xattr(p("f"), &name("b"), &[2; 12]).unwrap();
+        assert_eq!(errno_of(&mem.set_xattr(p("f"), &name("c"), &[3; 1]).unwrap_err()), libc::ENOSPC);
+        assert_eq!(errno_of(&mem.set_xattr(p("f"), &name("b"), &[2; 13]).unwrap_err()), libc::ENOSPC);
+        mem.set_xattr(p("f"), &name("b"), &[9; 9]).unwrap();
+        assert_eq!(mem.get_xattr(p("f"), &name("b")).unwrap(), Some(vec![9; 9]));
+        let set = [(OsStr::new("user.a"), &[1u8; 12][..]), (OsStr::new("user.b"), &[2u8; 13][..])];
+        assert_eq!(errno_of(&mem.check_xattrs(FileKind::File, &set).unwrap_err()), libc::ENOSPC);
+        assert!(mem.check_xattrs(FileKind::File, &set[..1]).is_ok());
+        let foreign = [(OsStr::new("foo.bar"), &b"1"[..])];
+        assert_eq!(errno_of(&mem.check_xattrs(FileKind::File, &foreign).unwrap_err()), libc::EOPNOTSUPP);
+        let user_on_link = [(OsStr::new("user.a"), &b"1"[..])];
+        assert_eq!(errno_of(&mem.check_xattrs(FileKind::Symlink, &user_on_link).unwrap_err()), libc::EPERM);
     }
 
     #[test]

@@ -7,9 +7,12 @@
 //! they are called; `sync` is a durability barrier — after it returns, every
 //! earlier operation survives a power loss. Nothing after the last `sync` is
 //! promised to survive.
+//! `limits` and `check_xattrs` say what the store would refuse, so the
+//! engine refuses it at the call instead of failing a checkpoint later.
 
 mod dir;
 pub mod error;
+mod limits;
 mod mem;
 mod mutation;
 mod recording;
@@ -18,7 +21,8 @@ pub mod snapshot;
 
 pub use dir::DirBackend;
 pub use error::{errno_of, BackendError};
-pub use mem::{mem_epoch, MemBackend};
+pub use limits::BackendLimits;
+pub use mem::{mem_epoch, MemBackend, MemLimits};
 pub use mutation::Mutation;
 pub use recording::{CrashState, Op, RecordingBackend};
 pub use snapshot::{ContentDigest, SnapshotEntry, TreeSnapshot};
@@ -83,6 +87,14 @@ pub trait Backend: Send + Sync {
     /// Durability barrier (see the module comment).
     fn sync(&self) -> io::Result<()>;
     fn statfs(&self) -> io::Result<FsStats>;
+    /// What the store refuses (see `BackendLimits`); learned once, so cheap to call.
+    fn limits(&self) -> BackendLimits;
+    /// Whether an object of `kind` may hold exactly the extended attributes
+    /// `xattrs`, each one set in this order: `Ok`, or the error setting them
+    /// would end with (`EOPNOTSUPP` for a namespace the store does not keep,
+    /// `ENOSPC` when they do not fit in one inode, `E2BIG`, `EINVAL`, `EPERM`
+    /// or `EACCES` where Linux gives them). Changes nothing in the tree.
+    fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()>;
 }
 
 /// True for "no such file" errors, which replay treats as "already done".

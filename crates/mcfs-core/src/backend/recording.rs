@@ -35,7 +35,7 @@
 //! garbage in blocks allocated but never written, and a file size that
 //! survives without the data that grew it.
 
-use super::{Backend, BackendAttr, BackendError, MemBackend};
+use super::{Backend, BackendAttr, BackendError, BackendLimits, MemBackend};
 use crate::types::{FileKind, FsStats, PAGE_SIZE};
 use parking_lot::Mutex;
 use std::collections::HashSet;
@@ -380,5 +380,13 @@ impl Backend for RecordingBackend {
 
     fn statfs(&self) -> io::Result<FsStats> {
         self.live.statfs()
+    }
+
+    fn limits(&self) -> BackendLimits {
+        self.live.limits()
+    }
+
+    fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
+        self.live.check_xattrs(kind, xattrs)
     }
 }

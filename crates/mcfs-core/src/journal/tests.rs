@@ -459,4 +459,10 @@ impl Backend for FaultyBackend {
     fn statfs(&self) -> io::Result<crate::types::FsStats> {
         self.inner.statfs()
     }
+    fn limits(&self) -> crate::backend::BackendLimits {
+        self.inner.limits()
+    }
+    fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
+        self.inner.check_xattrs(kind, xattrs)
+    }
 }

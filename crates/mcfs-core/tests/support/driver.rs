@@ -391,7 +391,8 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
         let mut record =
             StepRecord { step: step.clone(), skipped: false, log: None, ops_before, ops_after: ops_before };
         let before = model.tree();
-        let log_app = match model.apply(step) {
+        let refused_with = model.refused_with(step);
+        let log_app = match refused_with.map_or_else(|| model.apply(step), |_| Ok(None)) {
             Ok(app) => app,
             Err(_) => {
                 record.skipped = true;
@@ -407,9 +408,19 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
             logged[app] += 1;
         }
         run.steps.push(record);
-        if let Err(e) = result {
-            run.problem = Some(format!("step {index} ({step}) failed in the engine: {e}; the model accepts it"));
-            return run;
+        match (refused_with, result) {
+            (None, Err(e)) => {
+                run.problem = Some(format!("step {index} ({step}) failed in the engine: {e}; the model accepts it"));
+                return run;
+            }
+            (Some(errno), result) if result != Err(Errno(errno)) => {
+                run.problem = Some(format!(
+                    "step {index} ({step}) gave {result:?} in the engine; the backing store's limits refuse it with {}",
+                    Errno(errno)
+                ));
+                return run;
+            }
+            _ => {}
         }
         let (closed, committed, checkpoints) = harness.counters();
         let after = model.tree();

@@ -5,7 +5,10 @@
 //! an existing file, unlink and re-create of one name, files unlinked while
 //! open, hard links, symlinks, chmod, extended attributes, renames and
 //! exchanges of directories, fsync, checkpoints, clock ticks and battery
-//! changes (low battery puts every app in sync mode).
+//! changes (low battery puts every app in sync mode). Now and then a step
+//! the backing store's limits forbid (values too big for one inode, an
+//! unknown attribute namespace, a truncate past the largest file): the
+//! engine must refuse it at the call and go on.
 //!
 //! Half the workloads start on data that predates the mount (made directly
 //! in the backing store before a `mount` step), so cache misses, loading
@@ -13,7 +16,8 @@
 //! get their share.
 //!
 //! Every step it emits is valid in the reference model at that point, so
-//! the engine must accept each one. The same seed gives the same script.
+//! the engine must accept each one, or refuse it as the model says
+//! (`Model::refused_with`). The same seed gives the same script.
 
 use super::model::{app_dir, Model, SHARED};
 use super::script::{Step, Target, APPS};
@@ -25,6 +29,10 @@ const FILE_NAMES: &[&str] = &["f0", "f1", "f2", "db", "db-journal", "tmp"];
 const DIR_NAMES: &[&str] = &["d0", "d1"];
 const LINK_NAMES: &[&str] = &["s0", "s1"];
 const XATTR_NAMES: &[&str] = &["user.k0", "user.k1", "user.k2"];
+/// A namespace no Linux file system keeps (`EOPNOTSUPP`).
+const FOREIGN_XATTR: &str = "foo.k";
+/// Beyond ext4's largest file (`EFBIG`).
+const HUGE_SIZE: u64 = 1 << 45;
 const PERMS: &[u32] = &[0o644, 0o600, 0o640, 0o755];
 /// Files stay below this size so crash states stay cheap to compare.
 const MAX_FILE: u64 = 48 * 1024;
@@ -68,8 +76,13 @@ pub fn generate(seed: u64, len: usize) -> Vec<Step> {
 }
 
 impl Generator {
-    /// Appends `step` if the model accepts it; false if it refused.
+    /// Appends `step` if the model accepts it; false if it refused. A step
+    /// the backing store's limits forbid is appended and changes nothing.
     fn emit(&mut self, step: Step) -> bool {
+        if self.model.refused_with(&step).is_some() {
+            self.steps.push(step);
+            return false;
+        }
         if self.model.apply(&step).is_err() {
             return false;
         }
@@ -144,7 +157,7 @@ impl Generator {
     /// One action of app `app` in `area`: usually one step, for a few
     /// patterns a short sequence.
     fn action(&mut self, app: usize, area: &str) {
-        match self.rng.gen_range(0..106) {
+        match self.rng.gen_range(0..110) {
             0..=27 => {
                 if let Some(file) = self.pick_file(app, area) {
                     let step = self.write_step(app, file);
@@ -163,7 +176,9 @@ impl Generator {
             45..=50 => {
                 if let Some(file) = self.pick_file(app, area) {
                     let size = self.model.size_of(app, &file).unwrap_or(0);
-                    let size = if size > 0 && self.rng.gen_bool(0.6) {
+                    let size = if self.rng.gen_bool(0.04) {
+                        HUGE_SIZE
+                    } else if size > 0 && self.rng.gen_bool(0.6) {
                         self.rng.gen_range(0..size)
                     } else {
                         (size + self.rng.gen_range(1..10_000)).min(MAX_FILE)
@@ -245,7 +260,7 @@ impl Generator {
             98..=99 => {
                 self.emit(Step::Input);
             }
-            100..=103 => self.xattr(app, area),
+            100..=107 => self.xattr(app, area),
             _ => {
                 let (files, dirs, links) = self.model.paths_under(area);
                 let all: Vec<String> =
@@ -293,20 +308,26 @@ impl Generator {
     }
 
     /// Sets an extended attribute on a file or directory, or now and then
-    /// removes one.
+    /// removes one. Some values are big: two or three of them do not fit in
+    /// one ext4 inode (half the attributes go to the area's directory).
     fn xattr(&mut self, app: usize, area: &str) {
         let (files, dirs, _) = self.model.paths_under(area);
         let all: Vec<String> = files.into_iter().chain(dirs).collect();
-        let Some(path) = self.pick(&all) else { return };
+        // Half of them on the area's own directory, so that values pile up.
+        let path = if self.rng.gen_bool(0.5) { Some(area.to_string()) } else { self.pick(&all) };
+        let Some(path) = path.filter(|p| self.model.exists(p)) else { return };
         let present = self.model.xattr_names(&path);
         if !present.is_empty() && self.rng.gen_bool(0.3) {
             let name = self.pick(&present).expect("non-empty");
             self.emit(Step::RemoveXattr { app, path, name });
         } else {
-            let name = self.pick(XATTR_NAMES).expect("non-empty").to_string();
+            let name = match self.rng.gen_bool(0.1) {
+                true => FOREIGN_XATTR.to_string(),
+                false => self.pick(XATTR_NAMES).expect("non-empty").to_string(),
+            };
             let pattern = self.next_pattern;
             self.next_pattern += 1;
-            let len = self.rng.gen_range(1..40);
+            let len = if self.rng.gen_bool(0.4) { self.rng.gen_range(1500..2600) } else { self.rng.gen_range(1..40) };
             self.emit(Step::SetXattr { app, path, name, pattern, len });
         }
     }

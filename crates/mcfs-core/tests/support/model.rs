@@ -6,10 +6,16 @@
 //! It refuses a step that is not valid in its current state (or that would
 //! break the workload's rule that app `j` changes only `app<j>/` and
 //! `shared/`); the driver skips refused steps, so a shrunk or filtered
-//! script still runs.
+//! script still runs. A valid step the backing store's limits forbid (too
+//! many extended attributes, an unknown namespace, a file too large) is
+//! not applied but run: the engine must refuse it with the errno the
+//! model names (`refused_with`, asking a `MemBackend` with ext4's limits,
+//! the store the crash test runs on).
 
 use super::script::{write_data, Step, Target};
 use super::tree::{link_files, Node, Tree, Xattrs};
+use mcfs_core::backend::errno_of;
+use mcfs_core::{Backend, FileKind, MemBackend};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -221,6 +227,32 @@ impl Model {
             | Step::Battery { .. }
             | Step::Shutdown
             | Step::Mount => Ok(None),
+        }
+    }
+
+    /// The errno the engine must refuse a valid `step` with because the
+    /// backing store cannot hold its result; `None` if it can (or if the
+    /// step is not valid: `apply` refuses it).
+    pub fn refused_with(&self, step: &Step) -> Option<i32> {
+        let store = MemBackend::new();
+        match step {
+            Step::SetXattr { app, path, name, pattern, len } => {
+                self.check_owner(*app, path).ok()?;
+                let (kind, xattrs) = match self.names.get(Path::new(path))? {
+                    Name::Dir { xattrs, .. } => (FileKind::Dir, xattrs),
+                    Name::File(fid) => (FileKind::File, &self.files[fid].xattrs),
+                    Name::Symlink(_) => return None,
+                };
+                let mut after = xattrs.clone();
+                after.insert(name.into(), write_data(*pattern, 0, *len));
+                let set: Vec<(&OsStr, &[u8])> = after.iter().map(|(n, v)| (n.as_os_str(), v.as_slice())).collect();
+                store.check_xattrs(kind, &set).err().map(|e| errno_of(&e))
+            }
+            Step::Truncate { app, file, size } => {
+                self.file(*app, file).ok()?;
+                (*size > store.limits().max_file_size).then_some(libc::EFBIG)
+            }
+            _ => None,
         }
     }
 

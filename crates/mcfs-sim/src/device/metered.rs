@@ -12,7 +12,7 @@
 //! succeeded on the store; calls that write are stamped with the clock's time.
 
 use super::model::Request;
-use mcfs_core::backend::BackendAttr;
+use mcfs_core::backend::{BackendAttr, BackendLimits};
 use mcfs_core::{Backend, Clock, DirBackend, FileKind, FsStats, MemBackend};
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -165,6 +165,14 @@ impl<S: Store, K: RequestSink> Backend for MeteredStore<S, K> {
 
     fn statfs(&self) -> io::Result<FsStats> {
         self.store.statfs()
+    }
+
+    fn limits(&self) -> BackendLimits {
+        self.store.limits()
+    }
+
+    fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
+        self.store.check_xattrs(kind, xattrs)
     }
 }
 

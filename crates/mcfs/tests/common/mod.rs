@@ -90,10 +90,17 @@ pub struct Dirs {
 
 impl Dirs {
     pub fn new(config_toml: Option<&str>) -> Dirs {
+        Dirs::with_backing_in(None, config_toml)
+    }
+
+    /// Like `new`, with the backing directory in `parent` (another file
+    /// system) when given.
+    pub fn with_backing_in(parent: Option<&Path>, config_toml: Option<&str>) -> Dirs {
         require_fuse();
         let root = tempfile::Builder::new().prefix("mcfs-e2e-").tempdir().expect("create a temp dir");
         let path = root.path().canonicalize().expect("canonical temp dir");
-        let (backing, mnt, logs) = (path.join("backing"), path.join("mnt"), path.join("logs"));
+        let backing = parent.unwrap_or(&path).join("backing");
+        let (mnt, logs) = (path.join("mnt"), path.join("logs"));
         for dir in [&backing, &mnt, &logs] {
             std::fs::create_dir(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
         }
@@ -393,4 +400,46 @@ pub fn run_cli(args: &[&str]) -> std::process::Output {
 /// A command's stderr as text.
 pub fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A small ext4 file system of its own: a sparse image file loop-mounted
+/// (as scripts/pjdfstest.sh makes its reference), unmounted on drop.
+pub struct Ext4Image {
+    pub mnt: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Ext4Image {
+    /// `size_mib` MiB (512 MiB and up get mke2fs's default layout: 4 KiB
+    /// blocks, 256-byte inodes, as on a phone's data partition).
+    pub fn new(size_mib: u64) -> Ext4Image {
+        require_root("it loop-mounts an ext4 image");
+        let dir = tempfile::Builder::new().prefix("mcfs-ext4-").tempdir().expect("create a temp dir");
+        let image = dir.path().join("ext4.img");
+        let file = File::create(&image).expect("create the image file");
+        file.set_len(size_mib << 20).expect("size the image file");
+        drop(file);
+        let run = |program: &str, args: &[&std::ffi::OsStr]| {
+            let out = Command::new(program).args(args).output().unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+            assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        run("mkfs.ext4", &["-q".as_ref(), "-F".as_ref(), image.as_os_str()]);
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).expect("mkdir the image's mount point");
+        run("mount", &["-o".as_ref(), "loop".as_ref(), image.as_os_str(), mnt.as_os_str()]);
+        let ext4 = Ext4Image { mnt, _dir: dir };
+        // Other uids of a test must reach into it.
+        std::fs::set_permissions(&ext4.mnt, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        std::fs::set_permissions(ext4._dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        ext4
+    }
+}
+
+impl Drop for Ext4Image {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount").arg(&self.mnt).status().is_ok_and(|s| s.success());
+        if !unmounted {
+            let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+        }
+    }
 }
