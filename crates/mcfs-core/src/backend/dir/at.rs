@@ -285,11 +285,12 @@ pub(super) fn open_dir_beneath(root: BorrowedFd, path: &Path) -> io::Result<Owne
     })
 }
 
-/// Set once `openat2` turned out to be missing (Linux before 5.6): `walk` then.
+/// Set once `openat2` turned out to be missing (Linux before 5.6, or filtered
+/// out): `walk` then.
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
 /// `openat2(root, path, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS |
-/// RESOLVE_BENEATH)`; `None` if the kernel lacks the call.
+/// RESOLVE_BENEATH)`; `None` if the call is not available.
 fn openat2_beneath(root: BorrowedFd, path: &Path) -> Option<io::Result<OwnedFd>> {
     if NO_OPENAT2.load(Ordering::Relaxed) {
         return None;
@@ -308,7 +309,8 @@ fn openat2_beneath(root: BorrowedFd, path: &Path) -> Option<io::Result<OwnedFd>>
     };
     if fd < 0 {
         let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ENOSYS) {
+        // EPERM: a container's seccomp filter that predates openat2.
+        if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
             NO_OPENAT2.store(true, Ordering::Relaxed);
             return None;
         }
@@ -374,6 +376,43 @@ fn sized_query(mut call: impl FnMut(*mut libc::c_void, usize) -> libc::ssize_t) 
         let e = io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::ERANGE) {
             return Err(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+
+    type Resolver<'a> = dyn Fn(&Path) -> io::Result<OwnedFd> + 'a;
+
+    /// `openat2` and the walk used without it (or past `PATH_MAX`) resolve
+    /// alike: the same directory, and `ENOTDIR` through a symlink or a file.
+    #[test]
+    fn both_resolvers_refuse_symlinks_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/file"), b"").unwrap();
+        std::os::unix::fs::symlink("b", dir.path().join("a/link")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("a"), dir.path().join("abs")).unwrap();
+        let root = std::fs::File::open(dir.path()).unwrap();
+        let root = root.as_fd();
+        let ino = |fd: OwnedFd| std::fs::File::from(fd).metadata().unwrap().ino();
+        let resolvers: [(&str, &Resolver); 2] =
+            [("openat2", &|p| openat2_beneath(root, p).expect("openat2 on this kernel")), ("walk", &|p| walk(root, p))];
+        let expected = std::fs::metadata(dir.path().join("a/b")).unwrap().ino();
+        for (name, resolve) in resolvers {
+            assert_eq!(ino(resolve(Path::new("a/b")).unwrap()), expected, "{name}");
+            let errno = |p: &str| resolve(Path::new(p)).err().and_then(|e| e.raw_os_error());
+            assert_eq!(errno("a/missing"), Some(libc::ENOENT), "{name}");
+            assert_eq!(errno("a/file"), Some(libc::ENOTDIR), "{name}");
+        }
+        for through in ["a/link", "abs", "abs/b"] {
+            assert_eq!(walk(root, Path::new(through)).unwrap_err().raw_os_error(), Some(libc::ENOTDIR), "{through}");
+            let err = open_dir_beneath(root, Path::new(through)).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR), "{through}");
         }
     }
 }
