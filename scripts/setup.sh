@@ -67,6 +67,12 @@ check_fuse_device() {
     fi
     if [ -c /dev/fuse ]; then
         say "/dev/fuse present"
+        # What fuse3's udev rule does on a desktop: without it a user's mount
+        # fails (fuser opens /dev/fuse itself before it asks fusermount3).
+        if [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+            say "making /dev/fuse usable by every user (mode 0666)"
+            as_root chmod 0666 /dev/fuse
+        fi
     else
         echo "setup.sh: /dev/fuse is missing and 'modprobe fuse' did not create it;" \
              "mcfs cannot mount here (in a container, pass --device /dev/fuse --cap-add SYS_ADMIN)" >&2

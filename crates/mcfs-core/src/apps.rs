@@ -53,7 +53,7 @@ impl Apps {
             list: Vec::new(),
             by_uid: HashMap::new(),
             default_max_stale_bytes: config.max_stale_bytes,
-            default_max_stale: Duration::from_secs_f64(config.max_stale_seconds),
+            default_max_stale: crate::config::seconds(config.max_stale_seconds),
             policy_name: config.transaction_policy.clone(),
             system_apps: config.fasttrack.system_apps.clone(),
         };
@@ -64,7 +64,7 @@ impl Apps {
             app.mode = a.mode;
             app.max_stale_bytes = a.max_stale_bytes.unwrap_or(app.max_stale_bytes);
             if let Some(s) = a.max_stale_seconds {
-                app.max_stale = Duration::from_secs_f64(s);
+                app.max_stale = crate::config::seconds(s);
             }
             for uid in &a.uids {
                 apps.by_uid.insert(*uid, id);

@@ -86,7 +86,7 @@ fn flush_time(v: &ClosedVct, rate: f64) -> Duration {
             ClosedEntry::Other(_) => PAGE_SIZE,
         })
         .sum();
-    Duration::from_secs_f64(bytes as f64 / rate)
+    crate::config::seconds(bytes as f64 / rate)
 }
 
 /// Adds to `chosen` every VCT a chosen one needs first: its app's earlier

@@ -370,7 +370,7 @@ impl Engine {
             // Closed VCTs wait for idle time: look again soon.
             return IDLE_POLL;
         }
-        let mut wait = Duration::from_secs_f64(if st.low_battery() {
+        let mut wait = crate::config::seconds(if st.low_battery() {
             st.config.low_battery_writeback_seconds
         } else {
             st.config.writeback_interval_seconds
@@ -458,7 +458,7 @@ pub(crate) fn limits_of(st: &State, app: AppId) -> Limits {
     let a = &st.apps.list[app];
     let mut max_stale = a.max_stale;
     if st.low_battery() {
-        max_stale = max_stale.min(Duration::from_secs_f64(st.config.low_battery_writeback_seconds));
+        max_stale = max_stale.min(crate::config::seconds(st.config.low_battery_writeback_seconds));
     }
     let mut max_stale_bytes = a.max_stale_bytes;
     if commits_in_segments(st, st.io_class(app)) {

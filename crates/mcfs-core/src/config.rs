@@ -2,6 +2,7 @@
 //! docs/CONFIG.md). Every field has a default, so an empty file is valid.
 
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// How an app's fsync behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,36 +163,29 @@ impl Config {
         Ok(config)
     }
 
+    /// Checks every key against its allowed range (docs/CONFIG.md); the
+    /// error names the key, the value and the range. Mount and simulator
+    /// both load configs through this, so what one accepts the other runs.
     pub fn validate(&self) -> Result<(), String> {
-        if self.cache_size < 16 * 4096 {
-            return Err(format!("cache_size {} is below the minimum of 64 KiB", self.cache_size));
-        }
+        in_range("cache_size", self.cache_size, MIN_CACHE_SIZE, MAX_BYTES, " bytes")?;
         for (key, v) in
             [("dirty_high_ratio", self.dirty_high_ratio), ("dirty_background_ratio", self.dirty_background_ratio)]
         {
             if !(v > 0.0 && v <= 1.0) {
-                return Err(format!("{key} must be in (0, 1], got {v}"));
+                return Err(format!("{key} must be in (0, 1], got {v:?}"));
             }
         }
+        in_range("max_stale_bytes", self.max_stale_bytes, 1, MAX_BYTES, " bytes")?;
         for (key, v) in [
             ("max_stale_seconds", self.max_stale_seconds),
             ("writeback_interval_seconds", self.writeback_interval_seconds),
             ("low_battery_writeback_seconds", self.low_battery_writeback_seconds),
-            ("checkpoint_write_rate", self.checkpoint_write_rate),
         ] {
-            if !(v > 0.0 && v.is_finite()) {
-                return Err(format!("{key} must be a positive number, got {v}"));
-            }
+            in_range(key, v, MIN_SECONDS, MAX_SECONDS, " seconds")?;
         }
-        if self.apps.iter().any(|a| a.name == "none") {
-            return Err("an app may not be named \"none\": `mcfs ctl MNT fg none` clears the foreground app".into());
-        }
-        if self.fasttrack.segment_bytes < 4096 {
-            return Err(format!("fasttrack.segment_bytes must be at least 4096, got {}", self.fasttrack.segment_bytes));
-        }
-        if self.low_battery_percent > 100 {
-            return Err(format!("low_battery_percent must be 0..=100, got {}", self.low_battery_percent));
-        }
+        in_range("low_battery_percent", self.low_battery_percent, 0, 100, "")?;
+        in_range("checkpoint_segment_bytes", self.checkpoint_segment_bytes, 1, MAX_BYTES, " bytes")?;
+        in_range("checkpoint_write_rate", self.checkpoint_write_rate, 1.0, MAX_WRITE_RATE, " bytes/s")?;
         if !crate::policy::POLICY_NAMES.contains(&self.transaction_policy.as_str()) {
             return Err(format!(
                 "transaction_policy \"{}\" is unknown; known: {}",
@@ -207,8 +201,93 @@ impl Config {
                 predictors.join(", ")
             ));
         }
+        self.validate_fasttrack()?;
+        self.validate_apps()
+    }
+
+    fn validate_fasttrack(&self) -> Result<(), String> {
+        let ft = &self.fasttrack;
+        in_range("fasttrack.aging_ms", ft.aging_ms, 0, MAX_MILLIS, " ms")?;
+        in_range("fasttrack.anticipation_ms", ft.anticipation_ms, 0, MAX_MILLIS, " ms")?;
+        in_range("fasttrack.segment_bytes", ft.segment_bytes, 4096, MAX_BYTES, " bytes")?;
+        for name in &ft.system_apps {
+            if !self.apps.iter().any(|a| &a.name == name) && uid_of_app_name(name).is_none() {
+                return Err(format!(
+                    "fasttrack.system_apps names \"{name}\", which is neither an [[apps]] name nor uid:N"
+                ));
+            }
+        }
         Ok(())
     }
+
+    /// Each app's own limits, and names and uids that say one thing only.
+    fn validate_apps(&self) -> Result<(), String> {
+        let mut owner_of_uid = std::collections::HashMap::new();
+        for (i, app) in self.apps.iter().enumerate() {
+            let name = &app.name;
+            if name.is_empty() {
+                return Err(format!("[[apps]] number {} has an empty name", i + 1));
+            }
+            if name == "none" {
+                return Err("an app may not be named \"none\": `mcfs ctl MNT fg none` clears the foreground app".into());
+            }
+            if self.apps[..i].iter().any(|earlier| &earlier.name == name) {
+                return Err(format!("two [[apps]] are named \"{name}\""));
+            }
+            // `uid:N` is how the engine names the app of a uid no table claims.
+            if uid_of_app_name(name).is_some_and(|uid| !app.uids.contains(&uid)) {
+                return Err(format!("[[apps]] \"{name}\": a name uid:N must list uid N in its uids"));
+            }
+            for uid in &app.uids {
+                if let Some(other) = owner_of_uid.insert(*uid, name) {
+                    return Err(format!("uid {uid} is in two [[apps]]: \"{other}\" and \"{name}\""));
+                }
+            }
+            if let Some(bytes) = app.max_stale_bytes {
+                in_range(&format!("[[apps]] \"{name}\": max_stale_bytes"), bytes, 1, MAX_BYTES, " bytes")?;
+            }
+            if let Some(seconds) = app.max_stale_seconds {
+                let key = format!("[[apps]] \"{name}\": max_stale_seconds");
+                in_range(&key, seconds, MIN_SECONDS, MAX_SECONDS, " seconds")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The uid in an app name of the form `uid:N`.
+fn uid_of_app_name(name: &str) -> Option<u32> {
+    name.strip_prefix("uid:")?.parse().ok()
+}
+
+/// Smallest `cache_size`: 16 pages.
+const MIN_CACHE_SIZE: u64 = 16 * 4096;
+/// Largest size any key takes (1 PiB): beyond any device, and far enough
+/// below `u64::MAX` that sums and products with page counts cannot overflow.
+pub const MAX_BYTES: u64 = 1 << 50;
+/// Shortest interval a time key takes (1 ms); shorter ones would spin.
+pub const MIN_SECONDS: f64 = 0.001;
+/// Longest time any key takes (about 31 years): a deadline this far off
+/// still fits every clock and `Duration`.
+pub const MAX_SECONDS: f64 = 1e9;
+const MAX_MILLIS: u64 = 1_000_000_000_000;
+/// Largest `checkpoint_write_rate` (1 PB/s).
+const MAX_WRITE_RATE: f64 = 1e15;
+
+/// `Err` naming `key`, the range and `value` unless `min <= value <= max`
+/// (never for NaN). Values print in Rust's shortest form (`1e308`).
+fn in_range<T: PartialOrd + std::fmt::Debug>(key: &str, value: T, min: T, max: T, unit: &str) -> Result<(), String> {
+    if min <= value && value <= max {
+        return Ok(());
+    }
+    Err(format!("{key} must be in {min:?}..={max:?}{unit}, got {value:?}"))
+}
+
+/// A number of seconds as a `Duration`, never panicking: NaN and negatives
+/// are zero, anything past `MAX_SECONDS` is `MAX_SECONDS` (validated
+/// configs never get there; computed values such as bytes / rate might).
+pub fn seconds(s: f64) -> Duration {
+    Duration::from_secs_f64(if s > 0.0 { s.min(MAX_SECONDS) } else { 0.0 })
 }
 
 #[cfg(test)]
@@ -217,8 +296,10 @@ mod tests {
 
     #[test]
     fn fasttrack_keys_parse_and_bad_values_are_named() {
-        let config = Config::from_toml("[fasttrack]\npreempt = false\naging_ms = 50\nsystem_apps = [\"media\"]\n")
-            .expect("valid");
+        let config = Config::from_toml(
+            "[fasttrack]\npreempt = false\naging_ms = 50\nsystem_apps = [\"media\"]\n[[apps]]\nname = \"media\"\n",
+        )
+        .expect("valid");
         assert!(!config.fasttrack.preempt && config.fasttrack.reclaim);
         assert_eq!((config.fasttrack.aging_ms, config.fasttrack.system_apps.len()), (50, 1));
         let err = Config::from_toml("[fasttrack]\nsegment_bytes = 10\n").unwrap_err();
@@ -227,5 +308,82 @@ mod tests {
         assert!(err.contains("\"none\""), "{err}");
         let err = Config::from_toml("[fasttrack]\npreemt = true\n").unwrap_err();
         assert!(err.contains("preemt"), "{err}");
+    }
+
+    /// Every numeric key refuses values outside its range, naming the key,
+    /// the value and the range; a value at either end of the range passes.
+    #[test]
+    fn every_numeric_key_is_range_checked() {
+        let bad = [
+            ("cache_size = 10", "cache_size"),
+            ("cache_size = 1152921504606846976", "cache_size"),
+            ("dirty_high_ratio = nan", "dirty_high_ratio"),
+            ("dirty_background_ratio = 0.0", "dirty_background_ratio"),
+            ("max_stale_bytes = 0", "max_stale_bytes"),
+            ("max_stale_bytes = 9223372036854775807", "max_stale_bytes"),
+            ("max_stale_seconds = 1e308", "max_stale_seconds"),
+            ("max_stale_seconds = inf", "max_stale_seconds"),
+            ("max_stale_seconds = -1", "max_stale_seconds"),
+            ("writeback_interval_seconds = 1e308", "writeback_interval_seconds"),
+            ("writeback_interval_seconds = nan", "writeback_interval_seconds"),
+            ("writeback_interval_seconds = 1e-300", "writeback_interval_seconds"),
+            ("low_battery_writeback_seconds = -inf", "low_battery_writeback_seconds"),
+            ("low_battery_percent = 101", "low_battery_percent"),
+            ("checkpoint_segment_bytes = 0", "checkpoint_segment_bytes"),
+            ("checkpoint_write_rate = 1e-300", "checkpoint_write_rate"),
+            ("checkpoint_write_rate = 1e300", "checkpoint_write_rate"),
+            ("[fasttrack]\naging_ms = 9223372036854775807", "fasttrack.aging_ms"),
+            ("[fasttrack]\nanticipation_ms = 9223372036854775807", "fasttrack.anticipation_ms"),
+            ("[fasttrack]\nsegment_bytes = 1152921504606846976", "fasttrack.segment_bytes"),
+            ("[[apps]]\nname = \"a\"\nmax_stale_seconds = 1e308", "[[apps]] \"a\": max_stale_seconds"),
+            ("[[apps]]\nname = \"a\"\nmax_stale_seconds = nan", "[[apps]] \"a\": max_stale_seconds"),
+            ("[[apps]]\nname = \"a\"\nmax_stale_bytes = 0", "[[apps]] \"a\": max_stale_bytes"),
+        ];
+        for (toml, key) in bad {
+            let err = Config::from_toml(toml).expect_err(toml);
+            assert!(err.starts_with(&format!("{key} must be in ")), "{toml}: {err}");
+            assert!(err.contains(", got "), "{toml}: {err}");
+        }
+        let err = Config::from_toml("max_stale_seconds = 1e308").unwrap_err();
+        assert_eq!(err, "max_stale_seconds must be in 0.001..=1000000000.0 seconds, got 1e308");
+        let edges = "cache_size = 65536\nmax_stale_bytes = 1\nmax_stale_seconds = 0.001\n\
+                     writeback_interval_seconds = 1e9\nlow_battery_percent = 100\ncheckpoint_write_rate = 1\n\
+                     [fasttrack]\naging_ms = 0\nsegment_bytes = 4096\n";
+        Config::from_toml(edges).expect("the ends of every range are allowed");
+    }
+
+    #[test]
+    fn apps_must_be_named_once_and_own_distinct_uids() {
+        let two = |extra: &str| format!("[[apps]]\nname = \"a\"\nuids = [10001]\n[[apps]]\n{extra}\n");
+        let err = Config::from_toml(&two("name = \"a\"")).unwrap_err();
+        assert_eq!(err, "two [[apps]] are named \"a\"");
+        let err = Config::from_toml(&two("name = \"b\"\nuids = [10002, 10001]")).unwrap_err();
+        assert_eq!(err, "uid 10001 is in two [[apps]]: \"a\" and \"b\"");
+        let err = Config::from_toml(&two("name = \"\"")).unwrap_err();
+        assert!(err.contains("empty name"), "{err}");
+        let err = Config::from_toml(&two("name = \"uid:10001\"")).unwrap_err();
+        assert!(err.contains("uid:10001") && err.contains("uid N"), "{err}");
+        Config::from_toml(&two("name = \"uid:10002\"\nuids = [10002]")).expect("uid:N for its own uid");
+        Config::from_toml(&two("name = \"b\"\nuids = [10002]")).expect("distinct names and uids");
+    }
+
+    #[test]
+    fn system_apps_must_name_an_app_or_a_uid() {
+        let err = Config::from_toml("[fasttrack]\nsystem_apps = [\"media\"]\n").unwrap_err();
+        assert!(err.contains("fasttrack.system_apps") && err.contains("\"media\""), "{err}");
+        let err = Config::from_toml("[fasttrack]\nsystem_apps = [\"uid:x\"]\n").unwrap_err();
+        assert!(err.contains("\"uid:x\""), "{err}");
+        let ok = "[fasttrack]\nsystem_apps = [\"media\", \"uid:1013\"]\n[[apps]]\nname = \"media\"\n";
+        Config::from_toml(ok).expect("an [[apps]] name and a uid:N");
+    }
+
+    #[test]
+    fn seconds_never_panic() {
+        assert_eq!(seconds(1.5), Duration::from_millis(1500));
+        for (s, expected) in
+            [(f64::NAN, 0.0), (-1.0, 0.0), (f64::NEG_INFINITY, 0.0), (1e308, MAX_SECONDS), (f64::INFINITY, MAX_SECONDS)]
+        {
+            assert_eq!(seconds(s), Duration::from_secs_f64(expected), "{s}");
+        }
     }
 }

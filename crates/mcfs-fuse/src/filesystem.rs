@@ -519,7 +519,28 @@ impl Filesystem for McfsFs {
     }
 
     // access: not implemented — the mount uses default_permissions, so the
-    // kernel checks permissions itself and never sends ACCESS.
+    // kernel checks permissions itself and never sends ACCESS. Of fuser's
+    // other defaults, each of which logs a warning per call, only ioctl can
+    // be sent again and again (the kernel remembers ENOSYS from poll, lseek,
+    // copy_file_range and bmap, and sends no locks without FUSE_POSIX_LOCKS).
+
+    /// ioctls are not passed to the backing store: ENOTTY, what ext4 answers
+    /// on a regular file for a command it does not know, such as the TCGETS
+    /// Python's `open()` sends. Quietly: any app can send them by the
+    /// thousand, and fuser's default logs each one.
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        reply.error(fuser::Errno::ENOTTY);
+    }
 
     fn fallocate(
         &self,

@@ -2,11 +2,13 @@
 //! recover`) hold an exclusive `flock` on BACKING/.mcfs/lock for as long as
 //! they work on it. The lock file holds the holder's pid, for messages only;
 //! the kernel drops the lock when the holder dies, so it is never stale.
+//! It is opened through the checked state directory (`StateDir`): a planted
+//! link is refused before anything is written.
 
-use std::fs::{File, OpenOptions};
+use crate::state_dir::StateDir;
+use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 pub const LOCK_FILE: &str = "lock";
@@ -18,22 +20,11 @@ pub struct BackingLock {
     path: PathBuf,
 }
 
-pub fn lock_path(backing: &Path) -> PathBuf {
-    backing.join(mcfs_core::STATE_DIR).join(LOCK_FILE)
-}
-
 impl BackingLock {
-    /// Takes the lock without waiting. BACKING/.mcfs must exist.
-    pub fn acquire(backing: &Path) -> Result<BackingLock, String> {
-        let path = lock_path(backing);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| format!("{}: {}", path.display(), e))?;
+    /// Takes the lock of `backing`, whose state directory is `state`, without waiting.
+    pub fn acquire(backing: &Path, state: &StateDir) -> Result<BackingLock, String> {
+        let path = state.file_path(LOCK_FILE);
+        let mut file = state.open_file(LOCK_FILE, libc::O_RDWR | libc::O_CREAT)?;
         // SAFETY: flock on an fd we own; no memory is passed.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let err = io::Error::last_os_error();
@@ -71,28 +62,28 @@ fn read_pid(file: &mut File) -> Option<u32> {
 mod tests {
     use super::*;
 
-    fn backing() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join(mcfs_core::STATE_DIR)).unwrap();
-        dir
-    }
-
     #[test]
     fn second_holder_is_refused_with_the_pid_and_lock_is_released_on_drop() {
-        let dir = backing();
-        let first = BackingLock::acquire(dir.path()).unwrap();
-        let err = BackingLock::acquire(dir.path()).unwrap_err();
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(dir.path(), true).unwrap();
+        let first = BackingLock::acquire(dir.path(), &state).unwrap();
+        let err = BackingLock::acquire(dir.path(), &state).unwrap_err();
         assert!(err.contains("in use by a running mcfs daemon"), "{err}");
         assert!(err.contains(&format!("pid {}", std::process::id())), "{err}");
         assert!(err.contains(&dir.path().display().to_string()), "{err}");
         drop(first);
-        BackingLock::acquire(dir.path()).unwrap();
+        BackingLock::acquire(dir.path(), &state).unwrap();
     }
 
     #[test]
-    fn missing_state_dir_names_the_lock_file() {
+    fn a_planted_symlink_is_refused_and_its_target_untouched() {
         let dir = tempfile::tempdir().unwrap();
-        let err = BackingLock::acquire(dir.path()).unwrap_err();
-        assert!(err.contains(".mcfs/lock"), "{err}");
+        let state = StateDir::open(dir.path(), true).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"root's file").unwrap();
+        std::os::unix::fs::symlink(&victim, state.file_path(LOCK_FILE)).unwrap();
+        let err = BackingLock::acquire(dir.path(), &state).unwrap_err();
+        assert!(err.contains(".mcfs/lock: is a symbolic link"), "{err}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"root's file");
     }
 }

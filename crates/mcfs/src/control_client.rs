@@ -1,10 +1,15 @@
 //! Finding and calling the daemon that serves a mount point. The socket is
 //! looked up from the canonical mount point in the directories a daemon of
-//! the mount's owner (from mountinfo) or of the caller would have used.
+//! the mount's owner (from mountinfo) or of the caller would have used
+//! (`socket_path::dirs_of`); the first socket a daemon answers on is the
+//! one. A socket nobody listens on (a killed daemon's) or one the caller may
+//! not reach (another user's directory) is passed over, so neither hides the
+//! live daemon.
 
 use crate::protocol::{self, Request, Response};
 use crate::{mountinfo, socket_path};
-use std::io::{BufReader, ErrorKind};
+use std::io::{BufReader, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
@@ -12,13 +17,15 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub enum CallError {
     NoDaemon(String),
+    /// The caller may not reach the socket (another user's directory).
+    Denied(String),
     Failed(String),
 }
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CallError::NoDaemon(m) | CallError::Failed(m) => f.write_str(m),
+            CallError::NoDaemon(m) | CallError::Denied(m) | CallError::Failed(m) => f.write_str(m),
         }
     }
 }
@@ -48,19 +55,25 @@ pub fn canonical_mount_point(path: &Path) -> Result<PathBuf, String> {
 pub fn call(mountpoint: &Path, request: &Request) -> Result<(Response, PathBuf), CallError> {
     let canonical = canonical_mount_point(mountpoint).map_err(CallError::Failed)?;
     let candidates = candidates(&canonical);
-    // A socket we may not even look at (EACCES) is still the daemon's: say so.
-    let Some(socket) = candidates
-        .iter()
-        .find(|p| std::fs::symlink_metadata(p).map_or_else(|e| e.kind() != ErrorKind::NotFound, |_| true))
-    else {
-        return Err(CallError::NoDaemon(format!(
-            "no mcfs daemon serves {} (no control socket {})",
-            canonical.display(),
-            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        )));
-    };
-    let response = call_socket(socket, request)?;
-    Ok((response, canonical))
+    let mut denied = None;
+    for socket in &candidates {
+        match call_socket(socket, request) {
+            // Absent, or left by a daemon that died: look further.
+            Err(CallError::NoDaemon(_)) => {}
+            Err(CallError::Denied(message)) => {
+                denied.get_or_insert(message);
+            }
+            answered => return answered.map(|response| (response, canonical)),
+        }
+    }
+    if let Some(message) = denied {
+        return Err(CallError::Denied(message));
+    }
+    Err(CallError::NoDaemon(format!(
+        "no mcfs daemon serves {} (no live control socket {})",
+        canonical.display(),
+        candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )))
 }
 
 fn candidates(canonical: &Path) -> Vec<PathBuf> {
@@ -87,7 +100,7 @@ pub fn call_socket(socket: &Path, request: &Request) -> Result<Response, CallErr
         let msg = format!("control socket {}: {} (has the daemon died?)", socket.display(), e);
         match e.raw_os_error() {
             Some(libc::ECONNREFUSED) | Some(libc::ENOENT) => CallError::NoDaemon(msg),
-            Some(libc::EACCES) => CallError::Failed(format!(
+            Some(libc::EACCES | libc::EPERM) => CallError::Denied(format!(
                 "control socket {}: {} (only root and the user who mounted may control this mount)",
                 socket.display(),
                 e
@@ -96,8 +109,25 @@ pub fn call_socket(socket: &Path, request: &Request) -> Result<Response, CallErr
         }
     })?;
     let failed = |e: std::io::Error| CallError::Failed(format!("control socket {}: {}", socket.display(), e));
-    protocol::send(&mut &stream, request).map_err(failed)?;
+    protocol::send(&mut NoSigpipe(&stream), request).map_err(failed)?;
     protocol::receive(&mut BufReader::new(&stream)).map_err(failed)
+}
+
+/// Writes to a socket with `MSG_NOSIGNAL`: a daemon that hung up early is an
+/// error to report, not a SIGPIPE that silently ends the command (commands
+/// run with SIGPIPE's default action; see `output`).
+struct NoSigpipe<'a>(&'a UnixStream);
+
+impl Write for NoSigpipe<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is the open stream's.
+        let sent = unsafe { libc::send(self.0.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        usize::try_from(sent).map_err(|_| std::io::Error::last_os_error())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A daemon's error as the user sees it: prefixed with the mount point

@@ -17,7 +17,7 @@ use crate::protocol::{Request, Response};
 use crate::record::{Recorder, TraceFile};
 use crate::ticker::{self, Ticker};
 use crate::user_input::UserInput;
-use crate::{battery, fg_watch, panic_guard, proc_table, signals, socket_path, unmount};
+use crate::{battery, fg_watch, logging, panic_guard, proc_table, signals, socket_path, unmount};
 use mcfs_core::ioprio::IoPriority;
 use mcfs_core::{Clock, DirBackend, Engine, IoClass, ManualClock, SystemClock};
 use mcfs_fuse::RequestObserver;
@@ -202,6 +202,7 @@ fn handle_request(live: &Live, request: Request) -> Response {
         Request::Stats => {
             let stats = serde_json::to_value(engine.stats()).and_then(|mut stats| {
                 stats["device_estimate"] = serde_json::to_value(live.backend.report())?;
+                stats["log"] = serde_json::to_value(logging::counts())?;
                 Ok(stats)
             });
             return match stats {
@@ -318,6 +319,7 @@ impl Running {
             }
         };
         self.control.close(CONTROL_DRAIN_WAIT);
+        logging::flush();
         status
     }
 }

@@ -6,7 +6,12 @@
 //! close-on-exec pipe, either "ready" (the mount is live) or why it failed;
 //! the parent prints that and exits 0 or 1. If the child dies first, the
 //! pipe closes empty and the parent says so and points at the log.
+//!
+//! The daemon's stdin, stdout and stderr are /dev/null: it logs only through
+//! `logging`, whose writes cannot fail, never through a stderr whose failure
+//! (a full disk under a log file) makes `eprintln!` panic.
 
+use crate::output::eprint_line;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -35,7 +40,7 @@ impl StartupReport {
         if self.pipe.is_some() {
             tracing::error!("{message}");
         } else {
-            eprintln!("mcfs: {message}");
+            eprint_line(&format!("mcfs: {message}"));
         }
         self.send(message.as_bytes());
     }
@@ -50,10 +55,9 @@ impl StartupReport {
 
 /// Forks. In the parent this never returns: it waits for the child's report
 /// and exits. In the child it returns the report handle, with the child in a
-/// new session, cwd `/`, stdin/stdout on /dev/null and stderr appended to `log`.
+/// new session, cwd `/`, stdin, stdout and stderr on /dev/null. `log` (opened
+/// by the caller) is named in the parent's message if the child dies.
 pub fn daemonize(log: &Path) -> Result<StartupReport, String> {
-    let log_file =
-        OpenOptions::new().create(true).append(true).open(log).map_err(|e| format!("{}: {}", log.display(), e))?;
     let null = OpenOptions::new().read(true).write(true).open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
     let (read_end, write_end) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     // SAFETY: the process is single-threaded here (see the module comment).
@@ -66,7 +70,7 @@ pub fn daemonize(log: &Path) -> Result<StartupReport, String> {
                 libc::setsid();
                 libc::dup2(null.as_raw_fd(), 0);
                 libc::dup2(null.as_raw_fd(), 1);
-                libc::dup2(log_file.as_raw_fd(), 2);
+                libc::dup2(null.as_raw_fd(), 2);
             }
             let report = StartupReport { pipe: Some(File::from(write_end)) };
             if let Err(e) = std::env::set_current_dir("/") {
@@ -89,9 +93,12 @@ fn wait_for_report(mut pipe: File, child: libc::pid_t, log: &Path) -> i32 {
         return 0;
     }
     if read.is_ok() && !report.is_empty() {
-        eprintln!("mcfs: {}", String::from_utf8_lossy(&report));
+        eprint_line(&format!("mcfs: {}", String::from_utf8_lossy(&report)));
     } else {
-        eprintln!("mcfs: the daemon (pid {child}) exited before the mount was ready; see {}", log.display());
+        eprint_line(&format!(
+            "mcfs: the daemon (pid {child}) exited before the mount was ready; see {}",
+            log.display()
+        ));
     }
     1
 }

@@ -1,31 +1,99 @@
-//! Logging with `tracing`, always to stderr: in the foreground that is the
-//! terminal; a daemon points its stderr at BACKING/.mcfs/mcfs.log first (see
-//! `daemonize`), so panic messages land in the same file as the log. The
+//! Logging with `tracing` (and fuser's `log` records, bridged), through one
+//! `LogSink`: stderr for commands and `--foreground`, else the daemon's log
+//! file, BACKING/.mcfs/mcfs.log (rotated at a size cap, mode 0600). Records
+//! at INFO and above are rate-limited per call site (`rate_limit`). The
 //! level comes from MCFS_LOG, else RUST_LOG, else the caller's default.
+//!
+//! Invariant: logging never panics and never fails its caller: a record the
+//! sink cannot write is dropped and counted (`counts`, shown by `mcfs stat`),
+//! and tracing-subscriber's own error messages (an `eprintln!`, which panics
+//! when stderr fails) are off. A daemon's stderr is /dev/null (see
+//! `daemonize`); its panic messages are logged here too (`panic_guard`).
 
+mod rate_limit;
+mod sink;
+
+use rate_limit::RateLimit;
+use sink::LogSink;
+pub use sink::{LogCounts, LogFile, Target};
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
+/// The daemon's log file in BACKING/.mcfs.
 pub const LOG_FILE: &str = "mcfs.log";
 
-pub fn log_path(backing: &Path) -> PathBuf {
-    backing.join(mcfs_core::STATE_DIR).join(LOG_FILE)
+/// The installed pipeline: the sink for `counts`, the limiter for `flush`.
+struct Installed {
+    sink: Arc<LogSink>,
+    limit: RateLimit,
 }
 
-pub fn init(default_level: &str) {
+static INSTALLED: OnceLock<Installed> = OnceLock::new();
+
+pub fn init(default_level: &str, target: Target) {
     let spec = ["MCFS_LOG", "RUST_LOG"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
         .unwrap_or_else(|| default_level.to_string());
-    let filter = EnvFilter::try_new(&spec).unwrap_or_else(|e| {
-        eprintln!("mcfs: ignoring bad log filter {spec:?}: {e}");
-        EnvFilter::new(default_level)
-    });
+    let (filter, bad_spec) = match EnvFilter::try_new(&spec) {
+        Ok(filter) => (filter, None),
+        Err(e) => (EnvFilter::new(default_level), Some(e)),
+    };
+    let ansi = matches!(target, Target::Stderr) && std::io::stderr().is_terminal();
+    let sink = Arc::new(LogSink::new(target));
+    let limit = RateLimit::new(sink.clone());
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_ansi(ansi)
+        .with_writer(SinkWriter(sink.clone()))
+        .log_internal_errors(false);
     // A second init (never expected) is harmless, so its error is ignored.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .try_init();
+    let installed = tracing_subscriber::registry().with(filter).with(limit.clone()).with(fmt).try_init();
+    if installed.is_ok() {
+        let _ = INSTALLED.set(Installed { sink, limit });
+    }
+    if let Some(e) = bad_spec {
+        tracing::warn!("ignoring bad log filter {spec:?}: {e}");
+    }
+}
+
+/// What happened to log records so far (all zero before `init`).
+pub fn counts() -> LogCounts {
+    INSTALLED.get().map_or_else(LogCounts::default, |i| i.sink.counts())
+}
+
+/// Writes the rate limit's pending summary lines (at exit).
+pub fn flush() {
+    if let Some(installed) = INSTALLED.get() {
+        installed.limit.flush();
+    }
+}
+
+/// Hands the fmt layer a writer that puts each formatted event into the
+/// sink as one record.
+struct SinkWriter(Arc<LogSink>);
+
+impl<'a> MakeWriter<'a> for SinkWriter {
+    type Writer = RecordWriter<'a>;
+
+    fn make_writer(&'a self) -> RecordWriter<'a> {
+        RecordWriter(&self.0)
+    }
+}
+
+struct RecordWriter<'a>(&'a LogSink);
+
+impl std::io::Write for RecordWriter<'_> {
+    /// Always "written": a record the sink drops is counted there.
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_record(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

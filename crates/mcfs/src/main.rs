@@ -1,6 +1,7 @@
 //! `mcfs`: the command-line program. Parses arguments and runs one command;
 //! a failed command prints `mcfs: <what failed and why>` on stderr and exits
-//! 1 (usage errors exit 2, from clap).
+//! 1 (usage errors exit 2, from clap). A command whose output pipe closes
+//! ends at once and silently, killed by SIGPIPE like `cat` (see `output`).
 
 mod backing_lock;
 mod battery;
@@ -17,6 +18,7 @@ mod fuse_mount;
 mod input_devices;
 mod logging;
 mod mountinfo;
+mod output;
 mod panic_guard;
 mod polling;
 mod preflight;
@@ -26,6 +28,7 @@ mod record;
 mod report;
 mod signals;
 mod socket_path;
+mod state_dir;
 mod stats_table;
 mod stop_signal;
 mod ticker;
@@ -36,7 +39,12 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() {
+    // Before parsing, so that `--help | head` ends quietly too.
+    output::sigpipe_ends_process(true);
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Mount(_) | Command::Flashdev(_)) {
+        output::sigpipe_ends_process(false);
+    }
     let result = match cli.command {
         Command::Mount(args) => commands::mount::run(args),
         Command::Umount(args) => with_logging(|| commands::umount::run(args)),
@@ -50,13 +58,13 @@ fn main() {
         Command::Flashdev(args) => commands::flashdev::run(args),
     };
     if let Err(message) = result {
-        eprintln!("mcfs: {message}");
+        output::eprint_line(&format!("mcfs: {message}"));
         std::process::exit(1);
     }
 }
 
 /// Short commands log only warnings unless MCFS_LOG / RUST_LOG say otherwise.
 fn with_logging(command: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
-    logging::init("warn");
+    logging::init("warn", logging::Target::Stderr);
     command()
 }

@@ -3,9 +3,11 @@
 //! fresh thread — the panicking one may hold engine locks, so the wait is
 //! bounded — detaches the mount so it does not linger as a dead endpoint,
 //! and exits non-zero. The orderly stop path claims the same flag first,
-//! so exactly one of the two runs the final shutdown.
+//! so exactly one of the two runs the final shutdown. The panic message goes
+//! to the log (a daemon's stderr is /dev/null; see `logging`).
 
 use mcfs_core::Engine;
+use std::backtrace::BacktraceStatus;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -20,9 +22,14 @@ static TARGET: OnceLock<(Arc<Engine>, PathBuf)> = OnceLock::new();
 
 pub fn install(engine: Arc<Engine>, mountpoint: PathBuf) {
     let _ = TARGET.set((engine, mountpoint));
-    let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        default_hook(info);
+        let thread = std::thread::current();
+        let backtrace = std::backtrace::Backtrace::capture();
+        let backtrace = match backtrace.status() {
+            BacktraceStatus::Captured => format!("\n{backtrace}"),
+            _ => String::new(),
+        };
+        tracing::error!("thread '{}' {info}{backtrace}", thread.name().unwrap_or("<unnamed>"));
         if !STOPPING.swap(true, Ordering::SeqCst) {
             emergency_stop();
         }
@@ -54,5 +61,6 @@ fn emergency_stop() -> ! {
             tracing::error!("panic: {e}");
         }
     }
+    crate::logging::flush();
     std::process::exit(PANIC_EXIT)
 }

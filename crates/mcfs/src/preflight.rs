@@ -4,6 +4,7 @@
 //! pass is BACKING/.mcfs created and the backing directory locked.
 
 use crate::backing_lock::BackingLock;
+use crate::state_dir::StateDir;
 use crate::{config_file, mountinfo};
 use mcfs_core::{Config, DirBackend};
 use mcfs_sim::device::DeviceProfile;
@@ -17,6 +18,8 @@ pub struct MountPlan {
     pub backing: PathBuf,
     pub mountpoint: PathBuf,
     pub config: Config,
+    /// BACKING/.mcfs, opened and checked; the log is opened in it.
+    pub state: StateDir,
     pub lock: BackingLock,
     /// Run on a virtual clock moved by `mcfs ctl advance` (`--virtual-clock`).
     pub virtual_clock: bool,
@@ -32,9 +35,9 @@ pub fn check(backing: &Path, mountpoint: &Path, config: Option<&Path>) -> Result
     }
     check_not_nested(&backing, &mountpoint)?;
     let config = config_file::load(config)?;
-    let lock = prepare_state_dir(&backing)?;
+    let (state, lock) = prepare_state_dir(&backing)?;
     let device = DeviceProfile::builtin("emmc").ok_or("the built-in emmc device profile is missing")?;
-    Ok(MountPlan { backing, mountpoint, config, lock, virtual_clock: false, device })
+    Ok(MountPlan { backing, mountpoint, config, state, lock, virtual_clock: false, device })
 }
 
 /// Canonical path of a directory that must exist. `role` says which argument it is.
@@ -79,22 +82,12 @@ pub fn open_backend(backing: &Path) -> Result<DirBackend, String> {
     DirBackend::new(backing).map_err(|e| e.to_string())
 }
 
-/// Creates BACKING/.mcfs (the writability test) and takes the backing lock.
-pub fn prepare_state_dir(backing: &Path) -> Result<BackingLock, String> {
-    let state = backing.join(mcfs_core::STATE_DIR);
-    match std::fs::create_dir(&state) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && state.is_dir() => {}
-        Err(e) => {
-            return Err(format!(
-                "backing directory {}: not writable: cannot create {}: {}",
-                backing.display(),
-                state.display(),
-                e
-            ))
-        }
-    }
-    BackingLock::acquire(backing)
+/// Creates BACKING/.mcfs (the writability test), checks it (`StateDir`) and
+/// takes the backing lock.
+pub fn prepare_state_dir(backing: &Path) -> Result<(StateDir, BackingLock), String> {
+    let state = StateDir::open(backing, true)?;
+    let lock = BackingLock::acquire(backing, &state)?;
+    Ok((state, lock))
 }
 
 #[cfg(test)]
@@ -166,6 +159,6 @@ mod tests {
         let d = dirs();
         std::fs::write(d.backing.join(".mcfs"), b"").unwrap();
         let err = check(&d.backing, &d.mnt, None).unwrap_err();
-        assert!(err.contains("not writable") && err.contains(".mcfs"), "{err}");
+        assert!(err.ends_with(".mcfs: is not a directory (mcfs keeps its state there)"), "{err}");
     }
 }

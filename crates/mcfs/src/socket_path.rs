@@ -2,8 +2,11 @@
 //!
 //! The name is derived from the canonical mount point alone, so a client that
 //! knows only MOUNTPOINT finds the socket: `<dir>/<escaped mount point>.sock`.
-//! `<dir>` is the first usable of /run/mcfs, $XDG_RUNTIME_DIR/mcfs and
-//! /tmp/mcfs-<uid>; it must be a real directory owned by the daemon's user
+//! `<dir>` depends on the daemon's uid alone (`dirs_of`), never on its
+//! environment, so a client of any user who knows the mount's owner (from
+//! mountinfo) looks in the right place: root's daemons use /run/mcfs, another
+//! user's /run/user/<uid>/mcfs when that user has a runtime directory, else
+//! /tmp/mcfs-<uid>. It must be a real directory owned by the daemon's user
 //! with mode 0700, so no other user can plant or reach a socket there.
 
 use std::io;
@@ -55,15 +58,21 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// Directories a daemon running as `uid` may use, in order of preference.
-pub fn candidate_dirs(uid: u32) -> Vec<PathBuf> {
-    let mut dirs = vec![PathBuf::from("/run/mcfs")];
-    if let Some(xdg) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        dirs.push(Path::new(&xdg).join("mcfs"));
+/// Directories a daemon running as `uid` uses, in order of preference: it
+/// takes the first it can make private (`daemon_socket`), a client tries
+/// them all. A user's runtime directory is preferred only when it is theirs
+/// (logind makes it at login, and may remove it at logout: a client also
+/// looks in /tmp/mcfs-<uid>, where a daemon started without one went).
+pub fn dirs_of(uid: u32) -> Vec<PathBuf> {
+    if uid == 0 {
+        return vec![PathBuf::from("/run/mcfs"), PathBuf::from("/tmp/mcfs-0")];
     }
-    dirs.push(PathBuf::from(format!("/run/user/{uid}/mcfs")));
-    dirs.push(PathBuf::from(format!("/tmp/mcfs-{uid}")));
-    dedup(dirs)
+    let runtime = PathBuf::from(format!("/run/user/{uid}"));
+    let tmp = PathBuf::from(format!("/tmp/mcfs-{uid}"));
+    match std::fs::symlink_metadata(&runtime) {
+        Ok(meta) if meta.is_dir() && meta.uid() == uid => vec![runtime.join("mcfs"), tmp],
+        _ => vec![tmp, runtime.join("mcfs")],
+    }
 }
 
 fn dedup(paths: Vec<PathBuf>) -> Vec<PathBuf> {
@@ -80,7 +89,7 @@ fn dedup(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 /// The error lists why each candidate was refused.
 pub fn daemon_socket(mount_point: &Path, uid: u32) -> Result<PathBuf, String> {
     let mut refusals = Vec::new();
-    for dir in candidate_dirs(uid) {
+    for dir in dirs_of(uid) {
         match ensure_private_dir(&dir, uid) {
             Ok(()) => return Ok(socket_file(&dir, mount_point)),
             Err(e) => refusals.push(format!("{}: {}", dir.display(), e)),
@@ -90,12 +99,9 @@ pub fn daemon_socket(mount_point: &Path, uid: u32) -> Result<PathBuf, String> {
 }
 
 /// Socket paths a client should try for `mount_point`, for a daemon run by
-/// `owner` (from mountinfo) or by the client's own user.
+/// `owner` (from mountinfo) first, then by the client's own user.
 pub fn client_candidates(mount_point: &Path, owner: Option<u32>, me: u32) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    for uid in owner.into_iter().chain(std::iter::once(me)) {
-        dirs.extend(candidate_dirs(uid));
-    }
+    let dirs = owner.into_iter().chain(std::iter::once(me)).flat_map(dirs_of).collect();
     dedup(dirs).iter().map(|d| socket_file(d, mount_point)).collect()
 }
 
@@ -166,17 +172,25 @@ mod tests {
     }
 
     #[test]
+    fn each_uid_has_its_own_dirs_whatever_the_environment() {
+        assert_eq!(dirs_of(0), [PathBuf::from("/run/mcfs"), PathBuf::from("/tmp/mcfs-0")]);
+        // No runtime directory for this uid: /tmp first.
+        let uid = 4_000_123;
+        assert_eq!(dirs_of(uid), [PathBuf::from("/tmp/mcfs-4000123"), PathBuf::from("/run/user/4000123/mcfs")]);
+        for other in [1000, 65534] {
+            assert!(dirs_of(other).iter().all(|d| !d.starts_with("/run/mcfs")), "root's dir is root's only");
+        }
+    }
+
+    #[test]
     fn client_tries_the_owners_dirs_first_without_duplicates() {
-        let c = client_candidates(Path::new("/m"), Some(1000), 0);
-        assert_eq!(c[0], PathBuf::from("/run/mcfs/m.sock"));
-        assert!(c.contains(&PathBuf::from("/tmp/mcfs-1000/m.sock")));
-        assert!(c.contains(&PathBuf::from("/tmp/mcfs-0/m.sock")));
+        let c = client_candidates(Path::new("/m"), Some(4_000_123), 0);
+        assert_eq!(c[0], PathBuf::from("/tmp/mcfs-4000123/m.sock"));
         let pos = |p: &str| c.iter().position(|x| x == Path::new(p)).unwrap();
-        assert!(pos("/tmp/mcfs-1000/m.sock") < pos("/tmp/mcfs-0/m.sock"));
-        let mut sorted = c.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(sorted.len(), c.len());
+        assert!(pos("/run/user/4000123/mcfs/m.sock") < pos("/run/mcfs/m.sock"));
+        assert!(pos("/run/mcfs/m.sock") < pos("/tmp/mcfs-0/m.sock"));
+        assert_eq!(c.len(), 4);
+        assert_eq!(client_candidates(Path::new("/m"), Some(0), 0).len(), 2, "no duplicates");
     }
 
     #[test]

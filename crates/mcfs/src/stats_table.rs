@@ -42,6 +42,9 @@ pub fn render(stats: &Value) -> String {
     if let Some(device) = top.get("device_estimate").and_then(Value::as_object) {
         out.push_str(&render_device(device));
     }
+    if let Some(log) = top.get("log").and_then(Value::as_object) {
+        out.push_str(&render_log(log));
+    }
     if let Some(apps) = top.get("apps").and_then(Value::as_object) {
         out.push_str(&render_apps(apps));
     }
@@ -60,6 +63,18 @@ fn render_device(device: &Map<String, Value>) -> String {
         count("flushes"),
         count("busy_ns") as f64 / 1e9,
         energy_nj as f64 / 1e9
+    )
+}
+
+/// What became of the daemon's log records (`logging`).
+fn render_log(log: &Map<String, Value>) -> String {
+    let count = |key: &str| log.get(key).and_then(Value::as_u64).unwrap_or(0);
+    format!(
+        "log\n  records written {}, dropped (could not be written) {}, rate-limited {}; rotations {}\n",
+        count("written"),
+        count("dropped"),
+        count("suppressed"),
+        count("rotated")
     )
 }
 

@@ -159,3 +159,45 @@ fn recover_refuses_bad_dirs_and_a_live_daemon() {
     assert_fails(&mcfs(&["mount", &s.s("back"), &s.s("mnt")]), &["in use by a running mcfs daemon"]);
     drop(lock);
 }
+
+/// The backing directory's owner plants links in BACKING/.mcfs to files of
+/// root's: `recover` and `mount` refuse, naming the link, and leave the
+/// target as it was (they used to truncate it, write a pid or log lines in it).
+#[test]
+fn planted_links_in_the_state_dir_are_refused_and_followed_nowhere() {
+    let s = Setup::new();
+    let victim = s.path("victim");
+    std::fs::write(&victim, b"root's file\n").unwrap();
+    let victim_dir = s.path("victim-dir");
+    std::fs::create_dir(&victim_dir).unwrap();
+    let state = s.path("back/.mcfs");
+    let untouched = || {
+        assert_eq!(std::fs::read(&victim).unwrap(), b"root's file\n");
+        assert_eq!(std::fs::read_dir(&victim_dir).unwrap().count(), 0);
+    };
+
+    std::os::unix::fs::symlink(&victim_dir, &state).unwrap();
+    for args in [&["recover", &s.s("back")][..], &["mount", &s.s("back"), &s.s("mnt")]] {
+        assert_fails(&mcfs(args), &[&format!("{}: is a symbolic link", state.display())]);
+        untouched();
+    }
+    std::fs::remove_file(&state).unwrap();
+    std::fs::create_dir(&state).unwrap();
+
+    let lock = state.join("lock");
+    std::os::unix::fs::symlink(&victim, &lock).unwrap();
+    for args in [&["recover", &s.s("back")][..], &["mount", &s.s("back"), &s.s("mnt")]] {
+        assert_fails(&mcfs(args), &[&format!("{}: is a symbolic link", lock.display())]);
+        untouched();
+    }
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::hard_link(&victim, &lock).unwrap();
+    assert_fails(&mcfs(&["recover", &s.s("back")]), &[&format!("{}: has 2 hard links", lock.display())]);
+    untouched();
+    std::fs::remove_file(&lock).unwrap();
+
+    let log = state.join("mcfs.log");
+    std::os::unix::fs::symlink(&victim, &log).unwrap();
+    assert_fails(&mcfs(&["mount", &s.s("back"), &s.s("mnt")]), &[&format!("{}: is a symbolic link", log.display())]);
+    untouched();
+}

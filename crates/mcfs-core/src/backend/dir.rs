@@ -13,8 +13,11 @@
 //! now at its path — every call that changes the namespace (create, symlink,
 //! link, remove, rename) drops the entries at and under the paths it touched,
 //! and an open that raced with such a change is not cached (generation
-//! check). Changes made to the directory by other processes while the
-//! backend is in use are not noticed.
+//! check). The same holds for the one directory descriptor kept for path
+//! resolution (the parent of the last path resolved: the engine loads a
+//! directory by a stat of each entry). Changes made to the directory by other
+//! processes while the backend is in use are not noticed; no symlink they
+//! plant is followed (see `at`).
 //!
 //! Targeted barriers: `sync` does not flush the whole backing file system
 //! (`syncfs` on a phone's shared /data also writes out every other app's
@@ -49,7 +52,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -80,6 +83,8 @@ struct CachedFd {
 #[derive(Default)]
 struct FdCache {
     entries: HashMap<PathBuf, CachedFd>,
+    /// The last parent directory opened for path resolution, and its path.
+    dir: Option<(PathBuf, Arc<OwnedFd>)>,
     /// Bumped by every namespace change; an open started under an older
     /// generation is not cached.
     generation: u64,
@@ -120,6 +125,21 @@ impl FdCache {
     fn forget_under(&mut self, key: &Path) {
         self.generation += 1;
         self.entries.retain(|path, _| !path.starts_with(key));
+        if self.dir.as_ref().is_some_and(|(path, _)| path.starts_with(key)) {
+            self.dir = None;
+        }
+    }
+
+    /// The kept directory descriptor of `path`, if that is the one kept.
+    fn dir(&self, path: &Path) -> Option<Arc<OwnedFd>> {
+        self.dir.as_ref().filter(|(kept, _)| kept == path).map(|(_, fd)| fd.clone())
+    }
+
+    /// Keeps `fd` as `path`'s descriptor unless the namespace changed since `opened_in`.
+    fn keep_dir(&mut self, opened_in: u64, path: &Path, fd: Arc<OwnedFd>) {
+        if opened_in == self.generation {
+            self.dir = Some((path.to_owned(), fd));
+        }
     }
 }
 
@@ -214,7 +234,22 @@ impl DirBackend {
 
     /// Where the canonical relative path `key` is, for the `*at` calls.
     fn locate(&self, key: &Path) -> io::Result<Location<'_>> {
-        Location::find(self.root_dir.as_fd(), key)
+        Location::find(self.root_dir.as_fd(), key, |parent| self.parent_dir(parent))
+    }
+
+    /// The directory `path` opened for resolution (see `at`): the kept one
+    /// if it is that, else newly opened and kept.
+    fn parent_dir(&self, path: &Path) -> io::Result<Arc<OwnedFd>> {
+        let generation = {
+            let fds = self.fds.lock();
+            if let Some(fd) = fds.dir(path) {
+                return Ok(fd);
+            }
+            fds.generation
+        };
+        let fd = Arc::new(at::open_dir_beneath(self.root_dir.as_fd(), path)?);
+        self.fds.lock().keep_dir(generation, path, fd.clone());
+        Ok(fd)
     }
 
     /// Checks `rel`, then runs `f` with its canonical form; errors come back
@@ -276,7 +311,7 @@ impl DirBackend {
 
     /// The path the xattr calls take to the object at `key`.
     fn xattr_path(&self, key: &Path) -> io::Result<XattrPath> {
-        XattrPath::new(&self.full(key), || self.locate(key))
+        XattrPath::new(&self.locate(key)?)
     }
 
     /// `syncfs`: flushes the whole backing file system.
@@ -897,6 +932,43 @@ mod tests {
         }
     }
 
+    /// The backing tree's owner replaces a directory by a symlink to a
+    /// directory of root's: no call through it touches what it leads to.
+    #[test]
+    fn a_planted_directory_symlink_leads_nowhere_outside_the_root() {
+        let (_dir, b) = backend();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("victim"), b"root's").unwrap();
+        let p = |s: &str| PathBuf::from(s);
+        b.create(&p("app"), FileKind::Dir, 0o755, 0).unwrap();
+        b.create(&p("app/data"), FileKind::Dir, 0o755, 0).unwrap();
+        fs::remove_dir(b.root().join("app/data")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), b.root().join("app/data")).unwrap();
+        let mode_before = fs::metadata(outside.path().join("victim")).unwrap().permissions().mode();
+        let f = p("app/data/victim");
+        let when = UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let results = [
+            b.write_at(&f, 0, b"overwritten"),
+            b.set_len(&f, 0),
+            b.create(&f, FileKind::File, 0o666, 0),
+            b.create(&p("app/data/new"), FileKind::Dir, 0o777, 0),
+            b.set_perm(&f, 0o666),
+            b.set_owner(&f, 4242, 4242),
+            b.set_times(&f, when, when),
+            b.set_xattr(&f, OsStr::new("user.k"), b"v"),
+            b.rename(&f, &p("stolen")),
+            b.link(&f, &p("stolen")),
+            b.remove_file(&f),
+        ];
+        for (i, result) in results.into_iter().enumerate() {
+            assert_eq!(errno_of(&result.unwrap_err()), libc::ENOTDIR, "call {i}");
+        }
+        assert_eq!(errno_of(&b.stat(&f).unwrap_err()), libc::ENOTDIR);
+        assert_eq!(fs::read(outside.path().join("victim")).unwrap(), b"root's");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 1);
+        assert_eq!(fs::metadata(outside.path().join("victim")).unwrap().permissions().mode(), mode_before);
+    }
+
     fn marked(b: &DirBackend) -> Vec<PathBuf> {
         b.dirty.pending().paths.expect("targeted barrier")
     }
@@ -1032,6 +1104,47 @@ mod tests {
         run("targeted", &|| b.sync());
         run("syncfs  ", &|| b.flush_everything());
         run("targeted", &|| b.sync());
+    }
+
+    /// Not a check: prints the cost per call of path resolution on a path
+    /// three directories deep: `stat`, a 4 KiB `write_at` whose descriptor
+    /// is cached, one whose descriptor is not (more files than the cache
+    /// holds), and create + unlink. Run with
+    /// `cargo test -p mcfs-core --release resolution_timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn resolution_timing() {
+        let (_dir, b) = backend();
+        let p = |s: String| PathBuf::from(s);
+        for d in ["a", "a/b", "a/b/c"] {
+            b.create(Path::new(d), FileKind::Dir, 0o755, 0).unwrap();
+        }
+        let files: Vec<PathBuf> = (0..2 * FD_CACHE_SIZE).map(|i| p(format!("a/b/c/f{i}"))).collect();
+        for f in &files {
+            b.create(f, FileKind::File, 0o644, 0).unwrap();
+        }
+        let page = vec![7u8; 4096];
+        let time = |label: &str, calls: u32, mut call: Box<dyn FnMut(u32) + '_>| {
+            let start = std::time::Instant::now();
+            for i in 0..calls {
+                call(i);
+            }
+            println!("{label}: {:?} per call", start.elapsed() / calls);
+        };
+        for _ in 0..2 {
+            time("stat                 ", 100_000, Box::new(|i| assert!(b.stat(&files[i as usize % 8]).is_ok())));
+            time("write_at, fd cached  ", 100_000, Box::new(|_| b.write_at(&files[0], 0, &page).unwrap()));
+            let n = files.len();
+            time("write_at, fd uncached", 50_000, Box::new(|i| b.write_at(&files[i as usize % n], 0, &page).unwrap()));
+            time(
+                "create + unlink      ",
+                20_000,
+                Box::new(|_| {
+                    b.create(Path::new("a/b/c/new"), FileKind::File, 0o644, 0).unwrap();
+                    b.remove_file(Path::new("a/b/c/new")).unwrap();
+                }),
+            );
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use crate::cli::{CtlAction, CtlArgs};
 use crate::control_client;
+use crate::output::print;
 use crate::protocol::{Request, Response};
 use std::path::Path;
 
@@ -32,8 +33,7 @@ pub fn run(args: CtlArgs) -> Result<(), String> {
         }
     };
     control_client::call_expect_done(&args.mountpoint, &request)?;
-    println!("{}: {done}", args.mountpoint.display());
-    Ok(())
+    print(&format!("{}: {done}\n", args.mountpoint.display()))
 }
 
 /// Prints the foreground app's name alone (`none` if there is none), for scripts.
@@ -42,8 +42,7 @@ fn print_foreground(mountpoint: &Path) -> Result<(), String> {
         Response::Foreground { app } => Ok(app),
         other => Err(other),
     })?;
-    println!("{}", app.as_deref().unwrap_or(NO_APP));
-    Ok(())
+    print(&format!("{}\n", app.as_deref().unwrap_or(NO_APP)))
 }
 
 fn mode_name(mode: mcfs_core::SyncMode) -> &'static str {

@@ -10,6 +10,7 @@
 
 use crate::control::ControlServer;
 use crate::daemonize::{self, StartupReport};
+use crate::logging::{LogFile, Target};
 use crate::protocol::{Request, Response};
 use crate::stop_signal::StopSignal;
 use crate::{logging, mountinfo, preflight, signals, socket_path, unmount};
@@ -17,6 +18,7 @@ use clap::Args;
 use mcfs_flashdev::{Flash, FlashFs};
 use mcfs_sim::device::scheduler::SchedPolicy;
 use mcfs_sim::device::DeviceProfile;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
@@ -81,8 +83,13 @@ struct Plan {
 pub fn run(args: FlashdevArgs) -> Result<(), String> {
     let foreground = args.foreground;
     let plan = check(args)?;
-    let report = if foreground { StartupReport::foreground() } else { daemonize::daemonize(&plan.log)? };
-    logging::init("info");
+    let (report, log) = if foreground {
+        (StartupReport::foreground(), Target::Stderr)
+    } else {
+        let log = open_log(&plan.log)?;
+        (daemonize::daemonize(log.path())?, Target::File(log))
+    };
+    logging::init("info", log);
     std::process::exit(serve(plan, report))
 }
 
@@ -102,6 +109,16 @@ fn check(args: FlashdevArgs) -> Result<Plan, String> {
         None => socket.with_extension("log"),
     };
     Ok(Plan { backing, mountpoint, profile, policy: args.scheduler, stats, threads: args.threads, socket, log })
+}
+
+/// The daemon's log file (absolute, see `check`), opened through its
+/// directory like the mount's log (`LogFile`: never through a symlink).
+fn open_log(path: &Path) -> Result<LogFile, String> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(format!("log file {}: not a file name", path.display()));
+    };
+    let dir = std::fs::File::open(dir).map_err(|e| format!("log file {}: {}: {e}", path.display(), dir.display()))?;
+    LogFile::open(dir.as_fd(), name, path)
 }
 
 /// The stats file with its directory made absolute (the daemon changes to /); refused under the
@@ -297,6 +314,7 @@ impl Running {
             }
         }
         self.control.close(CONTROL_DRAIN_WAIT);
+        logging::flush();
         status
     }
 }

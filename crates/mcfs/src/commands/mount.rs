@@ -5,6 +5,7 @@ use crate::daemon::Capture;
 use crate::daemonize::{self, StartupReport};
 use crate::fuse_mount::FuseSettings;
 use crate::input_devices::InputDevice;
+use crate::logging::{LogFile, Target};
 use crate::record::TraceFile;
 use crate::{daemon, fg_watch, logging, preflight};
 use mcfs_sim::device::DeviceProfile;
@@ -34,11 +35,12 @@ pub fn run(args: MountArgs) -> Result<(), String> {
             .transpose()?,
         input_devices: args.input_devices.iter().map(|path| InputDevice::open(path)).collect::<Result<_, _>>()?,
     };
-    let report = if args.foreground {
-        StartupReport::foreground()
+    let (report, log) = if args.foreground {
+        (StartupReport::foreground(), Target::Stderr)
     } else {
-        daemonize::daemonize(&logging::log_path(&plan.backing))?
+        let log = LogFile::open(plan.state.fd(), logging::LOG_FILE.as_ref(), &plan.state.file_path(logging::LOG_FILE))?;
+        (daemonize::daemonize(log.path())?, Target::File(log))
     };
-    logging::init("info");
+    logging::init("info", log);
     std::process::exit(daemon::serve(plan, fuse, capture, report))
 }

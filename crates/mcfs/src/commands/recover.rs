@@ -4,23 +4,16 @@
 
 use crate::backing_lock::BackingLock;
 use crate::cli::RecoverArgs;
+use crate::output::print;
 use crate::preflight;
+use crate::state_dir::StateDir;
 
 pub fn run(args: RecoverArgs) -> Result<(), String> {
     let backing = preflight::existing_dir("backing directory", &args.backing)?;
-    let state = backing.join(mcfs_core::STATE_DIR);
-    if !state.is_dir() {
-        return Err(format!(
-            "backing directory {}: no {} directory; not an mcfs backing store",
-            backing.display(),
-            mcfs_core::STATE_DIR
-        ));
-    }
-    let _lock = BackingLock::acquire(&backing)?;
+    let state = StateDir::open(&backing, false)?;
+    let _lock = BackingLock::acquire(&backing, &state)?;
     let backend = preflight::open_backend(&backing)?;
     let report = mcfs_core::journal::recover(&backend)
         .map_err(|e| format!("recovery of {} failed: {}", backing.display(), e))?;
-    println!("recovered {}", backing.display());
-    println!("{report}");
-    Ok(())
+    print(&format!("recovered {}\n{report}\n", backing.display()))
 }

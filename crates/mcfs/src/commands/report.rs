@@ -3,6 +3,7 @@
 //! FILE if missing), leaving everything outside the section's markers as it was.
 
 use crate::cli::ReportArgs;
+use crate::output::print;
 use crate::report::{fasttrack, fasttrack_results, mobifs, results, splice};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,26 +19,26 @@ pub fn run(args: ReportArgs) -> Result<(), String> {
         let groups = results::load(dir)?;
         let section = mobifs::build(&groups, PLOT_DIR)?;
         write_section(&args.out, "mobifs", &section.markdown, &section.plots)?;
-        println!(
-            "{}: MobiFS section from {} trace(s) in {} group(s); {} chart(s) in {}",
+        print(&format!(
+            "{}: MobiFS section from {} trace(s) in {} group(s); {} chart(s) in {}\n",
             args.out.display(),
             groups.iter().map(|g| g.traces.len()).sum::<usize>(),
             groups.len(),
             section.plots.len(),
             plot_dir(&args.out).display()
-        );
+        ))?;
     }
     if let Some(dir) = &args.fasttrack {
         let points = fasttrack_results::load(dir)?;
         let section = fasttrack::build(&points, PLOT_DIR)?;
         write_section(&args.out, "fasttrack", &section.markdown, &section.plots)?;
-        println!(
-            "{}: FastTrack section from {} run(s); {} chart(s) in {}",
+        print(&format!(
+            "{}: FastTrack section from {} run(s); {} chart(s) in {}\n",
             args.out.display(),
             points.runs(),
             section.plots.len(),
             plot_dir(&args.out).display()
-        );
+        ))?;
     }
     Ok(())
 }

@@ -12,9 +12,10 @@ mod fasttrack;
 mod progress;
 mod table;
 
-use crate::commands::trace::files::{print, TraceInput};
+use crate::commands::trace::files::TraceInput;
 use crate::commands::trace::parse_seconds;
 use crate::config_file;
+use crate::output::print;
 use clap::Args;
 use mcfs_sim::device::DeviceProfile;
 use mcfs_sim::replay::{ReplayOptions, Replayer};

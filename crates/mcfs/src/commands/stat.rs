@@ -2,6 +2,7 @@
 
 use crate::cli::StatArgs;
 use crate::control_client;
+use crate::output::print;
 use crate::protocol::{Request, Response};
 use crate::stats_table;
 
@@ -12,10 +13,8 @@ pub fn run(args: StatArgs) -> Result<(), String> {
     })?;
     if args.json {
         let text = serde_json::to_string_pretty(&stats).map_err(|e| format!("cannot print stats: {e}"))?;
-        println!("{text}");
+        print(&(text + "\n"))
     } else {
-        println!("mcfs on {}", mountpoint.display());
-        print!("{}", stats_table::render(&stats));
+        print(&format!("mcfs on {}\n{}", mountpoint.display(), stats_table::render(&stats)))
     }
-    Ok(())
 }

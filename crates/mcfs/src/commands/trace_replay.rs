@@ -11,6 +11,7 @@
 //! between two operations, never inside one); the JSON is written once the replay has ended.
 
 use super::trace::files::TraceInput;
+use crate::output::{eprint_line, print};
 use clap::Args;
 use mcfs_sim::live_replay::{LiveReplayReport, LiveReplayer, OpTiming};
 use mcfs_sim::TraceEvent;
@@ -73,20 +74,20 @@ pub fn run(args: &ReplayArgs) -> Result<(), String> {
     if let Some(file) = &args.json {
         write_json(file, &to_json(args, &report, passes, stopped))?;
     }
-    println!(
-        "replayed {} into {}: {} file operations done, {} skipped, {} other events ignored{}",
+    print(&format!(
+        "replayed {} into {}: {} file operations done, {} skipped, {} other events ignored{}\n",
         args.trace.display(),
         args.into.display(),
         report.done,
         report.skipped,
         report.ignored,
         if args.repeat { format!(" ({passes} whole passes)") } else { String::new() }
-    );
+    ))?;
     for (reason, count) in &report.skip_reasons {
-        eprintln!("mcfs: skipped {count} × {reason}");
+        eprint_line(&format!("mcfs: skipped {count} × {reason}"));
     }
     if report.left_open > 0 {
-        println!("{} opens were never closed in the trace (closed at the end)", report.left_open);
+        print(&format!("{} opens were never closed in the trace (closed at the end)\n", report.left_open))?;
     }
     Ok(())
 }

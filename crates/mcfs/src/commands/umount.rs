@@ -4,6 +4,7 @@
 
 use crate::cli::UmountArgs;
 use crate::control_client::{self, CallError};
+use crate::output::eprint_line;
 use crate::protocol::{Request, Response};
 use crate::{mountinfo, unmount};
 use std::path::Path;
@@ -18,7 +19,7 @@ pub fn run(args: UmountArgs) -> Result<(), String> {
         Ok((Response::Error { message }, mp)) => Err(control_client::daemon_error(&mp, &message)),
         Ok((other, mp)) => Err(format!("{}: unexpected answer from the daemon: {other:?}", mp.display())),
         Err(CallError::NoDaemon(why)) => fall_back(&args.mountpoint, &why),
-        Err(CallError::Failed(why)) => Err(why),
+        Err(CallError::Denied(why) | CallError::Failed(why)) => Err(why),
     }
 }
 
@@ -27,10 +28,10 @@ fn fall_back(mountpoint: &Path, why: &str) -> Result<(), String> {
     if mountinfo::mount_at(&canonical).is_none() {
         return Err(format!("{}: not mounted", canonical.display()));
     }
-    eprintln!(
+    eprint_line(&format!(
         "mcfs: {why}\nmcfs: unmounting {} with fusermount3 -u; writes the daemon had not checkpointed are lost, and the backing store is brought back to its last checkpoint at the next mount (or by `mcfs recover BACKING`)",
         canonical.display()
-    );
+    ));
     unmount::unmount(&canonical, false)?;
     control_client::remove_dead_sockets(&canonical);
     Ok(())
@@ -48,7 +49,10 @@ fn wait_for_exit(pid: u32, timeout: Option<Duration>) -> Result<(), String> {
             ));
         }
         if waited >= next_progress {
-            eprintln!("mcfs: waiting for daemon pid {pid} to finish its checkpoint ({}s)", waited.as_secs());
+            eprint_line(&format!(
+                "mcfs: waiting for daemon pid {pid} to finish its checkpoint ({}s)",
+                waited.as_secs()
+            ));
             next_progress += PROGRESS_EVERY;
         }
         std::thread::sleep(POLL);

@@ -311,9 +311,16 @@ impl Daemon {
 
     /// `mcfs mount` as a user runs it: it returns once the mount is live.
     pub fn daemonised(dirs: &Dirs, extra: &[&str]) -> Daemon {
+        Daemon::daemonised_with_env(dirs, extra, &[])
+    }
+
+    /// `daemonised` with extra environment variables for the daemon (`MCFS_LOG`, say).
+    pub fn daemonised_with_env(dirs: &Dirs, extra: &[&str], env: &[(&str, &str)]) -> Daemon {
         let log = dirs.next_log("mount");
         let args = dirs.mount_args(false, extra);
-        run_logged(mcfs_command(&args), &log).assert_success("mcfs mount");
+        let mut cmd = mcfs_command(&args);
+        cmd.envs(env.iter().copied());
+        run_logged(cmd, &log).assert_success("mcfs mount");
         assert!(fuse_mounted(&dirs.mnt), "mcfs mount returned 0 but {} is not a FUSE mount", dirs.mnt.display());
         // The daemon itself logs into the backing directory.
         let log = dirs.backing.join(".mcfs/mcfs.log");

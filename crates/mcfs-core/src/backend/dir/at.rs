@@ -1,15 +1,22 @@
 //! The system calls of `DirBackend`, addressed as (directory descriptor,
 //! name) so that any path the mount allows works in the backing store, even
 //! when the backing root's absolute path plus the relative path exceeds
-//! `PATH_MAX`.
+//! `PATH_MAX`, and so that no symlink in the backing tree is ever followed.
 //!
-//! A `Location` is found from the root's open descriptor: a relative path
-//! shorter than `PATH_MAX` is handed to the kernel whole (one lookup, as
-//! cheap as a path call); a longer one is reached by opening its parent one
-//! name at a time with `O_NOFOLLOW`, then naming the last component.
-//! Invariant: keys are canonical (plain names, no `..`), so a location never
-//! leaves the root through the path syntax. Errors are bare errnos; the
-//! caller labels them with the operation and path.
+//! A `Location` is found from the root's open descriptor: the parent
+//! directory is opened (`open_dir_beneath`; the caller may reuse one) with
+//! `openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)` (one lookup), or, on a
+//! kernel without `openat2` or past `PATH_MAX`, one name at a time with
+//! `O_NOFOLLOW`; the last name is then acted on with the `*at` calls, none
+//! of which follows it. A directory on the way that is a symlink is
+//! `ENOTDIR`, as in a `MemBackend`.
+//!
+//! Invariants: keys are canonical (plain names, no `..`), so a location never
+//! leaves the root through the path syntax, and no call follows a symlink
+//! anywhere in the path, so none leaves it through a link planted in the
+//! backing tree — the daemon often runs as root, and the tree's owner must
+//! not make it write elsewhere. Errors are bare errnos; the caller labels
+//! them with the operation and path.
 
 use crate::types::FileKind;
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -18,16 +25,18 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The longest path string the kernel takes, counting the terminating NUL.
 const PATH_MAX: usize = libc::PATH_MAX as usize;
 
 /// The directory a `Location`'s name is looked up in.
 enum DirFd<'a> {
-    /// The backing root (the name is the whole relative path).
+    /// The backing root, for a name directly in it.
     Root(BorrowedFd<'a>),
-    /// The parent of a long path, opened by walking its names.
-    Walked(OwnedFd),
+    /// The parent directory, opened by `open_dir_beneath`.
+    Opened(Arc<OwnedFd>),
 }
 
 /// An object in the backing store as the `*at` calls address it.
@@ -38,32 +47,31 @@ pub(super) struct Location<'a> {
 
 impl<'a> Location<'a> {
     /// Where the canonical relative path `key` is below the directory `root`
-    /// (the root itself is `.` in it).
-    pub(super) fn find(root: BorrowedFd<'a>, key: &Path) -> io::Result<Location<'a>> {
-        let bytes = key.as_os_str().as_bytes();
-        if bytes.is_empty() {
+    /// (the root itself is `.` in it); `parent_dir` opens the key's parent
+    /// when it is not the root (with `open_dir_beneath`, or a descriptor it
+    /// opened so before and knows to be still right).
+    pub(super) fn find(
+        root: BorrowedFd<'a>,
+        key: &Path,
+        parent_dir: impl FnOnce(&Path) -> io::Result<Arc<OwnedFd>>,
+    ) -> io::Result<Location<'a>> {
+        if key.as_os_str().is_empty() {
             return Ok(Location { dir: DirFd::Root(root), name: c".".to_owned() });
-        }
-        if bytes.len() < PATH_MAX {
-            return Ok(Location { dir: DirFd::Root(root), name: c_string(key.as_os_str())? });
         }
         let (Some(parent), Some(name)) = (key.parent(), key.file_name()) else {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         };
-        let mut walked: Option<OwnedFd> = None;
-        for dir_name in parent {
-            let at = walked.as_ref().map_or(root.as_raw_fd(), |fd| fd.as_raw_fd());
-            let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-            walked = Some(open_at(at, &c_string(dir_name)?, flags, 0)?);
-        }
-        let dir = walked.map_or(DirFd::Root(root), DirFd::Walked);
+        let dir = match parent.as_os_str().is_empty() {
+            true => DirFd::Root(root),
+            false => DirFd::Opened(parent_dir(parent)?),
+        };
         Ok(Location { dir, name: c_string(name)? })
     }
 
     fn dir_fd(&self) -> RawFd {
         match &self.dir {
             DirFd::Root(fd) => fd.as_raw_fd(),
-            DirFd::Walked(fd) => fd.as_raw_fd(),
+            DirFd::Opened(fd) => fd.as_raw_fd(),
         }
     }
 
@@ -71,9 +79,9 @@ impl<'a> Location<'a> {
         self.name.as_ptr()
     }
 
-    /// `openat` (always close-on-exec).
+    /// `openat`, never following a final symlink (always close-on-exec).
     pub(super) fn open(&self, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
-        open_at(self.dir_fd(), &self.name, flags, mode)
+        open_at(self.dir_fd(), &self.name, flags | libc::O_NOFOLLOW, mode)
     }
 
     /// `lstat`: never follows a final symlink.
@@ -134,10 +142,11 @@ impl<'a> Location<'a> {
         check(unsafe { libc::fchownat(self.dir_fd(), self.name(), uid, gid, libc::AT_SYMLINK_NOFOLLOW) })
     }
 
-    /// `chmod`, which follows a final symlink: callers check for one first
-    /// (Linux cannot change a symlink's mode).
+    /// `chmod` without following a final symlink: `EOPNOTSUPP` on one
+    /// (Linux cannot change a symlink's mode), so a symlink that replaced the
+    /// object since the caller looked changes nothing elsewhere.
     pub(super) fn chmod(&self, perm: u32) -> io::Result<()> {
-        check(unsafe { libc::fchmodat(self.dir_fd(), self.name(), perm, 0) })
+        check(unsafe { libc::fchmodat(self.dir_fd(), self.name(), perm, libc::AT_SYMLINK_NOFOLLOW) })
     }
 
     /// Sets atime and mtime, without following a final symlink.
@@ -149,7 +158,7 @@ impl<'a> Location<'a> {
     /// Names and kinds in this directory, without `.` and `..`, in the order
     /// the file system gives them. `ENOTDIR` for a symlink, even to a directory.
     pub(super) fn list(&self) -> io::Result<Vec<(OsString, FileKind)>> {
-        let fd = self.open(libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)?;
+        let fd = self.open(libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
         let mut stream = DirStream::new(fd)?;
         let mut out = Vec::new();
         while let Some(entry) = stream.next_entry()? {
@@ -226,50 +235,101 @@ pub(super) fn kind_of_mode(mode: u32) -> io::Result<FileKind> {
 }
 
 /// A path the extended-attribute calls (which have no `*at` form) can take
-/// to an object: its absolute path when that fits in `PATH_MAX`, else
-/// `/proc/self/fd/N` of an `O_PATH` descriptor of it. The calls must follow
-/// the latter — the magic link leads to the object itself, symlink or not —
-/// and must not follow the former.
+/// to an object: `/proc/self/fd/N` of an `O_PATH` descriptor of it, opened
+/// through its `Location` (so no symlink on the way is followed). The calls
+/// follow that magic link, which leads to the object itself, symlink or not.
 pub(super) struct XattrPath {
     path: CString,
-    follow: bool,
-    /// Keeps a `/proc/self/fd` path valid.
-    _object: Option<OwnedFd>,
+    /// Keeps the `/proc/self/fd` path valid.
+    _object: OwnedFd,
 }
 
 impl XattrPath {
-    /// For the object at absolute path `full`, found by `locate` when `full` is too long.
-    pub(super) fn new<'a>(full: &Path, locate: impl FnOnce() -> io::Result<Location<'a>>) -> io::Result<XattrPath> {
-        if full.as_os_str().len() < PATH_MAX {
-            return Ok(XattrPath { path: c_string(full.as_os_str())?, follow: false, _object: None });
-        }
-        let object = locate()?.open(libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+    pub(super) fn new(at: &Location) -> io::Result<XattrPath> {
+        let object = at.open(libc::O_PATH, 0)?;
         let path = CString::new(format!("/proc/self/fd/{}", object.as_raw_fd()))
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        Ok(XattrPath { path, follow: true, _object: Some(object) })
+        Ok(XattrPath { path, _object: object })
     }
 
     pub(super) fn get(&self, name: &CStr) -> io::Result<Vec<u8>> {
-        let call = if self.follow { libc::getxattr } else { libc::lgetxattr };
-        sized_query(|buf, len| unsafe { call(self.path.as_ptr(), name.as_ptr(), buf, len) })
+        sized_query(|buf, len| unsafe { libc::getxattr(self.path.as_ptr(), name.as_ptr(), buf, len) })
     }
 
     /// The names, NUL-separated as the kernel gives them.
     pub(super) fn list(&self) -> io::Result<Vec<u8>> {
-        let call = if self.follow { libc::listxattr } else { libc::llistxattr };
-        sized_query(|buf, len| unsafe { call(self.path.as_ptr(), buf.cast(), len) })
+        sized_query(|buf, len| unsafe { libc::listxattr(self.path.as_ptr(), buf.cast(), len) })
     }
 
     pub(super) fn set(&self, name: &CStr, value: &[u8]) -> io::Result<()> {
-        let call = if self.follow { libc::setxattr } else { libc::lsetxattr };
-        let ret = unsafe { call(self.path.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+        let ret = unsafe { libc::setxattr(self.path.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
         check(ret)
     }
 
     pub(super) fn remove(&self, name: &CStr) -> io::Result<()> {
-        let call = if self.follow { libc::removexattr } else { libc::lremovexattr };
-        check(unsafe { call(self.path.as_ptr(), name.as_ptr()) })
+        check(unsafe { libc::removexattr(self.path.as_ptr(), name.as_ptr()) })
     }
+}
+
+/// Opens the directory `path` (canonical, not empty) below `root` for use as
+/// an `*at` base, following no symlink on the way (`ENOTDIR` for one).
+pub(super) fn open_dir_beneath(root: BorrowedFd, path: &Path) -> io::Result<OwnedFd> {
+    let opened = match path.as_os_str().len() < PATH_MAX {
+        true => openat2_beneath(root, path).unwrap_or_else(|| walk(root, path)),
+        false => walk(root, path),
+    };
+    opened.map_err(|e| match e.raw_os_error() {
+        // RESOLVE_NO_SYMLINKS met a symlink.
+        Some(libc::ELOOP) => io::Error::from_raw_os_error(libc::ENOTDIR),
+        _ => e,
+    })
+}
+
+/// Set once `openat2` turned out to be missing (Linux before 5.6, or filtered
+/// out): `walk` then.
+static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
+
+/// `openat2(root, path, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS |
+/// RESOLVE_BENEATH)`; `None` if the call is not available.
+fn openat2_beneath(root: BorrowedFd, path: &Path) -> Option<io::Result<OwnedFd>> {
+    if NO_OPENAT2.load(Ordering::Relaxed) {
+        return None;
+    }
+    let path = match c_string(path.as_os_str()) {
+        Ok(path) => path,
+        Err(e) => return Some(Err(e)),
+    };
+    // SAFETY: open_how is plain data; all-zero is valid (and its fields are set below).
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_BENEATH;
+    // SAFETY: `path` is NUL-terminated and `how` is an open_how of the size passed.
+    let fd = unsafe {
+        libc::syscall(libc::SYS_openat2, root.as_raw_fd(), path.as_ptr(), &how, std::mem::size_of::<libc::open_how>())
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        // EPERM: a container's seccomp filter that predates openat2.
+        if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+            NO_OPENAT2.store(true, Ordering::Relaxed);
+            return None;
+        }
+        return Some(Err(e));
+    }
+    // SAFETY: openat2 returned a new descriptor that nothing else owns.
+    Some(Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }))
+}
+
+/// Opens the directory `path` below `root` one name at a time, none followed
+/// if it is a symlink.
+fn walk(root: BorrowedFd, path: &Path) -> io::Result<OwnedFd> {
+    let mut walked: Option<OwnedFd> = None;
+    for name in path {
+        let at = walked.as_ref().map_or(root.as_raw_fd(), |fd| fd.as_raw_fd());
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        walked = Some(open_at(at, &c_string(name)?, flags, 0)?);
+    }
+    walked.ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
 fn open_at(dir: RawFd, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
@@ -316,6 +376,43 @@ fn sized_query(mut call: impl FnMut(*mut libc::c_void, usize) -> libc::ssize_t) 
         let e = io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::ERANGE) {
             return Err(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+
+    type Resolver<'a> = dyn Fn(&Path) -> io::Result<OwnedFd> + 'a;
+
+    /// `openat2` and the walk used without it (or past `PATH_MAX`) resolve
+    /// alike: the same directory, and `ENOTDIR` through a symlink or a file.
+    #[test]
+    fn both_resolvers_refuse_symlinks_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/file"), b"").unwrap();
+        std::os::unix::fs::symlink("b", dir.path().join("a/link")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("a"), dir.path().join("abs")).unwrap();
+        let root = std::fs::File::open(dir.path()).unwrap();
+        let root = root.as_fd();
+        let ino = |fd: OwnedFd| std::fs::File::from(fd).metadata().unwrap().ino();
+        let resolvers: [(&str, &Resolver); 2] =
+            [("openat2", &|p| openat2_beneath(root, p).expect("openat2 on this kernel")), ("walk", &|p| walk(root, p))];
+        let expected = std::fs::metadata(dir.path().join("a/b")).unwrap().ino();
+        for (name, resolve) in resolvers {
+            assert_eq!(ino(resolve(Path::new("a/b")).unwrap()), expected, "{name}");
+            let errno = |p: &str| resolve(Path::new(p)).err().and_then(|e| e.raw_os_error());
+            assert_eq!(errno("a/missing"), Some(libc::ENOENT), "{name}");
+            assert_eq!(errno("a/file"), Some(libc::ENOTDIR), "{name}");
+        }
+        for through in ["a/link", "abs", "abs/b"] {
+            assert_eq!(walk(root, Path::new(through)).unwrap_err().raw_os_error(), Some(libc::ENOTDIR), "{through}");
+            let err = open_dir_beneath(root, Path::new(through)).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR), "{through}");
         }
     }
 }

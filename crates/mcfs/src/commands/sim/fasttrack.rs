@@ -15,8 +15,9 @@
 //! Invariant: the output is a pure function of the traces, the config, the device and the options (the
 //! simulator is deterministic), and `--json` prints one line that starts with `{"fg_seconds":`.
 
-use crate::commands::trace::files::{print, TraceInput};
+use crate::commands::trace::files::TraceInput;
 use crate::commands::trace::parse_seconds;
+use crate::output::print;
 use clap::Args;
 use mcfs_core::Config;
 use mcfs_sim::device::scheduler::SchedPolicy;

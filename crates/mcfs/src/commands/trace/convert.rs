@@ -2,7 +2,8 @@
 //! form, normalized). The input's form is told by its first bytes; both forms hold the same events, so the
 //! conversion is lossless both ways (docs/TRACE_FORMAT.md).
 
-use super::files::{print, write_trace, Form, TraceInput};
+use super::files::{write_trace, Form, TraceInput};
+use crate::output::print;
 use clap::Args;
 use std::path::PathBuf;
 

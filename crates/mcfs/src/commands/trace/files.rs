@@ -11,7 +11,7 @@ use mcfs_sim::text::{TextReader, TextWriter};
 use mcfs_sim::{TraceError, TraceEvent};
 use std::cell::Cell;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -202,12 +202,6 @@ pub fn write_trace(
         output.write(&event?)?;
     }
     output.commit()
-}
-
-/// Prints `text` on stdout; a closed pipe is an error, not a panic.
-pub fn print(text: &str) -> Result<(), String> {
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("writing to stdout: {e}"))
 }
 
 #[cfg(test)]

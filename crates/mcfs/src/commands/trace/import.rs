@@ -5,7 +5,8 @@
 //! and leaves no output file (see `files::write_trace`). Options of the other format are usage errors, so
 //! a mistyped command is not silently half-applied.
 
-use super::files::{open_input, print, write_trace, Form};
+use super::files::{open_input, write_trace, Form};
+use crate::output::print;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, ValueEnum};
 use mcfs_sim::import::csv::{ColumnSpec, CsvImporter, CsvOptions, TimeUnit};

@@ -1,7 +1,8 @@
 //! `mcfs trace stats FILE [--json]`: what a trace holds — events by kind, per app (events, bytes read and
 //! written, flushes, inputs) and its time span — read in one streaming pass.
 
-use super::files::{print, TraceInput};
+use super::files::TraceInput;
+use crate::output::print;
 use crate::stats_table::human_bytes;
 use clap::Args;
 use mcfs_sim::text::op_name;

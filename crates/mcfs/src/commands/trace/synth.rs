@@ -5,8 +5,9 @@
 //! Invariant: the same options give the same file, byte for byte; events are streamed to the output, so
 //! memory does not grow with the duration.
 
-use super::files::{print, write_trace, Form};
+use super::files::{write_trace, Form};
 use super::parse_seconds;
+use crate::output::print;
 use clap::Args;
 use mcfs_sim::synth::fasttrack::{self, FastTrackKind, FastTrackSpec};
 use mcfs_sim::synth::{self, SynthSpec};
