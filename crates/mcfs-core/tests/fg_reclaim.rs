@@ -102,6 +102,12 @@ impl Backend for CountingBackend {
     fn statfs(&self) -> io::Result<FsStats> {
         self.inner.statfs()
     }
+    fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.fallocate(path, mode, offset, len)
+    }
+    fn data_extents(&self, path: &Path) -> io::Result<Vec<std::ops::Range<u64>>> {
+        self.inner.data_extents(path)
+    }
 }
 
 /// Distinct bytes per file and offset, so a misplaced page shows.

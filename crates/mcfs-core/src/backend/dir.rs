@@ -31,12 +31,13 @@
 
 mod at;
 mod dirty;
+mod space;
 
 use super::error::{at_path, two_path_error};
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr};
-use crate::types::{FileKind, FsStats, PAGE_SIZE};
+use crate::types::{FallocMode, FileKind, FsStats, PAGE_SIZE};
 use at::{c_string, check, kind_of_mode, Location, XattrPath};
 use dirty::{DirtySet, Pending};
 use parking_lot::{Mutex, RwLock};
@@ -410,6 +411,7 @@ fn attr_of(st: &libc::stat) -> io::Result<BackendAttr> {
         atime: system_time(st.st_atime, st.st_atime_nsec),
         mtime: system_time(st.st_mtime, st.st_mtime_nsec),
         ctime: system_time(st.st_ctime, st.st_ctime_nsec),
+        blocks: st.st_blocks.try_into().unwrap_or(0),
     })
 }
 
@@ -687,6 +689,19 @@ impl Backend for DirBackend {
             bsize: u32::try_from(bsize).unwrap_or(u32::MAX),
             namelen: u32::try_from(st.f_namemax).unwrap_or(u32::MAX),
         })
+    }
+
+    fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()> {
+        self.on_path("fallocate", path, |key| {
+            let done = self.file(key, Access::Write).and_then(|file| space::fallocate(&file, mode, offset, len));
+            // marked even on failure: part of it may have happened
+            self.dirty.mark(key);
+            done
+        })
+    }
+
+    fn data_extents(&self, path: &Path) -> io::Result<Vec<std::ops::Range<u64>>> {
+        self.on_path("seek data", path, |key| space::data_extents(&*self.file(key, Access::Read)?))
     }
 }
 
