@@ -48,11 +48,36 @@ pub struct Engine {
 const NAME_MAX: usize = 255;
 
 /// What `mknod`, `mkdir`, `symlink` and `create` make.
-struct NewNode<'a> {
-    kind: FileKind,
-    perm: u32,
-    rdev: u32,
-    target: Option<&'a OsStr>,
+pub(crate) struct NewNode<'a> {
+    pub kind: FileKind,
+    pub perm: u32,
+    pub rdev: u32,
+    pub target: Option<&'a OsStr>,
+}
+
+/// The attributes of a new inode `ino` that `caller` makes in a directory
+/// with attributes `dir`: a set-group-id directory passes on its group,
+/// and to a new directory the set-group-id bit.
+fn fresh_attr(dir: &Attr, caller: Caller, ino: Ino, node: &NewNode, now: std::time::SystemTime) -> Attr {
+    let inherit_gid = dir.perm & libc::S_ISGID != 0;
+    let mut perm = node.perm & 0o7777;
+    if node.kind == FileKind::Dir && inherit_gid {
+        perm |= libc::S_ISGID;
+    }
+    Attr {
+        ino,
+        kind: node.kind,
+        perm,
+        nlink: if node.kind == FileKind::Dir { 2 } else { 1 },
+        uid: caller.uid,
+        gid: if inherit_gid { dir.gid } else { caller.gid },
+        size: node.target.map_or(0, |t| t.len() as u64),
+        rdev: node.rdev,
+        atime: now,
+        mtime: now,
+        ctime: now,
+        blocks: 0,
+    }
 }
 
 pub(crate) fn check_name(parent: Ino, name: &OsStr) -> FsResult<()> {
@@ -146,6 +171,7 @@ impl Engine {
         let mut st = self.state.lock();
         st.inode(ino)?;
         if let Some(size) = set.size {
+            st.load_space(&self.store(), ino)?;
             st.truncate(ino, size, now)?;
         }
         let app = st.app_of_uid(caller.uid);
@@ -235,37 +261,26 @@ impl Engine {
     }
 
     /// Makes a new inode named `name` in `parent` and logs it.
-    fn new_node(&self, st: &mut State, caller: Caller, parent: Ino, name: &OsStr, node: NewNode) -> FsResult<Attr> {
-        let NewNode { kind, perm, rdev, target } = node;
+    pub(crate) fn new_node(
+        &self,
+        st: &mut State,
+        caller: Caller,
+        parent: Ino,
+        name: &OsStr,
+        node: NewNode,
+    ) -> FsResult<Attr> {
         let now = self.clock.now();
         if st.find(&self.store(), parent, name)?.is_some() {
             return Err(Errno::EEXIST);
         }
-        let dir = st.inode(parent)?;
-        if dir.attr.nlink == 0 {
+        if st.inode(parent)?.attr.nlink == 0 {
             return Err(Errno::ENOENT);
-        }
-        let inherit_gid = dir.attr.perm & libc::S_ISGID != 0;
-        let gid = if inherit_gid { dir.attr.gid } else { caller.gid };
-        let mut perm = perm & 0o7777;
-        if kind == FileKind::Dir && inherit_gid {
-            perm |= libc::S_ISGID;
         }
         let app = st.app_of_uid(caller.uid);
         let ino = st.new_ino();
-        let attr = Attr {
-            ino,
-            kind,
-            perm,
-            nlink: if kind == FileKind::Dir { 2 } else { 1 },
-            uid: caller.uid,
-            gid,
-            size: target.map_or(0, |t| t.len() as u64),
-            rdev,
-            atime: now,
-            mtime: now,
-            ctime: now,
-        };
+        let attr = fresh_attr(&st.inode(parent)?.attr, caller, ino, &node, now);
+        let NewNode { kind, rdev, target, .. } = node;
+        let (perm, gid) = (attr.perm, attr.gid);
         let mut inode = Inode::new(attr.clone(), app, parent);
         inode.symlink_target = target.map(OsStr::to_owned);
         st.inodes.insert(ino, inode);
@@ -282,7 +297,39 @@ impl Engine {
             None => LogEntry::Create { ino, parent, name: name.to_owned(), kind, perm, rdev, uid: attr.uid, gid },
         };
         st.log(app, entry, &[parent, ino], now);
+        // The backing store would stamp the object with the checkpoint's
+        // time: its own times are logged when the VCT closes.
+        st.apps.list[app].open.touch(ino);
         st.apps.list[app].open.touch(parent);
+        Ok(attr)
+    }
+
+    /// `open(O_TMPFILE)`: a regular file in no directory, opened (one open
+    /// and one kernel reference). It lives as an orphan until a `link`
+    /// names it; closed before that, it is gone (and needs no operation at
+    /// all if that happens before a checkpoint takes its creation).
+    pub fn tmpfile(&self, caller: Caller, parent: Ino, perm: u32) -> FsResult<Attr> {
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        let dir = st.inode(parent)?;
+        if dir.attr.kind != FileKind::Dir {
+            return Err(Errno::ENOTDIR);
+        }
+        if dir.attr.nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let app = st.app_of_uid(caller.uid);
+        let ino = st.new_ino();
+        let node = NewNode { kind: FileKind::File, perm, rdev: 0, target: None };
+        let attr = Attr { nlink: 0, ..fresh_attr(&st.inode(parent)?.attr, caller, ino, &node, now) };
+        let mut inode = Inode::new(attr.clone(), app, parent);
+        (inode.lookups, inode.opens) = (1, 1);
+        st.inodes.insert(ino, inode);
+        let entry = LogEntry::Tmpfile { ino, perm: attr.perm, uid: attr.uid, gid: attr.gid };
+        // Made in `parent` (which must exist), though not named there: it
+        // builds on whoever made the directory.
+        st.log(app, entry, &[parent, ino], now);
+        st.apps.list[app].open.touch(ino);
         Ok(attr)
     }
 
@@ -501,24 +548,6 @@ impl Engine {
         let app = st.inode(ino)?.app;
         st.note_staleness(app, now);
         Ok(())
-    }
-
-    /// `fallocate` mode 0 (allocate, extending the size) and KEEP_SIZE; other modes give EOPNOTSUPP.
-    pub fn fallocate(&self, ino: Ino, offset: u64, len: u64, mode: i32) -> FsResult<()> {
-        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
-        if len == 0 {
-            return Err(Errno::EINVAL);
-        }
-        let mut st = self.state.lock();
-        if st.inode(ino)?.attr.kind != FileKind::File {
-            return Err(Errno::ENODEV);
-        }
-        match mode {
-            0 if end > st.inode(ino)?.attr.size => st.truncate(ino, end, self.clock.now()),
-            0 => Ok(()),
-            libc::FALLOC_FL_KEEP_SIZE => Ok(()),
-            _ => Err(Errno::ENOTSUP),
-        }
     }
 
     /// fsync / fdatasync of one file: absorbed in memory mode (the policy may

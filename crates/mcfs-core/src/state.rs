@@ -309,7 +309,8 @@ impl State {
     }
 
     /// Bookkeeping once a batch of VCTs is durable and applied: their pages
-    /// become clean, their truncates stop hiding backing data.
+    /// become clean, their truncates, punched holes and zeroed ranges stop
+    /// hiding backing data.
     pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>, now: SystemTime) {
         let mut touched = Vec::new();
         let total: u64 = batch.iter().map(|v| v.bytes).sum::<u64>().max(1);
@@ -336,6 +337,11 @@ impl State {
                             inode.pending_truncates.retain(|(v, _)| *v != vct.id);
                             inode.backing_valid_len =
                                 inode.pending_truncates.iter().map(|(_, s)| *s).min().unwrap_or(u64::MAX);
+                        }
+                    }
+                    ClosedEntry::Other(LogEntry::Fallocate { ino, .. }) => {
+                        if let Some(inode) = self.inodes.get_mut(&ino) {
+                            inode.pending_zeroed.retain(|(v, _)| *v != vct.id);
                         }
                     }
                     ClosedEntry::Other(_) => {}
@@ -385,5 +391,6 @@ pub fn attr_from_backend(ino: Ino, a: &BackendAttr) -> Attr {
         atime: a.atime,
         mtime: a.mtime,
         ctime: a.ctime,
+        blocks: a.blocks,
     }
 }

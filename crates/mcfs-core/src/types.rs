@@ -122,12 +122,8 @@ pub struct Attr {
     pub atime: SystemTime,
     pub mtime: SystemTime,
     pub ctime: SystemTime,
-}
-
-impl Attr {
-    pub fn blocks(&self) -> u64 {
-        self.size.div_ceil(512)
-    }
+    /// 512-byte blocks allocated (`st_blocks`): holes take none.
+    pub blocks: u64,
 }
 
 /// A time to set: a given instant, or "now" by the engine's clock.
@@ -175,6 +171,11 @@ pub enum RenameMode {
     Replace,
     NoReplace,
     Exchange,
+    /// RENAME_WHITEOUT: a rename that leaves a whiteout (a character
+    /// device 0:0) at the old name; replaces an existing target.
+    Whiteout,
+    /// RENAME_WHITEOUT | RENAME_NOREPLACE.
+    WhiteoutNoReplace,
 }
 
 /// `statfs` as the mount reports it.
