@@ -28,7 +28,9 @@ fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
             | LogEntry::SetOwner { ino, .. }
             | LogEntry::SetTimes { ino, .. }
             | LogEntry::SetXattr { ino, .. }
-            | LogEntry::RemoveXattr { ino, .. } => Some(*ino),
+            | LogEntry::RemoveXattr { ino, .. }
+            | LogEntry::Fallocate { ino, .. }
+            | LogEntry::Tmpfile { ino, .. } => Some(*ino),
             LogEntry::Write { .. } | LogEntry::Link { .. } | LogEntry::Rename { .. } | LogEntry::Exchange { .. } => {
                 None
             }
@@ -39,6 +41,8 @@ fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
 /// Non-directory inodes created and removed within one batch, never linked
 /// or renamed, and no longer open: a batch commits atomically, so they need no operation at
 /// all (SQLite's rollback journal and temporary files are the common case).
+/// An `O_TMPFILE` file is born without a name: unless a link names it, it
+/// is gone once closed.
 pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &dyn Fn(Ino) -> bool) -> HashSet<Ino> {
     #[derive(Default)]
     struct Life {
@@ -55,6 +59,10 @@ pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &
                 lives.entry(*ino).or_default().created = true
             }
             LogEntry::Symlink { ino, .. } => lives.entry(*ino).or_default().created = true,
+            LogEntry::Tmpfile { ino, .. } => {
+                let life = lives.entry(*ino).or_default();
+                (life.created, life.removed) = (true, true);
+            }
             LogEntry::Unlink { ino, .. } => lives.entry(*ino).or_default().removed = true,
             LogEntry::Link { ino, .. } | LogEntry::Rename { ino, .. } => lives.entry(*ino).or_default().moved = true,
             LogEntry::Exchange { .. } => return HashSet::new(), // rare: keep everything
@@ -116,7 +124,13 @@ impl Compiler<'_> {
                 let (Some(existing), Some(new)) = (self.tree.path(*ino), self.tree.child_path(*parent, name)) else {
                     return;
                 };
-                self.ops.push(JournalOp::Link { existing, new });
+                // An orphan (an O_TMPFILE file) moves to its first name rather
+                // than keep a second one under `.mcfs/orphans/`.
+                if self.tree.is_orphan(*ino) {
+                    self.ops.push(JournalOp::Rename { from: existing, to: new });
+                } else {
+                    self.ops.push(JournalOp::Link { existing, new });
+                }
                 self.tree.add_link(*ino, *parent, name);
             }
             LogEntry::Unlink { ino, parent, name } => self.remove_name(*ino, *parent, name),
@@ -155,6 +169,15 @@ impl Compiler<'_> {
             }
             LogEntry::RemoveXattr { ino, name } => {
                 self.on_path(*ino, |path| JournalOp::RemoveXattr { path, name: name.clone() })
+            }
+            LogEntry::Fallocate { ino, mode, offset, len } => {
+                self.on_path(*ino, |path| JournalOp::Fallocate { path, mode: *mode, offset: *offset, len: *len })
+            }
+            LogEntry::Tmpfile { ino, perm, uid, gid } => {
+                let path = orphan_path(*ino);
+                self.ops.push(JournalOp::Create { path: path.clone(), kind: FileKind::File, perm: *perm, rdev: 0 });
+                self.owner(path, *uid, *gid, Some(*perm));
+                self.tree.make_orphan(*ino);
             }
         }
     }

@@ -70,11 +70,37 @@ impl Tried {
 }
 
 /// What `mknod`, `mkdir`, `symlink` and `create` make.
-struct NewNode<'a> {
-    kind: FileKind,
-    perm: NewPerm,
-    rdev: u32,
-    target: Option<&'a OsStr>,
+pub(crate) struct NewNode<'a> {
+    pub kind: FileKind,
+    pub perm: NewPerm,
+    pub rdev: u32,
+    pub target: Option<&'a OsStr>,
+}
+
+/// The attributes of a new inode `ino` that `caller` makes in a directory
+/// with attributes `dir`, with permission bits `perm` (umask or default ACL
+/// applied): a set-group-id directory passes on its group, and to a new
+/// directory the set-group-id bit.
+fn fresh_attr(dir: &Attr, caller: Caller, ino: Ino, node: &NewNode, perm: u32, now: std::time::SystemTime) -> Attr {
+    let inherit_gid = dir.perm & libc::S_ISGID != 0;
+    let mut perm = perm & 0o7777;
+    if node.kind == FileKind::Dir && inherit_gid {
+        perm |= libc::S_ISGID;
+    }
+    Attr {
+        ino,
+        kind: node.kind,
+        perm,
+        nlink: if node.kind == FileKind::Dir { 2 } else { 1 },
+        uid: caller.uid,
+        gid: if inherit_gid { dir.gid } else { caller.gid },
+        size: node.target.map_or(0, |t| t.len() as u64),
+        rdev: node.rdev,
+        atime: now,
+        mtime: now,
+        ctime: now,
+        blocks: 0,
+    }
 }
 
 pub(crate) fn check_name(parent: Ino, name: &OsStr) -> FsResult<()> {
@@ -176,6 +202,7 @@ impl Engine {
         }
         if let Some(size) = set.size {
             self.limits.check_size(size)?;
+            st.load_space(&self.store(), ino)?;
             st.truncate(ino, size, now)?;
         }
         let app = st.app_of_uid(caller.uid);
@@ -270,37 +297,27 @@ impl Engine {
     }
 
     /// Makes a new inode named `name` in `parent` and logs it.
-    fn new_node(&self, st: &mut State, caller: Caller, parent: Ino, name: &OsStr, node: NewNode) -> FsResult<Attr> {
-        let NewNode { kind, perm, rdev, target } = node;
+    pub(crate) fn new_node(
+        &self,
+        st: &mut State,
+        caller: Caller,
+        parent: Ino,
+        name: &OsStr,
+        node: NewNode,
+    ) -> FsResult<Attr> {
         let now = self.clock.now();
         if st.find(&self.store(), parent, name)?.is_some() {
             return Err(Errno::EEXIST);
         }
-        let dir = st.inode(parent)?;
-        if dir.attr.nlink == 0 {
+        if st.inode(parent)?.attr.nlink == 0 {
             return Err(Errno::ENOENT);
         }
-        let inherit_gid = dir.attr.perm & libc::S_ISGID != 0;
-        let gid = if inherit_gid { dir.attr.gid } else { caller.gid };
-        let (mut perm, xattrs) = self.new_object_perm(st, parent, kind, perm)?;
-        if kind == FileKind::Dir && inherit_gid {
-            perm |= libc::S_ISGID;
-        }
+        let (perm, xattrs) = self.new_object_perm(st, parent, node.kind, node.perm)?;
         let app = st.app_of_uid(caller.uid);
         let ino = st.new_ino();
-        let attr = Attr {
-            ino,
-            kind,
-            perm,
-            nlink: if kind == FileKind::Dir { 2 } else { 1 },
-            uid: caller.uid,
-            gid,
-            size: target.map_or(0, |t| t.len() as u64),
-            rdev,
-            atime: now,
-            mtime: now,
-            ctime: now,
-        };
+        let attr = fresh_attr(&st.inode(parent)?.attr, caller, ino, &node, perm, now);
+        let NewNode { kind, rdev, target, .. } = node;
+        let (perm, gid) = (attr.perm, attr.gid);
         let mut inode = Inode::new(attr.clone(), app, parent);
         inode.symlink_target = target.map(OsStr::to_owned);
         let inherited: Vec<LogEntry> = xattrs
@@ -325,7 +342,48 @@ impl Engine {
         for entry in inherited {
             st.log(app, entry, &[ino], now);
         }
+        // The backing store would stamp the object with the checkpoint's
+        // time: its own times are logged when the VCT closes.
+        st.apps.list[app].open.touch(ino);
         st.apps.list[app].open.touch(parent);
+        Ok(attr)
+    }
+
+    /// `open(O_TMPFILE)`: a regular file in no directory, opened (one open
+    /// and one kernel reference). It lives as an orphan until a `link`
+    /// names it; closed before that, it is gone (and needs no operation at
+    /// all if that happens before a checkpoint takes its creation).
+    pub fn tmpfile(&self, caller: Caller, parent: Ino, perm: impl Into<NewPerm>) -> FsResult<Attr> {
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        let dir = st.inode(parent)?;
+        if dir.attr.kind != FileKind::Dir {
+            return Err(Errno::ENOTDIR);
+        }
+        if dir.attr.nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let node = NewNode { kind: FileKind::File, perm: perm.into(), rdev: 0, target: None };
+        let (perm, xattrs) = self.new_object_perm(&mut st, parent, node.kind, node.perm)?;
+        let app = st.app_of_uid(caller.uid);
+        let ino = st.new_ino();
+        let attr = Attr { nlink: 0, ..fresh_attr(&st.inode(parent)?.attr, caller, ino, &node, perm, now) };
+        let mut inode = Inode::new(attr.clone(), app, parent);
+        (inode.lookups, inode.opens) = (1, 1);
+        let inherited: Vec<LogEntry> = xattrs
+            .iter()
+            .map(|(name, value)| LogEntry::SetXattr { ino, name: name.clone(), value: value.clone() })
+            .collect();
+        inode.xattrs = Some(xattrs);
+        st.inodes.insert(ino, inode);
+        let entry = LogEntry::Tmpfile { ino, perm: attr.perm, uid: attr.uid, gid: attr.gid };
+        // Made in `parent` (which must exist), though not named there: it
+        // builds on whoever made the directory.
+        st.log(app, entry, &[parent, ino], now);
+        for entry in inherited {
+            st.log(app, entry, &[ino], now);
+        }
+        st.apps.list[app].open.touch(ino);
         Ok(attr)
     }
 
@@ -638,25 +696,6 @@ impl Engine {
             CacheRoom::CheckpointBackground if !tried.background => Some(Trigger::Background),
             CacheRoom::CheckpointBackground | CacheRoom::CheckpointAll => Some(Trigger::Memory),
         })
-    }
-
-    /// `fallocate` mode 0 (allocate, extending the size) and KEEP_SIZE; other modes give EOPNOTSUPP.
-    pub fn fallocate(&self, ino: Ino, offset: u64, len: u64, mode: i32) -> FsResult<()> {
-        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
-        if len == 0 {
-            return Err(Errno::EINVAL);
-        }
-        self.limits.check_size(end)?;
-        let mut st = self.state.lock();
-        if st.inode(ino)?.attr.kind != FileKind::File {
-            return Err(Errno::ENODEV);
-        }
-        match mode {
-            0 if end > st.inode(ino)?.attr.size => st.truncate(ino, end, self.clock.now()),
-            0 => Ok(()),
-            libc::FALLOC_FL_KEEP_SIZE => Ok(()),
-            _ => Err(Errno::ENOTSUP),
-        }
     }
 
     /// fsync / fdatasync of one file: absorbed in memory mode (the policy may

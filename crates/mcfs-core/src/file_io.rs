@@ -1,6 +1,7 @@
 //! File data through the cache: reads fill pages from the backing store,
 //! writes go into pages and the file's app's write log, truncates cut pages
-//! and hide backing data beyond the new end until they commit.
+//! and hide backing data beyond the new end until they commit (as pending
+//! punched holes and zeroed ranges hide theirs, see `file_space`).
 //!
 //! Reclaim (`make_room`): with `fasttrack.reclaim` on and a foreground app
 //! set, pages go in FastTrack's order (§4.3) — background clean, background
@@ -157,6 +158,7 @@ impl State {
         let end = offset.checked_add(data.len() as u64).filter(|e| *e <= MAX_FILE_SIZE).ok_or(Errno::EFBIG)?;
         let app = inode.app;
         let owner = self.accessor(ino)?;
+        self.load_space(store, ino)?;
         let open = self.apps.list[app].open.id;
         let started_in = piece.and_then(|(tid, _)| self.continued_write(tid, ino, offset, now));
         let trailing = started_in.filter(|vct| *vct != open);
@@ -193,6 +195,7 @@ impl State {
         inode.attr.size = inode.attr.size.max(end);
         inode.data_gen += 1;
         inode.touch_mtime(now);
+        crate::file_space::wrote(inode, offset, end);
         match trailing {
             Some(vct) => self.write_trailing(vct, ino, offset, end),
             None => inode.last_change = Some((app, vct)),
@@ -232,6 +235,7 @@ impl State {
             inode.pending_truncates.push((vct, size));
             inode.backing_valid_len = inode.backing_valid_len.min(size);
         }
+        crate::file_space::truncated(inode, size);
         inode.attr.size = size;
         inode.data_gen += 1;
         inode.touch_mtime(now);
@@ -241,7 +245,7 @@ impl State {
 }
 
 /// Largest file size: what a backing file system's `off_t` can hold.
-const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+pub(crate) const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
 /// Pages to read from the backing store at most at once (128 KiB).
 const MAX_FETCH_PAGES: u64 = 32;
@@ -254,6 +258,9 @@ pub struct Miss {
     /// Bytes of backing data the file may show: its size, or less where a
     /// pending truncate cut the backing data off.
     valid: u64,
+    /// Byte ranges within the run that pending punched holes and zeroed
+    /// ranges cleared: zeros whatever the backing store still has there.
+    zeroed: Vec<std::ops::Range<u64>>,
     /// The file's data generation when the miss was found.
     gen: u64,
 }
@@ -261,7 +268,8 @@ pub struct Miss {
 impl Miss {
     fn new(inode: &Inode, ino: Ino, first: u64, pages: u64) -> Miss {
         let valid = inode.backing_valid_len.min(inode.attr.size);
-        Miss { ino, first, pages, valid, gen: inode.data_gen }
+        let zeroed = crate::file_space::zeroed_within(inode, first * PAGE_SIZE..(first + pages) * PAGE_SIZE);
+        Miss { ino, first, pages, valid, zeroed, gen: inode.data_gen }
     }
 }
 
@@ -283,6 +291,9 @@ pub fn fetch(store: &Store, miss: &Miss) -> FsResult<Vec<Arc<PageBuf>>> {
                 got += n;
             }
         }
+    }
+    for range in &miss.zeroed {
+        buf[(range.start - start) as usize..(range.end - start) as usize].fill(0);
     }
     Ok(buf.chunks_exact(PAGE_SIZE as usize).map(|c| Arc::new(<PageBuf>::try_from(c).expect("page-sized"))).collect())
 }

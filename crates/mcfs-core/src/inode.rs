@@ -3,10 +3,12 @@
 //! on first use; once loaded, the in-memory listing is authoritative.
 
 use crate::cache::PageMap;
+use crate::file_space::SpaceMap;
 use crate::types::*;
 use crate::vct::AppId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
+use std::ops::Range;
 use std::time::SystemTime;
 
 pub struct Inode {
@@ -27,6 +29,13 @@ pub struct Inode {
     /// Sizes of truncates still pending in the write log, oldest first, with
     /// the sequence number of the log entry that made them.
     pub pending_truncates: Vec<(u64, u64)>,
+    /// Byte ranges pending punch-holes and zero-ranges cleared, with the id
+    /// of the VCT that logged each: backing data there must not be read
+    /// until that VCT commits (zeros until a newer write says otherwise).
+    pub pending_zeroed: Vec<(u64, Range<u64>)>,
+    /// Which pages hold data or reserved space, once an operation changed
+    /// that (`file_space`); `None`: as the backing file has it.
+    pub space: Option<SpaceMap>,
     /// Bumped by every write and truncate: a read that fetched pages without
     /// the state lock caches them only if this did not change meanwhile.
     pub data_gen: u64,
@@ -56,6 +65,8 @@ impl Inode {
             xattrs: None,
             pages: PageMap::default(),
             pending_truncates: Vec::new(),
+            pending_zeroed: Vec::new(),
+            space: None,
             data_gen: 0,
             lookups: 0,
             opens: 0,

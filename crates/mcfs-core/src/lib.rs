@@ -19,6 +19,7 @@ pub mod config;
 pub mod dispatch;
 mod engine;
 mod file_io;
+mod file_space;
 mod foreground;
 mod histogram;
 mod inode;

@@ -1,7 +1,9 @@
-//! `rename(2)` and `renameat2(2)` (RENAME_NOREPLACE, RENAME_EXCHANGE) on the
-//! live namespace, logged as one entry in the caller's app's write log.
+//! `rename(2)` and `renameat2(2)` (RENAME_NOREPLACE, RENAME_EXCHANGE,
+//! RENAME_WHITEOUT) on the live namespace, logged as one entry in the
+//! caller's app's write log (a whiteout adds the creation of its device
+//! node at the old name, in the same VCT).
 
-use crate::engine::{check_name, Engine};
+use crate::engine::{check_name, Engine, NewNode};
 use crate::state::State;
 use crate::types::*;
 use crate::vct::{AppId, LogEntry};
@@ -20,6 +22,16 @@ impl Engine {
         check_name(new_parent, new_name)?;
         check_name(parent, name)?;
         self.limits.check_name(new_name)?;
+        let whiteout = matches!(mode, RenameMode::Whiteout | RenameMode::WhiteoutNoReplace);
+        // A whiteout is a character device: only root can make one in the backing store.
+        if whiteout && !self.preserve_owner {
+            return Err(Errno::EPERM);
+        }
+        let mode = match mode {
+            RenameMode::Whiteout => RenameMode::Replace,
+            RenameMode::WhiteoutNoReplace => RenameMode::NoReplace,
+            other => other,
+        };
         let now = self.clock.now();
         let mut st = self.state.lock();
         let src = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
@@ -90,6 +102,10 @@ impl Engine {
         st.log(app, entry, &touched, now);
         if let Some(dst) = dst {
             st.drop_if_unreferenced(dst, &self.tree);
+        }
+        if whiteout {
+            let node = NewNode { kind: FileKind::CharDev, perm: 0.into(), rdev: 0, target: None };
+            self.new_node(&mut st, caller, parent, name, node)?;
         }
         Ok(())
     }

@@ -318,7 +318,8 @@ impl State {
     }
 
     /// Bookkeeping once a batch of VCTs is durable and applied: their pages
-    /// become clean, their truncates stop hiding backing data.
+    /// become clean, their truncates, punched holes and zeroed ranges stop
+    /// hiding backing data.
     pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>, now: SystemTime) {
         self.space.changed();
         let mut touched = Vec::new();
@@ -348,6 +349,12 @@ impl State {
                             inode.pending_truncates.retain(|(v, _)| *v != vct.id);
                             inode.backing_valid_len =
                                 inode.pending_truncates.iter().map(|(_, s)| *s).min().unwrap_or(u64::MAX);
+                        }
+                    }
+                    ClosedEntry::Other(LogEntry::Fallocate { ino, mode, offset, len }) => {
+                        self.committed_entry(&LogEntry::Fallocate { ino, mode, offset, len });
+                        if let Some(inode) = self.inodes.get_mut(&ino) {
+                            inode.pending_zeroed.retain(|(v, _)| *v != vct.id);
                         }
                     }
                     ClosedEntry::Other(e) => self.committed_entry(&e),
@@ -398,5 +405,6 @@ pub fn attr_from_backend(ino: Ino, a: &BackendAttr) -> Attr {
         atime: a.atime,
         mtime: a.mtime,
         ctime: a.ctime,
+        blocks: a.blocks,
     }
 }

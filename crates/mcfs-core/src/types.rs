@@ -39,6 +39,8 @@ impl Errno {
     pub const ENOTSUP: Errno = Errno(libc::EOPNOTSUPP);
     pub const ELOOP: Errno = Errno(libc::ELOOP);
     pub const ENODEV: Errno = Errno(libc::ENODEV);
+    pub const ENXIO: Errno = Errno(libc::ENXIO);
+    pub const ESPIPE: Errno = Errno(libc::ESPIPE);
 
     pub fn from_io(e: &std::io::Error) -> Errno {
         Errno(crate::backend::errno_of(e))
@@ -120,12 +122,8 @@ pub struct Attr {
     pub atime: SystemTime,
     pub mtime: SystemTime,
     pub ctime: SystemTime,
-}
-
-impl Attr {
-    pub fn blocks(&self) -> u64 {
-        self.size.div_ceil(512)
-    }
+    /// 512-byte blocks allocated (`st_blocks`): holes take none.
+    pub blocks: u64,
 }
 
 /// A time to set: a given instant, or "now" by the engine's clock.
@@ -173,6 +171,11 @@ pub enum RenameMode {
     Replace,
     NoReplace,
     Exchange,
+    /// RENAME_WHITEOUT: a rename that leaves a whiteout (a character
+    /// device 0:0) at the old name; replaces an existing target.
+    Whiteout,
+    /// RENAME_WHITEOUT | RENAME_NOREPLACE.
+    WhiteoutNoReplace,
 }
 
 /// `statfs` as the mount reports it.
@@ -208,5 +211,44 @@ pub struct NewPerm {
 impl From<u32> for NewPerm {
     fn from(perm: u32) -> NewPerm {
         NewPerm { perm, umask: 0 }
+    }
+}
+
+/// What a `fallocate(2)` that leaves the data in place does to a range of a
+/// regular file (the shifting modes, collapse and insert, are writes and a
+/// truncate; see `file_space`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FallocMode {
+    /// Mode 0 or `FALLOC_FL_KEEP_SIZE`: reserves space; the data stays,
+    /// holes read as zeros still. Without `keep_size` the size grows to the
+    /// end of the range.
+    Allocate { keep_size: bool },
+    /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`: the range reads as
+    /// zeros and its whole pages take no space; the size stays.
+    PunchHole,
+    /// `FALLOC_FL_ZERO_RANGE`: the range reads as zeros and keeps its space;
+    /// without `keep_size` the size grows to the end of the range.
+    ZeroRange { keep_size: bool },
+}
+
+impl FallocMode {
+    /// Whether the bytes of the range become zeros.
+    pub fn zeroes(self) -> bool {
+        !matches!(self, FallocMode::Allocate { .. })
+    }
+
+    /// Whether the size grows to the end of the range (if it is beyond it).
+    pub fn extends(self) -> bool {
+        matches!(self, FallocMode::Allocate { keep_size: false } | FallocMode::ZeroRange { keep_size: false })
+    }
+
+    /// The `fallocate(2)` mode bits.
+    pub fn bits(self) -> i32 {
+        let keep = |k: bool| if k { libc::FALLOC_FL_KEEP_SIZE } else { 0 };
+        match self {
+            FallocMode::Allocate { keep_size } => keep(keep_size),
+            FallocMode::PunchHole => libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            FallocMode::ZeroRange { keep_size } => libc::FALLOC_FL_ZERO_RANGE | keep(keep_size),
+        }
     }
 }

@@ -101,6 +101,21 @@ pub enum LogEntry {
         ino: Ino,
         name: OsString,
     },
+    /// `fallocate` of bytes `offset..offset+len` (see `FallocMode`).
+    Fallocate {
+        ino: Ino,
+        mode: FallocMode,
+        offset: u64,
+        len: u64,
+    },
+    /// An `O_TMPFILE` file: a regular file without a name, kept as an
+    /// orphan in the backing store until a `Link` names it.
+    Tmpfile {
+        ino: Ino,
+        perm: u32,
+        uid: u32,
+        gid: u32,
+    },
 }
 
 /// The open VCT of an app.
@@ -158,26 +173,66 @@ impl OpenVct {
     /// replay keeps its surviving bytes. Returns the pages dropped from this
     /// VCT (the caller unpins them).
     pub fn record_truncate(&mut self, ino: Ino, size: u64, now: SystemTime) -> Vec<u64> {
+        let boundary = size / PAGE_SIZE;
+        let partial = !size.is_multiple_of(PAGE_SIZE);
+        self.record_over_pages(
+            ino,
+            boundary..=u64::MAX,
+            LogEntry::SetLen { ino, size },
+            |page| partial && page == boundary,
+            now,
+        )
+    }
+
+    /// Records a punch-hole or zero-range `entry` that clears bytes
+    /// `start..end` of `ino` (`start < end`), a file of `size` bytes, as
+    /// `record_truncate` does: write entries of pages wholly inside are
+    /// voided (their bytes are zeros now), those of the partly cleared pages
+    /// at either end move after the entry. A voided write may be what made
+    /// the file `size` bytes long, so then the size is recorded first, as a
+    /// truncate to `size` (which moves the entry of the page holding the end
+    /// of file after it, since later writes may still extend that page).
+    pub fn record_zeroing(&mut self, ino: Ino, (start, end): (u64, u64), size: u64, entry: LogEntry, now: SystemTime) {
+        let whole = start.div_ceil(PAGE_SIZE)..end / PAGE_SIZE;
+        if !whole.is_empty() && self.page_entries.range((ino, whole.start)..(ino, whole.end)).next().is_some() {
+            self.record_truncate(ino, size, now);
+        }
+        let partly = |page: u64| page * PAGE_SIZE < start || (page + 1) * PAGE_SIZE > end;
+        self.record_over_pages(ino, start / PAGE_SIZE..=(end - 1) / PAGE_SIZE, entry, partly, now);
+    }
+
+    /// Records `entry`, which changes `pages` of `ino`: their write entries
+    /// are voided, and those of the pages `keeps` names are recorded again
+    /// after it (replay then writes their surviving bytes after the change).
+    /// Returns the voided pages not recorded again.
+    fn record_over_pages(
+        &mut self,
+        ino: Ino,
+        pages: std::ops::RangeInclusive<u64>,
+        entry: LogEntry,
+        keeps: impl Fn(u64) -> bool,
+        now: SystemTime,
+    ) -> Vec<u64> {
         self.note_time(now);
         self.data_inodes.insert(ino);
-        let boundary = size / PAGE_SIZE;
-        let cut: Vec<(u64, usize)> =
-            self.page_entries.range((ino, boundary)..=(ino, u64::MAX)).map(|(&(_, page), &at)| (page, at)).collect();
+        let (first, last) = (*pages.start(), *pages.end());
+        let hit: Vec<(u64, usize)> =
+            self.page_entries.range((ino, first)..=(ino, last)).map(|(&(_, page), &at)| (page, at)).collect();
         let mut dropped = Vec::new();
-        let mut keep_boundary = false;
-        for (page, at) in cut {
+        let mut kept = Vec::new();
+        for (page, at) in hit {
             self.entries[at] = None;
             self.page_entries.remove(&(ino, page));
-            if page == boundary && !size.is_multiple_of(PAGE_SIZE) {
-                keep_boundary = true;
+            if keeps(page) {
+                kept.push(page);
             } else {
                 dropped.push(page);
             }
         }
-        self.entries.push(Some(LogEntry::SetLen { ino, size }));
-        if keep_boundary {
-            self.page_entries.insert((ino, boundary), self.entries.len());
-            self.entries.push(Some(LogEntry::Write { ino, page: boundary }));
+        self.entries.push(Some(entry));
+        for page in kept {
+            self.page_entries.insert((ino, page), self.entries.len());
+            self.entries.push(Some(LogEntry::Write { ino, page }));
         }
         dropped
     }
@@ -267,6 +322,38 @@ mod tests {
         // A later write to the boundary page lands after the truncate.
         assert!(!v.record_write(3, 1, 10, UNIX_EPOCH));
         assert_eq!(writes(&mut v), ["W0", "T4106", "W1"]);
+    }
+
+    #[test]
+    fn zeroing_voids_covered_pages_and_moves_partly_cleared_ones_after_it() {
+        let mut v = OpenVct::new(0);
+        for p in 0..5 {
+            v.record_write(3, p, 4096, UNIX_EPOCH);
+        }
+        v.record_write(4, 2, 4096, UNIX_EPOCH);
+        let punch = LogEntry::Fallocate { ino: 3, mode: FallocMode::PunchHole, offset: 4000, len: 8300 };
+        v.record_zeroing(3, (4000, 12300), 5 * 4096, punch, UNIX_EPOCH);
+        // Pages 1 and 2 are wholly cleared: a later write is a new entry after the punch.
+        assert!(v.record_write(3, 1, 10, UNIX_EPOCH));
+        let punch =
+            format!("{:?}", LogEntry::Fallocate { ino: 3, mode: FallocMode::PunchHole, offset: 4000, len: 8300 });
+        // The size the voided writes made is recorded before the punch.
+        assert_eq!(writes(&mut v), ["W4", "W2", "T20480", &punch, "W0", "W3", "W1"]);
+    }
+
+    /// Regression (crash seed 132006278164): the size recorded for voided
+    /// writes cut off a later write that extended the end-of-file page.
+    #[test]
+    fn a_zeroing_keeps_the_end_of_file_page_after_the_size_it_records() {
+        let mut v = OpenVct::new(0);
+        v.record_write(3, 3, 4096, UNIX_EPOCH);
+        v.record_write(3, 10, 54, UNIX_EPOCH);
+        let punch = LogEntry::Fallocate { ino: 3, mode: FallocMode::PunchHole, offset: 12288, len: 4096 };
+        v.record_zeroing(3, (12288, 16384), 41014, punch, UNIX_EPOCH);
+        assert!(!v.record_write(3, 10, 455, UNIX_EPOCH), "the end-of-file page keeps its one entry");
+        let punch =
+            format!("{:?}", LogEntry::Fallocate { ino: 3, mode: FallocMode::PunchHole, offset: 12288, len: 4096 });
+        assert_eq!(writes(&mut v), ["T41014", "W10", &punch]);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! Some checks need root (chown, device nodes); they are skipped otherwise.
 
 use mcfs_core::backend::{errno_of, Backend, DirBackend, MemBackend, RecordingBackend, TreeSnapshot};
-use mcfs_core::FileKind;
+use mcfs_core::{FallocMode, FileKind};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::ffi::{OsStr, OsString};
@@ -105,6 +105,8 @@ conformance_suite!(
     limits_are_what_the_store_refuses,
     xattr_sets_are_checked_as_setting_them_does,
     posix_acls_keep_the_mode_in_step,
+    fallocate_keeps_holes_and_sizes,
+    data_extents_of_sparse_files,
 );
 
 mod suite {
@@ -622,6 +624,47 @@ mod suite {
         assert!(b.list_dir(p("")).unwrap().is_empty());
     }
 
+    pub fn fallocate_keeps_holes_and_sizes(b: &dyn Backend) {
+        use FallocMode::{Allocate, PunchHole, ZeroRange};
+        new_file(b, "f", &[b'x'; 16384]);
+        b.fallocate(p("f"), PunchHole, 100, 2 * 4096 + 50).unwrap();
+        let data = read_all(b, "f");
+        assert_eq!(data.len(), 16384, "a punch keeps the size");
+        assert!(data[..100].iter().chain(&data[8342..]).all(|x| *x == b'x'), "only the range is punched");
+        assert!(data[100..8342].iter().all(|x| *x == 0), "the punched range reads as zeros");
+        assert_eq!(b.data_extents(p("f")).unwrap(), [0..4096, 8192..16384], "the page wholly inside is a hole");
+        assert_eq!(b.stat(p("f")).unwrap().blocks, 24, "and takes no space");
+        b.fallocate(p("f"), ZeroRange { keep_size: true }, 16000, 5000).unwrap();
+        assert_eq!(b.stat(p("f")).unwrap().size, 16384, "KEEP_SIZE");
+        b.fallocate(p("f"), ZeroRange { keep_size: false }, 15000, 6000).unwrap();
+        let data = read_all(b, "f");
+        assert_eq!(data.len(), 21000, "a zero-range extends");
+        assert!(data[8342..15000].iter().all(|x| *x == b'x') && data[15000..].iter().all(|x| *x == 0));
+        b.fallocate(p("f"), Allocate { keep_size: true }, 0, 100_000).unwrap();
+        assert_eq!(b.stat(p("f")).unwrap().size, 21000, "KEEP_SIZE");
+        b.fallocate(p("f"), Allocate { keep_size: false }, 20000, 10000).unwrap();
+        let grown = read_all(b, "f");
+        assert_eq!((grown.len(), &grown[..21000]), (30000, &data[..]), "an allocation changes no byte");
+        assert_eq!(errno(b.fallocate(p("nope"), PunchHole, 0, 1)), libc::ENOENT);
+        assert_eq!(errno(b.fallocate(p("f"), PunchHole, 0, 0)), libc::EINVAL);
+        b.create(p("d"), FileKind::Dir, 0o755, 0).unwrap();
+        assert_eq!(errno(b.fallocate(p("d"), Allocate { keep_size: false }, 0, 1)), libc::EISDIR);
+    }
+
+    pub fn data_extents_of_sparse_files(b: &dyn Backend) {
+        new_file(b, "f", b"abc");
+        b.write_at(p("f"), 1 << 20, b"end").unwrap();
+        assert_eq!(b.data_extents(p("f")).unwrap(), [0..4096, (1 << 20)..(1 << 20) + 3]);
+        assert_eq!(b.stat(p("f")).unwrap().blocks, 16, "holes take no space");
+        b.set_len(p("f"), 10).unwrap();
+        assert_eq!(b.data_extents(p("f")).unwrap(), vec![std::ops::Range { start: 0, end: 10 }], "within the size");
+        new_file(b, "empty", b"");
+        assert_eq!(b.data_extents(p("empty")).unwrap(), []);
+        assert_eq!(errno(b.data_extents(p("nope"))), libc::ENOENT);
+        b.create(p("d"), FileKind::Dir, 0o755, 0).unwrap();
+        assert_eq!(errno(b.data_extents(p("d"))), libc::EISDIR);
+    }
+
     pub fn statfs_and_sync(b: &dyn Backend) {
         let s = b.statfs().unwrap();
         assert!(s.bsize > 0);
@@ -771,7 +814,7 @@ fn random_call(rng: &mut StdRng) -> (Call, [String; 2]) {
 }
 
 fn call_on(rng: &mut StdRng, x: String, y: String) -> Call {
-    match rng.gen_range(0..16) {
+    match rng.gen_range(0..17) {
         0 | 1 => (format!("create file {x}"), Box::new(move |b| b.create(p(&x), FileKind::File, 0o644, 0))),
         2 => (format!("mkdir {x}"), Box::new(move |b| b.create(p(&x), FileKind::Dir, 0o755, 0))),
         3 => (format!("mkfifo {x}"), Box::new(move |b| b.create(p(&x), FileKind::Fifo, 0o600, 0))),
@@ -793,6 +836,19 @@ fn call_on(rng: &mut StdRng, x: String, y: String) -> Call {
             let ids = [0, 1000, u32::MAX];
             let (uid, gid) = (ids[rng.gen_range(0..3)], ids[rng.gen_range(0..3)]);
             (format!("chown {x} {uid}:{gid}"), Box::new(move |b| b.set_owner(p(&x), uid, gid)))
+        }
+        16 => {
+            let modes = [
+                FallocMode::PunchHole,
+                FallocMode::ZeroRange { keep_size: rng.gen() },
+                FallocMode::Allocate { keep_size: rng.gen() },
+            ];
+            let mode = modes[rng.gen_range(0..3)];
+            let (offset, len) = (rng.gen_range(0..9000u64), rng.gen_range(0..9000u64));
+            (
+                format!("fallocate {x} {mode:?} @{offset} +{len}"),
+                Box::new(move |b| b.fallocate(p(&x), mode, offset, len)),
+            )
         }
         13 | 15 => {
             let perm = rng.gen_range(0..0o10000u32);

@@ -217,6 +217,26 @@ fn every_crash_state_recovers_to_vct_boundaries() {
     assert!(failures.is_empty(), "{} seed(s) failed:\n\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The fixed seeds' workloads punch holes, zero ranges and make O_TMPFILE
+/// files that get linked into place and closed unnamed, so the crash check
+/// covers them on every run.
+#[test]
+fn fixed_seeds_exercise_holes_and_tmpfiles() {
+    let steps: Vec<Step> = FIXED_SEEDS.iter().flat_map(|seed| generate(*seed, steps())).collect();
+    let count = |wanted: &dyn Fn(&Step) -> bool| steps.iter().filter(|s| wanted(s)).count();
+    let counts = [
+        ("punch", count(&|s| matches!(s, Step::Punch { .. }))),
+        ("zero-range", count(&|s| matches!(s, Step::ZeroRange { keep_size: false, .. }))),
+        ("zero-range keep-size", count(&|s| matches!(s, Step::ZeroRange { keep_size: true, .. }))),
+        ("tmpfile", count(&|s| matches!(s, Step::Tmpfile { .. }))),
+        ("tmpfile linked", count(&|s| matches!(s, Step::LinkHandle { .. }))),
+    ];
+    eprintln!("fixed seeds: {counts:?}");
+    for (kind, n) in counts {
+        assert!(n >= 10, "only {n} {kind} steps in the fixed seeds' workloads");
+    }
+}
+
 /// Parses and checks a hand-written (or shrunk) script under every variant.
 /// Scripts start from a store mounted once before, except where the first
 /// mount is the point.
@@ -336,6 +356,22 @@ fn steps_the_backing_store_cannot_hold_are_refused_and_the_rest_commits() {
     );
 }
 
+/// Punch-hole, zero-range and O_TMPFILE in the patterns apps use them in:
+/// a database file whose pages are punched and zeroed around writes, and a
+/// file written as an O_TMPFILE and linked into place over the old version,
+/// next to one closed unnamed.
+#[test]
+fn holes_and_tmpfiles_linked_into_place_recover_to_vct_boundaries() {
+    check_text(
+        "a0 mkdir app0 755; a0 create app0/db 644; a0 write app0/db @0+20000 #1; checkpoint; \
+         a0 punch app0/db @4000+9000; a0 write app0/db @8192+100 #2; a0 zero app0/db @15000+9000; \
+         a0 zero app0/db @100+50 keep; tick 130; a0 tmpfile app0 600 h1; a0 write h1 @0+9000 #3; a0 fsync h1; \
+         a0 linkh h1 app0/db.new; a0 rename app0/db.new app0/db; a0 close h1; a0 tmpfile app0 644 h2; \
+         a0 write h2 @0+100 #4; a0 close h2; a0 punch app0/db @0+4096; checkpoint; shutdown",
+        Start::Mounted,
+    );
+}
+
 /// The generated workloads do exercise the backing store's limits.
 #[test]
 fn generated_workloads_include_steps_the_backing_store_refuses() {
@@ -350,4 +386,40 @@ fn generated_workloads_include_steps_the_backing_store_refuses() {
         .sum();
     eprintln!("{refused} refused steps in {} workloads", FIXED_SEEDS.len());
     assert!(refused >= FIXED_SEEDS.len(), "{refused} refused steps in {} workloads", FIXED_SEEDS.len());
+}
+
+/// Regression (seed 387016944325): a punch voided the only writes, and with
+/// them the size they had given the file.
+#[test]
+fn a_punch_over_the_writes_that_sized_a_file_keeps_its_size() {
+    check_text(
+        "a1 mkdir app1 755; a1 create app1/db 600; a1 write app1/db @24576+8192 #10; \
+         a1 punch app1/db @3140+32768; checkpoint; shutdown",
+        Start::Mounted,
+    );
+}
+
+/// Regression (seed 132006278164): the size recorded for the voided writes
+/// came after the entry of the end-of-file page, and cut off what a later
+/// write added to that page.
+#[test]
+fn a_write_past_the_end_after_a_punch_survives_the_recorded_size() {
+    check_text(
+        "a1 mkdir app1 755; a1 create app1/f2 755 h3; a1 write h3 @16328+336 #10; \
+         a1 write app1/f2 @40798+216 #12; a1 punch app1/f2 @12288+8192; a1 write app1/f2 @41014+455 #13; \
+         tick 130; shutdown",
+        Start::Mounted,
+    );
+}
+
+/// Regression (seed 157956567377): an O_TMPFILE file made in a directory
+/// another app had just made committed without it (the model, like a
+/// POSIX file system, needs the directory first).
+#[test]
+fn a_tmpfile_commits_after_the_directory_it_was_made_in() {
+    check_text(
+        "a2 mkdir app2 755; a0 mkdir shared 777; a2 chmod app2 644; battery 5; a2 tmpfile shared 600 h2; \
+         a2 fsync h2; shutdown",
+        Start::Empty,
+    );
 }

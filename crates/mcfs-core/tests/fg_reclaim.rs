@@ -108,6 +108,12 @@ impl Backend for CountingBackend {
     fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
         self.inner.check_xattrs(kind, xattrs)
     }
+    fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.fallocate(path, mode, offset, len)
+    }
+    fn data_extents(&self, path: &Path) -> io::Result<Vec<std::ops::Range<u64>>> {
+        self.inner.data_extents(path)
+    }
 }
 
 /// Distinct bytes per file and offset, so a misplaced page shows.

@@ -22,7 +22,7 @@ use crate::translate::{self, caller, errno, file_attr, file_type};
 use fuser::{
     FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags,
     RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, RenameMode};
 use std::ffi::OsStr;
@@ -553,5 +553,16 @@ impl Filesystem for McfsFs {
         reply: ReplyEmpty,
     ) {
         reply_empty(reply, self.admitted(caller(req), || self.engine.fallocate(ino.0, offset, length, mode)));
+    }
+
+    /// Only SEEK_DATA and SEEK_HOLE reach here; the kernel answers the others.
+    fn lseek(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+        let result = u64::try_from(offset)
+            .map_err(|_| Errno::ENXIO)
+            .and_then(|offset| self.admitted(caller(req), || self.engine.lseek(ino.0, offset, whence)));
+        match result.and_then(|at| i64::try_from(at).map_err(|_| Errno::EINVAL)) {
+            Ok(at) => reply.offset(at),
+            Err(e) => reply.error(errno(e)),
+        }
     }
 }

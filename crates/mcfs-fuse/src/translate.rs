@@ -62,7 +62,7 @@ pub(crate) fn file_attr(a: &Attr) -> FileAttr {
     FileAttr {
         ino: INodeNo(a.ino),
         size: a.size,
-        blocks: a.blocks(),
+        blocks: a.blocks,
         atime: a.atime,
         mtime: a.mtime,
         ctime: a.ctime,
@@ -98,15 +98,21 @@ pub(crate) fn mknod_kind(mode: u32) -> Result<FileKind, Errno> {
     }
 }
 
-/// `renameat2` flags: none, NOREPLACE or EXCHANGE. WHITEOUT (overlayfs only),
-/// combinations and unknown bits are refused.
+/// `renameat2` flags: none, NOREPLACE, EXCHANGE, WHITEOUT, or WHITEOUT with
+/// NOREPLACE. EXCHANGE with anything else and unknown bits are refused (the
+/// kernel refuses them before they get here).
 pub(crate) fn rename_mode(flags: RenameFlags) -> Result<RenameMode, Errno> {
+    let whiteout_noreplace = RenameFlags::RENAME_WHITEOUT | RenameFlags::RENAME_NOREPLACE;
     if flags.is_empty() {
         Ok(RenameMode::Replace)
     } else if flags == RenameFlags::RENAME_NOREPLACE {
         Ok(RenameMode::NoReplace)
     } else if flags == RenameFlags::RENAME_EXCHANGE {
         Ok(RenameMode::Exchange)
+    } else if flags == RenameFlags::RENAME_WHITEOUT {
+        Ok(RenameMode::Whiteout)
+    } else if flags == whiteout_noreplace {
+        Ok(RenameMode::WhiteoutNoReplace)
     } else {
         Err(Errno::EINVAL)
     }
@@ -230,7 +236,11 @@ mod tests {
         assert_eq!(rename_mode(RenameFlags::empty()), Ok(RenameMode::Replace));
         assert_eq!(rename_mode(RenameFlags::RENAME_NOREPLACE), Ok(RenameMode::NoReplace));
         assert_eq!(rename_mode(RenameFlags::RENAME_EXCHANGE), Ok(RenameMode::Exchange));
-        assert_eq!(rename_mode(RenameFlags::RENAME_WHITEOUT), Err(Errno::EINVAL));
+        assert_eq!(rename_mode(RenameFlags::RENAME_WHITEOUT), Ok(RenameMode::Whiteout));
+        let whiteout_noreplace = RenameFlags::RENAME_WHITEOUT | RenameFlags::RENAME_NOREPLACE;
+        assert_eq!(rename_mode(whiteout_noreplace), Ok(RenameMode::WhiteoutNoReplace));
+        let whiteout_exchange = RenameFlags::RENAME_WHITEOUT | RenameFlags::RENAME_EXCHANGE;
+        assert_eq!(rename_mode(whiteout_exchange), Err(Errno::EINVAL));
         let both = RenameFlags::RENAME_NOREPLACE | RenameFlags::RENAME_EXCHANGE;
         assert_eq!(rename_mode(both), Err(Errno::EINVAL));
         assert_eq!(rename_mode(RenameFlags::from_bits_retain(1 << 7)), Err(Errno::EINVAL));
@@ -310,13 +320,14 @@ mod tests {
             atime: t(1),
             mtime: t(2),
             ctime: t(3),
+            blocks: 8,
         };
         let f = file_attr(&a);
         assert_eq!(f.ino, INodeNo(9));
         assert_eq!(f.kind, FileType::CharDevice);
         assert_eq!(f.perm, 0o2640);
         assert_eq!((f.nlink, f.uid, f.gid, f.rdev), (3, 1000, 100, 0x0103));
-        assert_eq!((f.size, f.blocks), (4097, 9));
+        assert_eq!((f.size, f.blocks), (4097, 8), "blocks as allocated, not as the size would need");
         assert_eq!((f.atime, f.mtime, f.ctime), (t(1), t(2), t(3)));
         assert_eq!(f.blksize, 4096);
     }

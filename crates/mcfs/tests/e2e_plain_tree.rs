@@ -1,6 +1,7 @@
 //! After a clean `mcfs umount` the backing directory is an ordinary tree
 //! holding exactly what the apps left (invariant 6): names, kinds, contents,
-//! sizes, modes, owners, symlink targets, hard links, modification times.
+//! sizes, modes, owners, symlink targets, hard links, modification times (of
+//! every kind of object, to the nanosecond).
 //!
 //! The test builds a tree through the mount (files of many sizes, a sparse
 //! file, overwrites, truncations, renames of files and directories, unlinks,
@@ -260,7 +261,7 @@ fn mtime(meta: &fs::Metadata) -> (i64, i64) {
 }
 
 /// Reads a tree from disk into the model's shape, skipping `skip` at the top.
-/// Also returns inode numbers and mtimes of regular files.
+/// Also returns inode numbers of regular files and the mtime of every entry.
 /// (inode number, link count) of each regular file, to find hard links.
 type Identities = BTreeMap<PathBuf, (u64, u64)>;
 /// (seconds, nanoseconds) of each path's mtime.
@@ -292,7 +293,6 @@ fn read_tree(root: &Path, skip: Option<&str>) -> (Model, Identities, Mtimes) {
                 let content = fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
                 assert_eq!(content.len() as u64, meta.len(), "{}: st_size differs from the bytes read", path.display());
                 inodes.insert(rel.clone(), (meta.ino(), meta.nlink()));
-                mtimes.insert(rel.clone(), mtime(&meta));
                 Kind::File(content)
             } else if std::os::unix::fs::FileTypeExt::is_fifo(&ft) {
                 Kind::Fifo
@@ -300,6 +300,7 @@ fn read_tree(root: &Path, skip: Option<&str>) -> (Model, Identities, Mtimes) {
                 panic!("{}: unexpected file type {ft:?}", path.display())
             };
             let mode = if ft.is_symlink() { 0 } else { meta.mode() & 0o7777 };
+            mtimes.insert(rel.clone(), mtime(&meta));
             model.nodes.insert(rel, Node { kind, mode, uid: meta.uid(), gid: meta.gid() });
         }
     }

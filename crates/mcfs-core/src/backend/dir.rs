@@ -39,12 +39,13 @@
 mod at;
 mod dirty;
 mod probe;
+mod space;
 
 use super::error::{at_path, two_path_error};
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr, BackendLimits};
-use crate::types::{FileKind, FsStats, PAGE_SIZE};
+use crate::types::{FallocMode, FileKind, FsStats, PAGE_SIZE};
 use at::{c_string, check, kind_of_mode, Location, XattrPath};
 use dirty::{DirtySet, Pending};
 use parking_lot::{Mutex, RwLock};
@@ -456,6 +457,7 @@ fn attr_of(st: &libc::stat) -> io::Result<BackendAttr> {
         atime: system_time(st.st_atime, st.st_atime_nsec),
         mtime: system_time(st.st_mtime, st.st_mtime_nsec),
         ctime: system_time(st.st_ctime, st.st_ctime_nsec),
+        blocks: st.st_blocks.try_into().unwrap_or(0),
     })
 }
 
@@ -742,6 +744,19 @@ impl Backend for DirBackend {
     fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
         let tried = self.scratch.lock().check_xattrs(self.root_dir.as_fd(), kind, xattrs);
         tried.map_err(|e| at_path("setxattr on a scratch object in", &self.root.join(crate::STATE_DIR), e))
+    }
+
+    fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()> {
+        self.on_path("fallocate", path, |key| {
+            let done = self.file(key, Access::Write).and_then(|file| space::fallocate(&file, mode, offset, len));
+            // marked even on failure: part of it may have happened
+            self.dirty.mark(key);
+            done
+        })
+    }
+
+    fn data_extents(&self, path: &Path) -> io::Result<Vec<std::ops::Range<u64>>> {
+        self.on_path("seek data", path, |key| space::data_extents(&*self.file(key, Access::Read)?))
     }
 }
 

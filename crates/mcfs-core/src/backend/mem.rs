@@ -16,7 +16,8 @@
 //! symlink is `ENOTDIR`; the engine addresses objects by their real path);
 //! there are no permission checks (the daemon runs as root); new objects
 //! belong to uid 0, gid 0; of the `system.*` extended attributes only the
-//! two ACLs are supported.
+//! two ACLs are supported; `fallocate` reserves no space (only the size
+//! changes), so `st_blocks` counts the pages that hold data.
 //!
 //! Nothing reads a clock: every time stamp is the backend's `now`, which
 //! starts at a fixed instant and moves only through `set_now`, so the same
@@ -29,11 +30,12 @@ use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr, BackendLimits};
 use crate::acl::{self, Acl};
-use crate::types::{FileKind, FsStats, PAGE_SIZE};
+use crate::types::{FallocMode, FileKind, FsStats, PAGE_SIZE};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::io;
+use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,6 +136,52 @@ impl FileData {
         self.size = size;
     }
 
+    /// Zeroes bytes `offset..end`; pages wholly inside become holes.
+    fn zero(&mut self, offset: u64, end: u64) {
+        let whole = offset.div_ceil(PAGE_SIZE)..end / PAGE_SIZE;
+        let touched: Vec<u64> =
+            self.pages.range(offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE)).map(|(i, _)| *i).collect();
+        for index in touched {
+            if whole.contains(&index) {
+                self.pages.remove(&index);
+                continue;
+            }
+            let page_start = index * PAGE_SIZE;
+            let from = offset.max(page_start) - page_start;
+            let to = end.min(page_start + PAGE_SIZE) - page_start;
+            let page = self.pages.get_mut(&index).expect("listed");
+            Arc::make_mut(page)[from as usize..to as usize].fill(0);
+        }
+    }
+
+    fn fallocate(&mut self, mode: FallocMode, offset: u64, len: u64, max_size: u64) -> Result<(), i32> {
+        if len == 0 {
+            return Err(libc::EINVAL);
+        }
+        let end = offset.checked_add(len).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
+        if mode.zeroes() {
+            self.zero(offset, end);
+        }
+        if mode.extends() {
+            self.size = self.size.max(end);
+        }
+        Ok(())
+    }
+
+    /// The data extents within the size: runs of stored pages.
+    fn data_extents(&self) -> Vec<Range<u64>> {
+        let mut extents: Vec<Range<u64>> = Vec::new();
+        for index in self.pages.keys() {
+            let page = index * PAGE_SIZE..((index + 1) * PAGE_SIZE).min(self.size);
+            match extents.last_mut() {
+                Some(last) if last.end == page.start => last.end = page.end,
+                _ if page.start < page.end => extents.push(page),
+                _ => {}
+            }
+        }
+        extents
+    }
+
     fn digest(&self) -> super::snapshot::ContentDigest {
         let mut hasher = ContentHasher::new();
         for (index, page) in &self.pages {
@@ -222,6 +270,7 @@ impl Inode {
             atime: self.atime,
             mtime: self.mtime,
             ctime: self.ctime,
+            blocks: self.data.pages.len() as u64 * (PAGE_SIZE / 512),
         }
     }
 }
@@ -927,6 +976,25 @@ impl Backend for MemBackend {
         checked
             .and_then(|()| check_xattr_space(xattrs.iter().copied(), limit))
             .map_err(|errno| path_error("check xattrs", Path::new(""), errno))
+    }
+
+    fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()> {
+        self.on_inode("fallocate", path, |tree, id| {
+            let max_size = tree.limits.limits.max_file_size;
+            let inode = tree.get_mut(id);
+            inode.must_be_regular()?;
+            inode.data.fallocate(mode, offset, len, max_size)?;
+            tree.modified(id);
+            Ok(())
+        })
+    }
+
+    fn data_extents(&self, path: &Path) -> io::Result<Vec<Range<u64>>> {
+        self.on_inode("seek data", path, |tree, id| {
+            let inode = tree.get(id);
+            inode.must_be_regular()?;
+            Ok(inode.data.data_extents())
+        })
     }
 }
 

@@ -27,9 +27,10 @@ pub use mutation::Mutation;
 pub use recording::{CrashState, Op, RecordingBackend};
 pub use snapshot::{ContentDigest, SnapshotEntry, TreeSnapshot};
 
-use crate::types::{FileKind, FsStats};
+use crate::types::{FallocMode, FileKind, FsStats};
 use std::ffi::{OsStr, OsString};
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -48,6 +49,8 @@ pub struct BackendAttr {
     pub atime: SystemTime,
     pub mtime: SystemTime,
     pub ctime: SystemTime,
+    /// 512-byte blocks allocated (`st_blocks`).
+    pub blocks: u64,
 }
 
 pub trait Backend: Send + Sync {
@@ -95,6 +98,15 @@ pub trait Backend: Send + Sync {
     /// `ENOSPC` when they do not fit in one inode, `E2BIG`, `EINVAL`, `EPERM`
     /// or `EACCES` where Linux gives them). Changes nothing in the tree.
     fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()>;
+    /// `fallocate(2)` of an existing regular file. Holes stay holes: a
+    /// punched or zeroed range is never written as zero bytes where the
+    /// store can do better.
+    fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()>;
+    /// The byte ranges of a regular file that hold data, ascending and
+    /// disjoint, as `lseek(SEEK_DATA/SEEK_HOLE)` finds them (reserved but
+    /// unwritten space is a hole); within the file's size. A store that
+    /// cannot tell reports the whole file as data.
+    fn data_extents(&self, path: &Path) -> io::Result<Vec<Range<u64>>>;
 }
 
 /// True for "no such file" errors, which replay treats as "already done".

@@ -1,7 +1,7 @@
 //! `Mutation`: one change to a backing store, as data.
 
 use super::Backend;
-use crate::types::FileKind;
+use crate::types::{FallocMode, FileKind};
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
@@ -71,6 +71,13 @@ pub enum Mutation {
         path: PathBuf,
         name: OsString,
     },
+    /// `fallocate(2)` of bytes `offset..offset+len` (see `FallocMode`).
+    Fallocate {
+        path: PathBuf,
+        mode: FallocMode,
+        offset: u64,
+        len: u64,
+    },
 }
 
 impl Mutation {
@@ -90,6 +97,7 @@ impl Mutation {
             Mutation::SetTimes { path, atime, mtime } => to.set_times(path, *atime, *mtime),
             Mutation::SetXattr { path, name, value } => to.set_xattr(path, name, value),
             Mutation::RemoveXattr { path, name } => to.remove_xattr(path, name),
+            Mutation::Fallocate { path, mode, offset, len } => to.fallocate(path, *mode, *offset, *len),
         }
     }
 
@@ -131,6 +139,11 @@ impl Mutation {
             Mutation::SetTimes { .. } => "utimens",
             Mutation::SetXattr { .. } => "setxattr",
             Mutation::RemoveXattr { .. } => "removexattr",
+            Mutation::Fallocate { mode, .. } => match mode {
+                FallocMode::Allocate { .. } => "fallocate",
+                FallocMode::PunchHole => "punch-hole",
+                FallocMode::ZeroRange { .. } => "zero-range",
+            },
         }
     }
 }
@@ -143,6 +156,7 @@ impl fmt::Display for Mutation {
                 write!(f, "{name} {} @{offset}+{}", path.display(), data.len())
             }
             Mutation::SetLen { path, size } => write!(f, "{name} {} to {size}", path.display()),
+            Mutation::Fallocate { path, offset, len, .. } => write!(f, "{name} {} @{offset}+{len}", path.display()),
             Mutation::Link { existing: a, new: b } | Mutation::Rename { from: a, to: b } => {
                 write!(f, "{name} {} -> {}", a.display(), b.display())
             }

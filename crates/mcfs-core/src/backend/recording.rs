@@ -9,7 +9,8 @@
 //!   the order calls were made (calls are serialised). A `write_at` is split
 //!   into one op per 4 KiB page of the file it touches, so a crash can tear
 //!   a write at page boundaries (a page is written atomically, as a sector
-//!   is). A failed call changed nothing and is not recorded. The contents
+//!   is). A `fallocate` is one op (file systems journal it as one change).
+//!   A failed call changed nothing and is not recorded. The contents
 //!   the backend held when wrapped are the initial, durable state.
 //! * **Barriers.** A `sync` that returns after `p` ops makes ops `0..p`
 //!   durable: they survive any crash that happens after it returned.
@@ -36,7 +37,7 @@
 //! survives without the data that grew it.
 
 use super::{Backend, BackendAttr, BackendError, BackendLimits, MemBackend};
-use crate::types::{FileKind, FsStats, PAGE_SIZE};
+use crate::types::{FallocMode, FileKind, FsStats, PAGE_SIZE};
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
@@ -388,5 +389,13 @@ impl Backend for RecordingBackend {
 
     fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
         self.live.check_xattrs(kind, xattrs)
+    }
+
+    fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()> {
+        self.record_one(Op::Fallocate { path: path.to_owned(), mode, offset, len })
+    }
+
+    fn data_extents(&self, path: &Path) -> io::Result<Vec<std::ops::Range<u64>>> {
+        self.live.data_extents(path)
     }
 }

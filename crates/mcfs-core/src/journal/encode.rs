@@ -5,7 +5,7 @@
 //! torn, corrupt or foreign — makes a decoder panic; it returns an error.
 
 use super::JournalOp;
-use crate::types::FileKind;
+use crate::types::{FallocMode, FileKind};
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -125,6 +125,7 @@ const TAG_SET_PERM: u8 = 10;
 const TAG_SET_TIMES: u8 = 11;
 const TAG_SET_XATTR: u8 = 12;
 const TAG_REMOVE_XATTR: u8 = 13;
+const TAG_FALLOCATE: u8 = 14;
 
 /// Appends one record (`len u32 | tag u8 | fields`) to `out`. Variable-size
 /// fields are `len u32 | bytes`; times are `secs i64 | nanos u32` from the
@@ -172,6 +173,9 @@ pub fn encode_op(op: &JournalOp, out: &mut Vec<u8>) -> io::Result<()> {
         }
         JournalOp::RemoveXattr { path, name } => {
             w.tag(TAG_REMOVE_XATTR).path(path).bytes(name.as_bytes());
+        }
+        JournalOp::Fallocate { path, mode, offset, len } => {
+            w.tag(TAG_FALLOCATE).path(path).tag(falloc_code(*mode)).u64(*offset).u64(*len);
         }
     }
     let too_big = w.too_big;
@@ -267,6 +271,27 @@ fn kind_from_code(code: u8) -> Option<FileKind> {
     })
 }
 
+fn falloc_code(mode: FallocMode) -> u8 {
+    match mode {
+        FallocMode::Allocate { keep_size: false } => 1,
+        FallocMode::Allocate { keep_size: true } => 2,
+        FallocMode::PunchHole => 3,
+        FallocMode::ZeroRange { keep_size: false } => 4,
+        FallocMode::ZeroRange { keep_size: true } => 5,
+    }
+}
+
+fn falloc_from_code(code: u8) -> Option<FallocMode> {
+    Some(match code {
+        1 => FallocMode::Allocate { keep_size: false },
+        2 => FallocMode::Allocate { keep_size: true },
+        3 => FallocMode::PunchHole,
+        4 => FallocMode::ZeroRange { keep_size: false },
+        5 => FallocMode::ZeroRange { keep_size: true },
+        _ => return None,
+    })
+}
+
 /// Decodes a record body (the bytes after its length field). The error says
 /// what is wrong with the record.
 pub fn decode_op(body: &[u8]) -> Result<JournalOp, String> {
@@ -291,6 +316,12 @@ pub fn decode_op(body: &[u8]) -> Result<JournalOp, String> {
         TAG_SET_TIMES => JournalOp::SetTimes { path: r.path()?, atime: r.time()?, mtime: r.time()? },
         TAG_SET_XATTR => JournalOp::SetXattr { path: r.path()?, name: r.os()?, value: r.bytes()?.to_vec() },
         TAG_REMOVE_XATTR => JournalOp::RemoveXattr { path: r.path()?, name: r.os()? },
+        TAG_FALLOCATE => {
+            let path = r.path()?;
+            let code = r.u8()?;
+            let mode = falloc_from_code(code).ok_or_else(|| format!("unknown fallocate mode {code}"))?;
+            JournalOp::Fallocate { path, mode, offset: r.u64()?, len: r.u64()? }
+        }
         other => return Err(format!("unknown op tag {other}")),
     };
     if r.pos != body.len() {
@@ -388,6 +419,31 @@ mod tests {
                 value: vec![0, 1, 2],
             },
             JournalOp::RemoveXattr { path: "y".into(), name: "user.k".into() },
+            JournalOp::Fallocate { path: "y".into(), mode: FallocMode::PunchHole, offset: 4095, len: 1 << 40 },
+            JournalOp::Fallocate {
+                path: non_utf8("z"),
+                mode: FallocMode::ZeroRange { keep_size: true },
+                offset: 0,
+                len: u64::MAX,
+            },
+            JournalOp::Fallocate {
+                path: "y".into(),
+                mode: FallocMode::ZeroRange { keep_size: false },
+                offset: 1,
+                len: 2,
+            },
+            JournalOp::Fallocate {
+                path: "y".into(),
+                mode: FallocMode::Allocate { keep_size: true },
+                offset: 0,
+                len: 9,
+            },
+            JournalOp::Fallocate {
+                path: "y".into(),
+                mode: FallocMode::Allocate { keep_size: false },
+                offset: 7,
+                len: 1,
+            },
         ]
     }
 

@@ -31,7 +31,8 @@ pub fn op_paths(op: &JournalOp) -> [Option<&Path>; 2] {
         | JournalOp::SetPerm { path, .. }
         | JournalOp::SetTimes { path, .. }
         | JournalOp::SetXattr { path, .. }
-        | JournalOp::RemoveXattr { path, .. } => [Some(path), None],
+        | JournalOp::RemoveXattr { path, .. }
+        | JournalOp::Fallocate { path, .. } => [Some(path), None],
     }
 }
 

@@ -6,7 +6,7 @@
 use super::JournalOp;
 use crate::backend::snapshot::TreeSnapshot;
 use crate::backend::{Backend, MemBackend};
-use crate::types::FileKind;
+use crate::types::{FallocMode, FileKind};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::ffi::OsStr;
@@ -230,8 +230,27 @@ pub fn scenarios() -> Vec<(&'static str, Vec<JournalOp>)> {
                 write("e/new2", 0, b"two names"),
             ],
         ),
+        (
+            "holes punched and zeroed between writes and truncates",
+            vec![
+                fallocate("a", FallocMode::PunchHole, 100, 9000),
+                write("a", 4000, b"over the hole"),
+                fallocate("a", FallocMode::ZeroRange { keep_size: false }, 5000, 6000),
+                set_len("a", 3000),
+                fallocate("a", FallocMode::Allocate { keep_size: false }, 0, 12288),
+                create("tmp", File, 0o644),
+                write("tmp", 0, &[7; 9000]),
+                fallocate("tmp", FallocMode::ZeroRange { keep_size: true }, 4096, 20000),
+                rename("tmp", "c"),
+                fallocate("c", FallocMode::PunchHole, 0, 4096),
+            ],
+        ),
         ("empty", vec![]),
     ]
+}
+
+pub fn fallocate(path: &str, mode: FallocMode, offset: u64, len: u64) -> JournalOp {
+    JournalOp::Fallocate { path: path.into(), mode, offset, len }
 }
 
 /// The shape the engine gives a checkpoint that creates `files` files in the
@@ -294,7 +313,7 @@ pub fn random_txn(seed: u64, len: usize) -> Vec<JournalOp> {
         attempts += 1;
         let p = PathBuf::from(NAMES[rng.gen_range(0..NAMES.len())]);
         let q = PathBuf::from(NAMES[rng.gen_range(0..NAMES.len())]);
-        let op = match rng.gen_range(0..14) {
+        let op = match rng.gen_range(0..16) {
             0..=2 => {
                 let len = rng.gen_range(1..3000);
                 let byte = rng.gen::<u8>() | 1;
@@ -309,6 +328,15 @@ pub fn random_txn(seed: u64, len: usize) -> Vec<JournalOp> {
             9 => JournalOp::RemoveDir { path: p },
             10 | 11 => JournalOp::Rename { from: p, to: q },
             12 => JournalOp::SetPerm { path: p, perm: rng.gen_range(0..0o1000) },
+            14 => {
+                let modes = [FallocMode::PunchHole, FallocMode::ZeroRange { keep_size: rng.gen() }];
+                fallocate(
+                    p.to_str().unwrap_or_default(),
+                    modes[rng.gen_range(0..2)],
+                    rng.gen_range(0..6000),
+                    rng.gen_range(1..9000),
+                )
+            }
             _ => JournalOp::SetXattr { path: p, name: "user.r".into(), value: vec![rng.gen(); 3] },
         };
         if apply_op(&scratch, &op).is_ok() {
@@ -342,6 +370,7 @@ pub fn apply_op(b: &dyn Backend, op: &JournalOp) -> io::Result<()> {
         JournalOp::SetTimes { path, atime, mtime } => b.set_times(path, *atime, *mtime),
         JournalOp::SetXattr { path, name, value } => b.set_xattr(path, name, value),
         JournalOp::RemoveXattr { path, name } => b.remove_xattr(path, name),
+        JournalOp::Fallocate { path, mode, offset, len } => b.fallocate(path, *mode, *offset, *len),
     }
 }
 

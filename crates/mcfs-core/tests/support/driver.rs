@@ -223,6 +223,26 @@ impl Harness {
                 let ino = self.file(*app, file)?;
                 e.setattr(caller(*app), ino, &SetAttr { size: Some(*size), ..SetAttr::default() })?;
             }
+            Step::Punch { app, file, offset, len } => {
+                let ino = self.file(*app, file)?;
+                e.fallocate(ino, *offset, *len, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)?;
+            }
+            Step::ZeroRange { app, file, offset, len, keep_size } => {
+                let ino = self.file(*app, file)?;
+                let keep = if *keep_size { libc::FALLOC_FL_KEEP_SIZE } else { 0 };
+                e.fallocate(ino, *offset, *len, libc::FALLOC_FL_ZERO_RANGE | keep)?;
+            }
+            Step::Tmpfile { app, dir, perm, handle } => {
+                let parent = self.resolve(*app, dir)?;
+                let ino = e.tmpfile(caller(*app), parent, *perm)?.ino;
+                self.handles.insert(*handle, ino);
+            }
+            Step::LinkHandle { app, handle, to } => {
+                let ino = self.handles.get(handle).copied().ok_or(Errno::EBADF)?;
+                let (parent, name) = self.parent_and_name(*app, to)?;
+                let attr = e.link(caller(*app), ino, parent, name)?;
+                e.forget(attr.ino, 1);
+            }
             Step::Chmod { app, path, perm } => {
                 let ino = self.resolve(*app, path)?;
                 e.setattr(caller(*app), ino, &SetAttr { perm: Some(*perm), ..SetAttr::default() })?;

@@ -1,9 +1,11 @@
 //! The seeded workload generator: three apps, each mostly working in its own
 //! `app<j>/` (as MobiFS assumes) and now and then in `shared/`, with the
 //! patterns crash bugs hide behind — writes at any offset (page-crossing,
-//! whole pages, sparse), truncates down and up, write-temp-then-rename over
-//! an existing file, unlink and re-create of one name, files unlinked while
-//! open, hard links, symlinks, chmod, extended attributes, renames and
+//! whole pages, sparse), truncates down and up, punched holes and zeroed
+//! ranges (partial pages, whole pages, past the end), write-temp-then-rename
+//! over an existing file, `O_TMPFILE` files written then linked into place
+//! or closed unnamed, unlink and re-create of one name, files unlinked
+//! while open, hard links, symlinks, chmod, extended attributes, renames and
 //! exchanges of directories, fsync, checkpoints, clock ticks and battery
 //! changes (low battery puts every app in sync mode). Now and then a step
 //! the backing store's limits forbid (values too big for one inode, an
@@ -87,7 +89,7 @@ impl Generator {
             return false;
         }
         match &step {
-            Step::Create { app, open: Some(h), .. } => {
+            Step::Create { app, open: Some(h), .. } | Step::Tmpfile { app, handle: h, .. } => {
                 self.handle_app.insert(*h, *app);
             }
             Step::Close { handle, .. } => {
@@ -154,10 +156,69 @@ impl Generator {
         Step::Write { app, file, offset, len, pattern }
     }
 
+    /// A punch-hole or a zero-range: within a page, over whole pages,
+    /// across the end of file, or over most of the file.
+    fn clear_step(&mut self, app: usize, file: Target) -> Step {
+        let size = self.model.size_of(app, &file).unwrap_or(0);
+        let r = &mut self.rng;
+        let (offset, len) = match r.gen_range(0..4) {
+            0 => (r.gen_range(0..=size), r.gen_range(1..600)),
+            1 => (r.gen_range(0..8) * PAGE, PAGE * r.gen_range(1..4)),
+            2 => (r.gen_range(0..=size), r.gen_range(PAGE..4 * PAGE)),
+            _ => (r.gen_range(0..=size / 4), size.max(1)),
+        };
+        let len = len.min(MAX_FILE - offset.min(MAX_FILE - 1));
+        if r.gen_bool(0.5) {
+            Step::Punch { app, file, offset, len }
+        } else {
+            Step::ZeroRange { app, file, offset, len, keep_size: r.gen_bool(0.5) }
+        }
+    }
+
+    /// An `O_TMPFILE` file written through its handle, then linked into
+    /// place (a new name, or a temporary one renamed over a file) or closed
+    /// unnamed; now and then it stays open for later steps.
+    fn tmpfile_then_link_or_close(&mut self, app: usize, area: &str) {
+        let (_, dirs, _) = self.model.paths_under(area);
+        let Some(dir) = self.pick(&dirs) else { return };
+        let handle = self.take_handle();
+        let perm = self.perm();
+        if !self.emit(Step::Tmpfile { app, dir: dir.clone(), perm, handle }) {
+            return;
+        }
+        for _ in 0..self.rng.gen_range(1..3) {
+            let step = self.write_step(app, Target::Handle(handle));
+            self.emit(step);
+        }
+        if self.rng.gen_bool(0.3) {
+            self.emit(Step::Fsync { app, file: Target::Handle(handle) });
+        }
+        match self.rng.gen_range(0..3) {
+            0 => {
+                if let Some(to) = self.new_path(area, FILE_NAMES) {
+                    self.emit(Step::LinkHandle { app, handle, to });
+                }
+            }
+            1 => {
+                let (files, _, _) = self.model.paths_under(area);
+                let temp = format!("{dir}/new.{}", self.rng.gen_range(0..3));
+                if let Some(dest) = self.pick(&files) {
+                    if self.emit(Step::LinkHandle { app, handle, to: temp.clone() }) {
+                        self.emit(Step::Rename { app, from: temp, to: dest });
+                    }
+                }
+            }
+            _ => {}
+        }
+        if self.rng.gen_bool(0.7) {
+            self.emit(Step::Close { app, handle });
+        }
+    }
+
     /// One action of app `app` in `area`: usually one step, for a few
     /// patterns a short sequence.
     fn action(&mut self, app: usize, area: &str) {
-        match self.rng.gen_range(0..110) {
+        match self.rng.gen_range(0..123) {
             0..=27 => {
                 if let Some(file) = self.pick_file(app, area) {
                     let step = self.write_step(app, file);
@@ -261,6 +322,13 @@ impl Generator {
                 self.emit(Step::Input);
             }
             100..=107 => self.xattr(app, area),
+            110..=116 => {
+                if let Some(file) = self.pick_file(app, area) {
+                    let step = self.clear_step(app, file);
+                    self.emit(step);
+                }
+            }
+            117..=120 => self.tmpfile_then_link_or_close(app, area),
             _ => {
                 let (files, dirs, links) = self.model.paths_under(area);
                 let all: Vec<String> =

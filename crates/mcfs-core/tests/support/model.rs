@@ -86,16 +86,7 @@ impl Model {
                 if open.is_some_and(|h| self.handles.contains_key(&h)) {
                     return Err("handle already open");
                 }
-                let fid = self.next_fid;
-                self.next_fid += 1;
-                let file = File {
-                    data: Arc::new(Vec::new()),
-                    perm: perm & 0o7777,
-                    xattrs: Xattrs::new(),
-                    app: *app,
-                    names: 1,
-                };
-                self.files.insert(fid, file);
+                let fid = self.new_file(*app, *perm, 1);
                 self.names.insert(path.into(), Name::File(fid));
                 if let Some(h) = open {
                     self.handles.insert(*h, fid);
@@ -118,6 +109,49 @@ impl Model {
                 let f = self.files.get_mut(&fid).expect("live");
                 Arc::make_mut(&mut f.data).resize(*size as usize, 0);
                 Ok(Some(f.app))
+            }
+            Step::Punch { app, file, offset, len } | Step::ZeroRange { app, file, offset, len, .. } => {
+                let fid = self.file(*app, file)?;
+                if *len == 0 {
+                    return Err("fallocate of nothing");
+                }
+                let f = self.files.get_mut(&fid).expect("live");
+                let data = Arc::make_mut(&mut f.data);
+                let size = data.len() as u64;
+                // A punch at or past the end does nothing and logs nothing (ext4).
+                if matches!(step, Step::Punch { .. }) && *offset >= size {
+                    return Ok(None);
+                }
+                let end = offset + len;
+                if matches!(step, Step::ZeroRange { keep_size: false, .. }) && end > size {
+                    data.resize(end as usize, 0);
+                }
+                let cleared = (*offset).min(data.len() as u64) as usize..end.min(data.len() as u64) as usize;
+                data[cleared].fill(0);
+                Ok(Some(f.app))
+            }
+            Step::Tmpfile { app, dir, perm, handle } => {
+                self.check_owner(*app, dir)?;
+                if !matches!(self.names.get(Path::new(dir)), Some(Name::Dir { .. })) {
+                    return Err("tmpfile in a missing directory");
+                }
+                if self.handles.contains_key(handle) {
+                    return Err("handle already open");
+                }
+                let fid = self.new_file(*app, *perm, 0);
+                self.handles.insert(*handle, fid);
+                Ok(Some(*app))
+            }
+            Step::LinkHandle { app, handle, to } => {
+                self.check_new(*app, to)?;
+                let fid = *self.handles.get(handle).ok_or("handle not open")?;
+                let f = self.files.get_mut(&fid).expect("live");
+                if top(to) != app_dir(f.app) && top(to) != SHARED {
+                    return Err("link of another app's file outside its directories");
+                }
+                f.names += 1;
+                self.names.insert(to.into(), Name::File(fid));
+                Ok(Some(*app))
             }
             Step::Chmod { app, path, perm } => {
                 self.check_owner(*app, path)?;
@@ -254,6 +288,15 @@ impl Model {
             }
             _ => None,
         }
+    }
+
+    /// A new empty file of `app` with `names` names (the caller adds them).
+    fn new_file(&mut self, app: usize, perm: u32, names: u32) -> Fid {
+        let fid = self.next_fid;
+        self.next_fid += 1;
+        let file = File { data: Arc::new(Vec::new()), perm: perm & 0o7777, xattrs: Xattrs::new(), app, names };
+        self.files.insert(fid, file);
+        fid
     }
 
     /// The extended attributes of a file or directory (`user.*` ones are

@@ -50,6 +50,35 @@ pub enum Step {
         file: Target,
         size: u64,
     },
+    /// `fallocate(PUNCH_HOLE | KEEP_SIZE)` of bytes `offset..offset+len`.
+    Punch {
+        app: usize,
+        file: Target,
+        offset: u64,
+        len: u64,
+    },
+    /// `fallocate(ZERO_RANGE)` of bytes `offset..offset+len`, with
+    /// `KEEP_SIZE` if `keep_size`.
+    ZeroRange {
+        app: usize,
+        file: Target,
+        offset: u64,
+        len: u64,
+        keep_size: bool,
+    },
+    /// `open(dir, O_TMPFILE)`: an unnamed file, open as `handle`.
+    Tmpfile {
+        app: usize,
+        dir: String,
+        perm: u32,
+        handle: u32,
+    },
+    /// `linkat(handle, "", AT_EMPTY_PATH)` to the new name `to`.
+    LinkHandle {
+        app: usize,
+        handle: u32,
+        to: String,
+    },
     Chmod {
         app: usize,
         path: String,
@@ -154,6 +183,12 @@ impl fmt::Display for Step {
                 write!(f, "a{app} write {file} @{offset}+{len} #{pattern}")
             }
             Step::Truncate { app, file, size } => write!(f, "a{app} truncate {file} {size}"),
+            Step::Punch { app, file, offset, len } => write!(f, "a{app} punch {file} @{offset}+{len}"),
+            Step::ZeroRange { app, file, offset, len, keep_size } => {
+                write!(f, "a{app} zero {file} @{offset}+{len}{}", if *keep_size { " keep" } else { "" })
+            }
+            Step::Tmpfile { app, dir, perm, handle } => write!(f, "a{app} tmpfile {dir} {perm:o} h{handle}"),
+            Step::LinkHandle { app, handle, to } => write!(f, "a{app} linkh h{handle} {to}"),
             Step::Chmod { app, path, perm } => write!(f, "a{app} chmod {path} {perm:o}"),
             Step::Rename { app, from, to } => write!(f, "a{app} rename {from} {to}"),
             Step::Exchange { app, a, b } => write!(f, "a{app} exchange {a} {b}"),
@@ -192,6 +227,10 @@ fn parse_step(text: &str) -> Result<Step, String> {
     let num = |w: &str| w.parse::<u64>().map_err(|_| bad());
     let octal = |w: &str| u32::from_str_radix(w, 8).map_err(|_| bad());
     let handle = |w: &str| w.strip_prefix('h').ok_or_else(bad).and_then(|n| n.parse::<u32>().map_err(|_| bad()));
+    let range = |w: &str| -> Result<(u64, u64), String> {
+        let (off, len) = w.strip_prefix('@').and_then(|r| r.split_once('+')).ok_or_else(bad)?;
+        Ok((num(off)?, num(len)?))
+    };
     let target = |w: &str| match handle(w) {
         Ok(h) => Target::Handle(h),
         Err(_) => Target::Path(w.to_string()),
@@ -215,11 +254,21 @@ fn parse_step(text: &str) -> Result<Step, String> {
         ["rmdir", p] => Step::Rmdir { app, path: s(p) },
         ["create", p, m] => Step::Create { app, path: s(p), perm: octal(m)?, open: None },
         ["create", p, m, h] => Step::Create { app, path: s(p), perm: octal(m)?, open: Some(handle(h)?) },
-        ["write", file, range, pat] => {
-            let (off, len) = range.strip_prefix('@').and_then(|r| r.split_once('+')).ok_or_else(bad)?;
+        ["write", file, at, pat] => {
+            let (offset, len) = range(at)?;
             let pattern = pat.strip_prefix('#').ok_or_else(bad)?.parse().map_err(|_| bad())?;
-            Step::Write { app, file: target(file), offset: num(off)?, len: num(len)?, pattern }
+            Step::Write { app, file: target(file), offset, len, pattern }
         }
+        ["punch", file, at] => {
+            let (offset, len) = range(at)?;
+            Step::Punch { app, file: target(file), offset, len }
+        }
+        ["zero", file, at, keep @ ..] if keep.is_empty() || keep == ["keep"] => {
+            let (offset, len) = range(at)?;
+            Step::ZeroRange { app, file: target(file), offset, len, keep_size: !keep.is_empty() }
+        }
+        ["tmpfile", dir, m, h] => Step::Tmpfile { app, dir: s(dir), perm: octal(m)?, handle: handle(h)? },
+        ["linkh", h, to] => Step::LinkHandle { app, handle: handle(h)?, to: s(to) },
         ["truncate", file, size] => Step::Truncate { app, file: target(file), size: num(size)? },
         ["chmod", p, m] => Step::Chmod { app, path: s(p), perm: octal(m)? },
         ["rename", a, b] => Step::Rename { app, from: s(a), to: s(b) },

@@ -4,16 +4,16 @@
 //!
 //! Mapping (docs/DEVICE_MODEL.md): `read_at` reads the bytes it returns; `write_at` writes its bytes;
 //! every call that changes metadata (create, symlink, link, remove, rename, set_len, set_owner, set_perm,
-//! set_times, set_xattr, remove_xattr) writes one metadata block; `sync` is a flush. `stat`, `list_dir`,
-//! `read_link`, `get_xattr`, `list_xattr` and `statfs` are served from the OS's metadata cache (no device
-//! I/O). Failed calls and empty reads or writes issue nothing.
+//! set_times, set_xattr, remove_xattr, fallocate) writes one metadata block; `sync` is a flush. `stat`,
+//! `list_dir`, `read_link`, `get_xattr`, `list_xattr`, `data_extents` and `statfs` are served from the OS's
+//! metadata cache (no device I/O). Failed calls and empty reads or writes issue nothing.
 //!
 //! Invariant: the sink sees the requests in the order the backend is called, each after its call
 //! succeeded on the store; calls that write are stamped with the clock's time.
 
 use super::model::Request;
 use mcfs_core::backend::{BackendAttr, BackendLimits};
-use mcfs_core::{Backend, Clock, DirBackend, FileKind, FsStats, MemBackend};
+use mcfs_core::{Backend, Clock, DirBackend, FallocMode, FileKind, FsStats, MemBackend};
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
@@ -173,6 +173,14 @@ impl<S: Store, K: RequestSink> Backend for MeteredStore<S, K> {
 
     fn check_xattrs(&self, kind: FileKind, xattrs: &[(&OsStr, &[u8])]) -> io::Result<()> {
         self.store.check_xattrs(kind, xattrs)
+    }
+
+    fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()> {
+        self.metadata(|s| s.fallocate(path, mode, offset, len))
+    }
+
+    fn data_extents(&self, path: &Path) -> io::Result<Vec<std::ops::Range<u64>>> {
+        self.store.data_extents(path)
     }
 }
 
