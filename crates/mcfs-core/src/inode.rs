@@ -44,6 +44,9 @@ pub struct Inode {
     pub opens: u64,
     /// The last pending change to this inode or its entries: (app, vct id).
     pub last_change: Option<(AppId, u64)>,
+    /// The last pending rename or exchange of this inode: (app, vct id).
+    /// A name made or removed below it builds on that move (`State::log`).
+    pub last_move: Option<(AppId, u64)>,
     /// The file's size in the backing store once what is committed is applied.
     pub backing_size: u64,
     /// Written pages beyond `backing_size`, not committed yet: each needs a
@@ -71,6 +74,7 @@ impl Inode {
             lookups: 0,
             opens: 0,
             last_change: None,
+            last_move: None,
             backing_size,
             new_blocks: BTreeSet::new(),
         }

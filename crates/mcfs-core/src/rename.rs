@@ -149,6 +149,8 @@ impl Engine {
         }
         let entry = LogEntry::Exchange { parent: p1, name: n1.to_owned(), new_parent: p2, new_name: n2.to_owned() };
         st.log(app, entry, &[p1, p2, a, b], now);
+        st.note_move(app, a);
+        st.note_move(app, b);
         Ok(())
     }
 }

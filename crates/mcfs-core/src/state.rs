@@ -220,11 +220,17 @@ impl State {
     /// whose state the entry depends on or changes.
     pub fn log(&mut self, app: AppId, entry: LogEntry, touched: &[Ino], now: SystemTime) {
         self.close_conflicting(app, touched);
+        if entry.changes_names() {
+            self.depend_on_moved_ancestors(app, touched);
+        }
         let vct = self.apps.list[app].open.id;
         for ino in touched {
             if let Some(i) = self.inodes.get_mut(ino) {
                 i.last_change = Some((app, vct));
             }
+        }
+        if let LogEntry::Rename { ino, .. } = &entry {
+            self.note_move(app, *ino);
         }
         self.reserve_object(&entry);
         self.apps.list[app].open.record(entry, now);
@@ -239,6 +245,38 @@ impl State {
             if other == app {
                 continue;
             }
+            if self.apps.list[other].open.id == vct {
+                self.close_vct(other);
+            }
+            if self.closed.iter().any(|v| v.id == vct) {
+                self.apps.list[app].open.deps.insert(vct);
+            }
+        }
+    }
+
+    /// `app`'s open VCT moves `ino` (a rename or an exchange).
+    pub fn note_move(&mut self, app: AppId, ino: Ino) {
+        let vct = self.apps.list[app].open.id;
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.last_move = Some((app, vct));
+        }
+    }
+
+    /// A name made or removed below a directory another app moved in a VCT
+    /// not committed yet was found through that move: `app`'s VCT depends
+    /// on it (and it closes, if open), so the name never reaches the backing
+    /// store in a place that exists only after the move.
+    fn depend_on_moved_ancestors(&mut self, app: AppId, touched: &[Ino]) {
+        let mut moves = Vec::new();
+        for &ino in touched {
+            let mut at = self.inodes.get(&ino).map(|i| i.parent);
+            while let Some(dir) = at.filter(|d| *d != ROOT_INO) {
+                let Some(inode) = self.inodes.get(&dir) else { break };
+                moves.extend(inode.last_move.filter(|(other, _)| *other != app));
+                at = Some(inode.parent);
+            }
+        }
+        for (other, vct) in moves {
             if self.apps.list[other].open.id == vct {
                 self.close_vct(other);
             }

@@ -118,6 +118,23 @@ pub enum LogEntry {
     },
 }
 
+impl LogEntry {
+    /// Whether the entry adds or removes a name (so where it lands depends
+    /// on the directories above it).
+    pub fn changes_names(&self) -> bool {
+        matches!(
+            self,
+            LogEntry::Create { .. }
+                | LogEntry::Symlink { .. }
+                | LogEntry::Link { .. }
+                | LogEntry::Unlink { .. }
+                | LogEntry::Rmdir { .. }
+                | LogEntry::Rename { .. }
+                | LogEntry::Exchange { .. }
+        )
+    }
+}
+
 /// The open VCT of an app.
 #[derive(Default)]
 pub struct OpenVct {

@@ -423,3 +423,17 @@ fn a_tmpfile_commits_after_the_directory_it_was_made_in() {
         Start::Empty,
     );
 }
+
+/// Regression (found by the item-10 work, failed under tight-cache since
+/// before issue 10): a link made below a directory another app had just
+/// moved (by an exchange, not committed) recorded no dependency on the move,
+/// so a crash could leave the link in a place that exists only after it.
+#[test]
+fn a_name_made_below_a_directory_another_app_moved_commits_after_the_move() {
+    check_text(
+        "a0 mkdir shared 777; a0 mkdir shared/d0 644; a2 create shared/f2 755; a2 symlink shared/s0 ../t0; \
+         a1 mkdir shared/d0/d1 640; battery 5; checkpoint; a1 exchange shared/s0 shared/d0; \
+         a2 link shared/f2 shared/s0/d1/tmp; a0 fsync shared/s0/d1/tmp; shutdown",
+        Start::Empty,
+    );
+}
