@@ -226,8 +226,6 @@ impl State {
         let inode = self.inodes.get_mut(&ino).expect("checked");
         if size < inode.attr.size {
             self.cache.remove_from(&mut inode.pages, size.div_ceil(PAGE_SIZE));
-            let cut = inode.new_blocks.split_off(&size.div_ceil(PAGE_SIZE));
-            self.space.new_pages -= cut.len() as u64;
             let within = (size % PAGE_SIZE) as usize;
             if let Some(page) = inode.pages.get_mut(&(size / PAGE_SIZE)).filter(|_| within != 0) {
                 self.cache.data_mut(page)[within..].fill(0);
@@ -240,6 +238,7 @@ impl State {
         inode.data_gen += 1;
         inode.touch_mtime(now);
         inode.last_change = Some((app, vct));
+        self.release_pages(ino, size.div_ceil(PAGE_SIZE)..u64::MAX);
         Ok(())
     }
 }

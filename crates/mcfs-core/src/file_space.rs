@@ -271,6 +271,7 @@ impl State {
         let vct = self.apps.list[app].open.id;
         let end = offset + len;
         let entry = LogEntry::Fallocate { ino, mode, offset, len };
+        self.reserve_object(&entry);
         // Past the end the file reads as zeros already.
         let cleared = offset..end.min(size);
         if mode.zeroes() && !cleared.is_empty() {
@@ -303,6 +304,8 @@ impl State {
     /// reads them as zeros now), the partly cleared ones at either end are
     /// zeroed where they are cached.
     fn zero_cached(&mut self, ino: Ino, range: Range<u64>) {
+        // Holes need no blocks (what zero-range keeps allocated is counted apart).
+        self.release_pages(ino, whole_pages(range.clone()));
         let inode = self.inodes.get_mut(&ino).expect("checked by the caller");
         let whole = whole_pages(range.clone());
         if !whole.is_empty() {
@@ -418,6 +421,11 @@ impl Engine {
         // As the VFS does for every mode, against the largest file the backing store holds.
         self.limits.check_size(offset + len)?;
         let store = self.store();
+        let allocates =
+            matches!(request, Fallocation::InPlace(FallocMode::Allocate { .. } | FallocMode::ZeroRange { .. }));
+        if allocates && !st.room_for_allocation(&*self.backend, len, now) {
+            return Err(Errno::ENOSPC);
+        }
         match request {
             Fallocation::InPlace(mode) => st.fallocate_in_place(&store, ino, mode, (offset, len), now),
             Fallocation::Collapse | Fallocation::Insert => {

@@ -8,7 +8,8 @@
 //! * a written page beyond its file's size in the backing store needs a new
 //!   block until it is committed (`Inode::new_blocks`; holes need none, and
 //!   an overwrite in place reuses its block);
-//! * a new object (file, directory, symlink, link) needs about a block;
+//! * a new object (file, directory, symlink, link) needs about a block, and
+//!   a `fallocate` that allocates (or zero-range) its whole range;
 //! * a transaction needs journal room for its data while it commits, so a
 //!   writer whose VCT would no longer fit commits it first, and a batch that
 //!   does not fit is committed in parts (`State::fitting_prefix`).
@@ -18,8 +19,9 @@
 //! at least every `FREE_TTL`).
 //!
 //! Invariant: `new_pages` is the number of entries in all inodes'
-//! `new_blocks`, and `new_objects` the number of creates and links logged
-//! and not yet committed.
+//! `new_blocks`, `new_objects` the number of creates and links logged and
+//! not yet committed, and `allocated_pages` the pages of the allocating
+//! `fallocate`s logged and not yet committed.
 
 use crate::backend::Backend;
 use crate::state::State;
@@ -40,6 +42,9 @@ pub struct Space {
     pub new_pages: u64,
     /// Objects created (or links made) and not committed yet.
     pub new_objects: u64,
+    /// Pages `fallocate` allocates (or zero-range keeps allocated), all of
+    /// each range, until it is committed.
+    pub allocated_pages: u64,
     /// The backing store's free bytes as last asked, and when.
     free: Option<(SystemTime, u64)>,
 }
@@ -63,7 +68,7 @@ fn journal_need(bytes: u64) -> u64 {
 
 impl Space {
     fn reserved(&self) -> u64 {
-        (self.new_pages + self.new_objects) * PAGE_SIZE
+        (self.new_pages + self.new_objects + self.allocated_pages) * PAGE_SIZE
     }
 
     /// Forgets the backing store's free space: a commit changed it.
@@ -121,6 +126,14 @@ impl State {
         }
     }
 
+    /// Whether the backing store has room for a `fallocate` that allocates
+    /// `len` bytes (`ENOSPC` at the call otherwise, as ext4 gives).
+    pub fn room_for_allocation(&mut self, backend: &dyn Backend, len: u64, now: SystemTime) -> bool {
+        let reserved = self.space.reserved() + len.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        let need = reserved + reserved / 64 + MARGIN;
+        need <= self.backing_free(backend, need, now)
+    }
+
     /// How many of `batch`'s VCTs (oldest first, at least one) one
     /// transaction may carry: the rest would not fit in the journal next
     /// to what is reserved.
@@ -146,18 +159,23 @@ impl State {
         }
     }
 
-    /// Pages of `ino` at `from` and beyond no longer need blocks (cut off, or the file is gone).
-    pub fn release_pages_from(&mut self, ino: Ino, from: u64) {
+    /// Pages `pages` of `ino` no longer need blocks: cut off, punched out
+    /// before they were committed, or the file is gone.
+    pub fn release_pages(&mut self, ino: Ino, pages: std::ops::Range<u64>) {
         let Some(inode) = self.inodes.get_mut(&ino) else { return };
-        let cut = inode.new_blocks.split_off(&from);
-        self.space.new_pages -= cut.len() as u64;
+        let gone: Vec<u64> = inode.new_blocks.range(pages).copied().collect();
+        for page in &gone {
+            inode.new_blocks.remove(page);
+        }
+        self.space.new_pages -= gone.len() as u64;
     }
 
-    /// An entry that creates an object was logged.
+    /// An entry that creates an object, or allocates space, was logged.
     pub fn reserve_object(&mut self, entry: &LogEntry) {
         if creates_object(entry) {
             self.space.new_objects += 1;
         }
+        self.space.allocated_pages += allocated_pages(entry);
     }
 
     /// An entry of a committed VCT is in the backing store now: its
@@ -166,6 +184,7 @@ impl State {
         if creates_object(entry) {
             self.space.new_objects -= 1;
         }
+        self.space.allocated_pages -= allocated_pages(entry);
         if let LogEntry::SetLen { ino, size } = entry {
             if let Some(inode) = self.inodes.get_mut(ino) {
                 inode.backing_size = *size;
@@ -189,6 +208,16 @@ impl State {
         stats.bavail = stats.bavail.saturating_sub(blocks);
         stats.ffree = stats.ffree.saturating_sub(self.space.new_objects);
         stats
+    }
+}
+
+/// Pages an entry allocates in the backing store when it is applied.
+fn allocated_pages(entry: &LogEntry) -> u64 {
+    match entry {
+        LogEntry::Fallocate { mode: FallocMode::Allocate { .. } | FallocMode::ZeroRange { .. }, len, .. } => {
+            len.div_ceil(PAGE_SIZE)
+        }
+        _ => 0,
     }
 }
 

@@ -421,7 +421,7 @@ impl State {
         if ino == ROOT_INO || !inode.unreferenced() || inode.pages.values().any(|p| p.pins > 0) {
             return;
         }
-        self.release_pages_from(ino, 0);
+        self.release_pages(ino, 0..u64::MAX);
         let mut inode = self.inodes.remove(&ino).expect("present");
         self.cache.remove_from(&mut inode.pages, 0);
         if tree.read().latest().is_orphan(ino) {

@@ -106,3 +106,24 @@ fn removing_a_file_gives_its_space_to_the_next_writer() {
     f.engine.checkpoint().expect("checkpoint");
     assert_eq!((f.backing_size("old"), f.backing_size("new")), (None, Some(24 * MIB)));
 }
+
+#[test]
+fn fallocate_reserves_its_range_and_punching_gives_unwritten_pages_back() {
+    let f = fixture();
+    let before = f.free_bytes();
+    let ino = f.engine.create(APP, ROOT_INO, OsStr::new("prealloc"), 0o644, true).expect("create").ino;
+    assert_eq!(f.engine.fallocate(ino, 0, 48 * MIB, 0), Err(Errno(libc::ENOSPC)), "48 MiB do not fit");
+    f.engine.fallocate(ino, 0, 8 * MIB, libc::FALLOC_FL_KEEP_SIZE).expect("8 MiB fit");
+    assert!(before - f.free_bytes() >= 8 * MIB, "the allocation is reserved until it is committed");
+    f.engine.checkpoint().expect("checkpoint");
+
+    let data = f.engine.create(APP, ROOT_INO, OsStr::new("data"), 0o644, true).expect("create").ino;
+    let committed = f.free_bytes();
+    f.engine.write(Some(APP), data, 0, &vec![1u8; 4 * MIB as usize]).expect("write");
+    assert!(committed - f.free_bytes() >= 4 * MIB);
+    let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    f.engine.fallocate(data, 0, 4 * MIB, punch).expect("punch");
+    assert!(committed - f.free_bytes() < MIB, "punched pages need no blocks: {} reserved", committed - f.free_bytes());
+    f.engine.checkpoint().expect("checkpoint");
+    f.engine.shutdown().expect("shutdown");
+}
