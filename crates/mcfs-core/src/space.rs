@@ -162,7 +162,7 @@ impl State {
     /// Pages `pages` of `ino` no longer need blocks: cut off, punched out
     /// before they were committed, or the file is gone.
     pub fn release_pages(&mut self, ino: Ino, pages: std::ops::Range<u64>) {
-        let Some(inode) = self.inodes.get_mut(&ino) else { return };
+        let Some(inode) = self.inodes.get_mut(&ino).filter(|_| !pages.is_empty()) else { return };
         let gone: Vec<u64> = inode.new_blocks.range(pages).copied().collect();
         for page in &gone {
             inode.new_blocks.remove(page);
