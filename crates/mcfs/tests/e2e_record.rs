@@ -22,7 +22,14 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The tests of this binary run one at a time: a process one test forks
+/// while the other has a workload file open inherits the descriptor, and
+/// its exec closes it — a close (FUSE flush) of a file that process never
+/// opened, which the other test's trace would hold.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The test's uid is named as an app, so the trace must carry that name;
 /// an idle predictor makes the engine count user operations.
@@ -207,6 +214,7 @@ fn replay(dirs: &Dirs, trace: &Path, into: &Path) -> String {
 
 #[test]
 fn record_then_replay_reproduces_the_tree_and_input_reaches_engine_and_trace() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     assert_eq!(std::mem::size_of::<libc::input_event>(), 24, "this test writes 64-bit input_event records");
     let dirs = Dirs::new(Some(&config()));
     let trace = dirs.logs.join("recorded.trace");
@@ -283,8 +291,6 @@ fn record_then_replay_reproduces_the_tree_and_input_reaches_engine_and_trace() {
     assert_eq!(w["/docs/c.tmp"], [(0, 20_000)]);
     assert_eq!(w["/docs/a2"], [(0, 30_000)]);
     assert_eq!(w["/junk"], [(0, 5000)]);
-    // Closes of this thread only: a process another test of this binary forks while one of the workload's
-    // files is open inherits the descriptor, and its exec closes it (close-on-exec): one more flush.
     let closes = events.iter().filter(|e| matches!(e.kind, EventKind::Close { .. }) && e.pid == tid).count();
     let opens = ops.iter().filter(|op| op.starts_with("open ") || op.starts_with("create ")).count();
     assert_eq!(closes, opens, "one close per open: every descriptor was closed once");
@@ -327,6 +333,7 @@ fn record_then_replay_reproduces_the_tree_and_input_reaches_engine_and_trace() {
 
 #[test]
 fn a_missing_input_device_or_a_trace_inside_the_mount_fails_the_mount_by_name() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dirs = Dirs::new(None);
     let missing = dirs.logs.join("no-such-event-device");
     let backing = dirs.backing.display().to_string();
