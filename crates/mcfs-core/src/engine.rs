@@ -77,6 +77,18 @@ pub(crate) struct NewNode<'a> {
     pub target: Option<&'a OsStr>,
 }
 
+/// Gives a new inode the extended attributes it starts with (the ACLs it
+/// inherits); the entries that log them, after its creation.
+fn inherit_xattrs(inode: &mut Inode, xattrs: crate::xattr::Xattrs) -> Vec<LogEntry> {
+    let ino = inode.attr.ino;
+    let entries = xattrs
+        .iter()
+        .map(|(name, value)| LogEntry::SetXattr { ino, name: name.clone(), value: value.clone() })
+        .collect();
+    inode.xattrs = Some(xattrs);
+    entries
+}
+
 /// The attributes of a new inode `ino` that `caller` makes in a directory
 /// with attributes `dir`, with permission bits `perm` (umask or default ACL
 /// applied): a set-group-id directory passes on its group, and to a new
@@ -320,11 +332,7 @@ impl Engine {
         let (perm, gid) = (attr.perm, attr.gid);
         let mut inode = Inode::new(attr.clone(), app, parent);
         inode.symlink_target = target.map(OsStr::to_owned);
-        let inherited: Vec<LogEntry> = xattrs
-            .iter()
-            .map(|(name, value)| LogEntry::SetXattr { ino, name: name.clone(), value: value.clone() })
-            .collect();
-        inode.xattrs = Some(xattrs);
+        let inherited = inherit_xattrs(&mut inode, xattrs);
         st.inodes.insert(ino, inode);
         let dir = st.inode_mut(parent)?;
         dir.children.as_mut().expect("loaded").insert(name.to_owned(), ino);
@@ -370,11 +378,7 @@ impl Engine {
         let attr = Attr { nlink: 0, ..fresh_attr(&st.inode(parent)?.attr, caller, ino, &node, perm, now) };
         let mut inode = Inode::new(attr.clone(), app, parent);
         (inode.lookups, inode.opens) = (1, 1);
-        let inherited: Vec<LogEntry> = xattrs
-            .iter()
-            .map(|(name, value)| LogEntry::SetXattr { ino, name: name.clone(), value: value.clone() })
-            .collect();
-        inode.xattrs = Some(xattrs);
+        let inherited = inherit_xattrs(&mut inode, xattrs);
         st.inodes.insert(ino, inode);
         let entry = LogEntry::Tmpfile { ino, perm: attr.perm, uid: attr.uid, gid: attr.gid };
         // Made in `parent` (which must exist), though not named there: it
