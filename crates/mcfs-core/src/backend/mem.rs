@@ -205,13 +205,15 @@ struct Tree {
     inodes: HashMap<InodeId, Inode>,
     next_id: InodeId,
     now: SystemTime,
+    /// Most names a non-directory may have (`EMLINK` beyond).
+    link_max: u32,
 }
 
 impl Tree {
     fn new() -> Tree {
         let now = mem_epoch();
         let root = Inode::new(FileKind::Dir, 0o755, now);
-        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now }
+        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now, link_max: u32::MAX }
     }
 
     fn get(&self, id: InodeId) -> &Inode {
@@ -348,6 +350,9 @@ impl Tree {
         }
         if self.get(id).is_dir() {
             return Err(libc::EPERM);
+        }
+        if self.get(id).nlink >= self.link_max {
+            return Err(libc::EMLINK);
         }
         self.get_mut(id).nlink += 1;
         self.changed(id);
@@ -526,6 +531,12 @@ impl MemBackend {
 
     pub fn now(&self) -> SystemTime {
         self.tree.lock().now
+    }
+
+    /// Limits the names of a file, as ext4 does at 65,000 (default: no
+    /// limit); copies keep the limit. For tests of what a backing store refuses.
+    pub fn set_link_max(&self, max: u32) {
+        self.tree.lock().link_max = max;
     }
 
     /// The whole tree, for comparisons.
