@@ -29,6 +29,8 @@ fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
             | LogEntry::SetTimes { ino, .. }
             | LogEntry::SetXattr { ino, .. }
             | LogEntry::RemoveXattr { ino, .. } => Some(*ino),
+            // A rename to a free name concerns its inode only.
+            LogEntry::Rename { ino, replaced: None, .. } => Some(*ino),
             LogEntry::Write { .. } | LogEntry::Link { .. } | LogEntry::Rename { .. } | LogEntry::Exchange { .. } => {
                 None
             }
@@ -36,9 +38,11 @@ fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
     }
 }
 
-/// Non-directory inodes created and removed within one batch, never linked
-/// or renamed, and no longer open: a batch commits atomically, so they need no operation at
-/// all (SQLite's rollback journal and temporary files are the common case).
+/// Non-directory inodes created and removed within one batch, never linked,
+/// renamed only to free names (never over another name, nor replaced), and
+/// no longer open: a batch commits atomically, so they need no operation at
+/// all (SQLite's rollback journal and temporary files are the common case,
+/// and stress-ng's create, rename, rename, unlink loop).
 pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &dyn Fn(Ino) -> bool) -> HashSet<Ino> {
     #[derive(Default)]
     struct Life {
@@ -56,7 +60,11 @@ pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &
             }
             LogEntry::Symlink { ino, .. } => lives.entry(*ino).or_default().created = true,
             LogEntry::Unlink { ino, .. } => lives.entry(*ino).or_default().removed = true,
-            LogEntry::Link { ino, .. } | LogEntry::Rename { ino, .. } => lives.entry(*ino).or_default().moved = true,
+            LogEntry::Link { ino, .. } | LogEntry::Rename { ino, replaced: Some(_), .. } => {
+                lives.entry(*ino).or_default().moved = true
+            }
+            // Swapping a name with itself changes nothing.
+            LogEntry::Exchange { parent, name, new_parent, new_name } if (parent, name) == (new_parent, new_name) => {}
             LogEntry::Exchange { .. } => return HashSet::new(), // rare: keep everything
             _ => {}
         }
