@@ -547,6 +547,9 @@ impl Engine {
     /// The error a checkpoint owes the caller's app (the file's app for a
     /// call without a caller) for `ino`, if any.
     fn owed_error(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
+        if !self.refused.lock().owes_any() {
+            return Ok(());
+        }
         let app = {
             let mut st = self.state.lock();
             match caller {

@@ -18,6 +18,10 @@ use std::collections::{HashMap, VecDeque};
 
 /// Skipped ops `mcfs stat` lists (the newest).
 const RECENT: usize = 8;
+/// Errors owed at most: an app that never closes the file again (or whose
+/// file is gone) keeps its entry, so the map is bounded; past this, skipped
+/// ops are still logged and counted, but not reported at fsync or close.
+const MAX_OWED: usize = 4096;
 
 /// Consecutive journal ops `first..=last` compiled from entries of one
 /// (app, inode).
@@ -101,7 +105,9 @@ impl Refused {
                 if apps.is_empty() { "no app".to_string() } else { apps.join(", ") }
             );
             for owner in owners {
-                self.owed.entry(owner).or_insert(Errno(op.errno));
+                if self.owed.len() < MAX_OWED {
+                    self.owed.entry(owner).or_insert(Errno(op.errno));
+                }
             }
             self.count += 1;
             if self.recent.len() == RECENT {
@@ -116,6 +122,11 @@ impl Refused {
     /// The error owed to `app` for `ino`, once.
     pub fn take(&mut self, app: AppId, ino: Ino) -> Option<Errno> {
         self.owed.remove(&(app, ino))
+    }
+
+    /// Some error is owed to some app (a close need not look up its app).
+    pub fn owes_any(&self) -> bool {
+        !self.owed.is_empty()
     }
 }
 

@@ -77,6 +77,12 @@ fn journal_apply_timing_on_a_real_directory() {
         let started = Instant::now();
         let report = journal.apply(&mut || {}).unwrap();
         let took = started.elapsed();
-        println!("{what}: {} ops, {} syncs, {:.2} s on {}", ops.len(), report.syncs, took.as_secs_f64(), base.display());
+        println!(
+            "{what}: {} ops, {} syncs, {:.2} s on {}",
+            ops.len(),
+            report.syncs,
+            took.as_secs_f64(),
+            base.display()
+        );
     }
 }
