@@ -4,7 +4,9 @@
 //! renames `a→b, b→c` become `a→c` (at the place of the second), `a→b, b→a`
 //! disappears; a link whose name is unlinked again disappears; a rename
 //! `a→b` followed by an unlink of `b` becomes an unlink of `a`; an exchange
-//! of a name with itself disappears. The apply gives an op whose
+//! of a name with itself disappears. And of the times set on one inode (the
+//! engine sets them at the end of every VCT that changed it) only the last
+//! is kept: they are absolute values, nothing reads them in between. The apply gives an op whose
 //! name an earlier op of its group bound a group of its own (two barriers):
 //! a file renamed 10,000 times in a row (a log rotated in a loop) would cost
 //! 20,000, stress-ng `--dirdeep`'s link-then-unlink at every level two each.
@@ -85,6 +87,8 @@ struct Finder {
     chains: HashMap<Name, Chain>,
     /// Where each chain with a start started: start → the name it is at.
     starts: HashMap<Name, Name>,
+    /// Where the latest times of each inode were set.
+    last_times: HashMap<Ino, usize>,
     merges: HashMap<usize, Merge>,
 }
 
@@ -121,6 +125,11 @@ impl Finder {
                         self.merges.insert(position, Merge::Replace(unlink));
                     }
                     None => self.touch(&at),
+                }
+            }
+            LogEntry::SetTimes { ino, .. } => {
+                if let Some(earlier) = self.last_times.insert(*ino, position) {
+                    self.merges.insert(earlier, Merge::Drop);
                 }
             }
             // Swapping a name with itself changes nothing.
@@ -360,6 +369,22 @@ mod tests {
         // Its last name taken over by another rename in between: kept.
         let taken = batch(vec![rename(11, "b", "x", None), rename(12, "c", "b", None), unlink(11, "x")]);
         assert_eq!(namespace(&compile(&taken, true).0), namespace(&compile(&taken, false).0));
+    }
+
+    #[test]
+    fn only_the_last_times_set_on_an_inode_are_kept() {
+        let at = |secs| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        let times = |ino, secs| LogEntry::SetTimes { ino, atime: at(secs), mtime: at(secs) };
+        let b = batch(vec![times(10, 1), times(11, 2), rename(10, "a", "x", None), times(10, 3), times(11, 4)]);
+        let set: Vec<(String, std::time::SystemTime)> = compile(&b, true)
+            .0
+            .into_iter()
+            .filter_map(|op| match op {
+                JournalOp::SetTimes { path, atime, .. } => Some((path.display().to_string(), atime)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(set, [("d/x".to_string(), at(3)), ("d/b".to_string(), at(4))]);
     }
 
     #[test]
