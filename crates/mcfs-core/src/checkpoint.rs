@@ -16,6 +16,8 @@ use crate::engine::Engine;
 use crate::journal::{Journal, JournalOp};
 use crate::policy::prediction_score::PredictionScore;
 use crate::policy::Limits;
+use crate::refused::OpOrigins;
+use crate::rename_chains::RenameChains;
 use crate::state::State;
 use crate::stats::{AppStats, Stats};
 use crate::types::*;
@@ -154,7 +156,8 @@ impl Engine {
             ops: Vec::new(),
         };
         let step = || self.dispatch.commit_step(gave_way_at);
-        let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step);
+        let mut origins = OpOrigins::default();
+        let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step, &mut origins);
         if !matches!(written, Ok(Step::GoOn)) {
             // The transaction is not durable: the backing store has none of it.
             let _ = journal.abort();
@@ -169,6 +172,7 @@ impl Engine {
                 Ok(_) => Ok(Commit::GaveWay),
             };
         }
+        self.refused.lock().origins = origins;
         let written_at = self.clock.now();
         // Readers keep going during the apply except for inodes it moves.
         self.tree.write().install(tree);
@@ -198,7 +202,8 @@ impl Engine {
             "checkpoint"
         );
         match applied {
-            Ok(_) => {
+            Ok(report) => {
+                self.note_unapplied(seq, &report.unapplied);
                 self.state.lock().committed(batch, flushed, &self.tree, self.clock.now());
                 self.succeeded();
                 self.delete_dead_orphans()?;
@@ -241,6 +246,7 @@ impl Engine {
         let report = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
         match report {
             Ok(r) => {
+                self.note_unapplied(r.seq, &r.unapplied);
                 let batch = std::mem::take(&mut *self.unapplied.lock());
                 self.counters.lock().bytes_flushed += r.data_bytes;
                 self.state.lock().committed(batch, r.data_bytes, &self.tree, self.clock.now());
@@ -249,6 +255,14 @@ impl Engine {
             }
             Err(e) => Err(self.failed("applying the journal", &e)),
         }
+    }
+
+    /// Logs and counts the ops the backing store could not hold, and owes
+    /// their apps the error (see `refused`).
+    fn note_unapplied(&self, seq: u64, unapplied: &[crate::journal::UnappliedOp]) {
+        let names: Vec<String> = self.state.lock().apps.list.iter().map(|a| a.name.clone()).collect();
+        let app_name = |app: AppId| names.get(app).cloned().unwrap_or_else(|| format!("app {app}"));
+        self.refused.lock().applied(seq, unapplied, &app_name);
     }
 
     fn succeeded(&self) {
@@ -536,19 +550,22 @@ fn split_to_fit(
     batch
 }
 
-/// BEGIN, one APPEND per operation compiled from the batch, END, WAIT_SYNC;
-/// stops before an APPEND if `step` says to give way (the caller aborts).
+/// BEGIN, one APPEND per operation compiled from the batch (rename chains
+/// merged), END, WAIT_SYNC; stops before an APPEND if `step` says to give
+/// way (the caller aborts). `origins` learns which entry each op came from.
 fn write_transaction(
     journal: &mut Journal,
     seq: u64,
     batch: &[ClosedVct],
     compiler: &mut Compiler,
     step: &dyn Fn() -> Step,
+    origins: &mut OpOrigins,
 ) -> std::io::Result<Step> {
     journal.begin(seq)?;
+    let chains = RenameChains::of(batch);
     let mut held: Option<JournalOp> = None;
-    for entry in batch.iter().flat_map(|v| v.entries.iter()) {
-        compiler.entry(entry);
+    for (app, entry) in chains.entries(batch) {
+        compiler.entry(&entry);
         for op in compiler.ops.drain(..) {
             if step() == Step::GiveWay {
                 return Ok(Step::GiveWay);
@@ -556,6 +573,8 @@ fn write_transaction(
             if let Some(done) = hold_or_extend(&mut held, op) {
                 journal.append(&done)?;
             }
+            // The op just handed over is (part of) the held one, appended next.
+            origins.note(journal.ops_appended(), app, &entry);
         }
     }
     if let Some(last) = held {

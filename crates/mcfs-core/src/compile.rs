@@ -31,6 +31,8 @@ fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
             | LogEntry::RemoveXattr { ino, .. }
             | LogEntry::Fallocate { ino, .. }
             | LogEntry::Tmpfile { ino, .. } => Some(*ino),
+            // A rename to a free name concerns its inode only.
+            LogEntry::Rename { ino, replaced: None, .. } => Some(*ino),
             LogEntry::Write { .. } | LogEntry::Link { .. } | LogEntry::Rename { .. } | LogEntry::Exchange { .. } => {
                 None
             }
@@ -38,11 +40,13 @@ fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
     }
 }
 
-/// Non-directory inodes created and removed within one batch, never linked
-/// or renamed, and no longer open: a batch commits atomically, so they need no operation at
-/// all (SQLite's rollback journal and temporary files are the common case).
-/// An `O_TMPFILE` file is born without a name: unless a link names it, it
-/// is gone once closed.
+/// Non-directory inodes created and removed within one batch, never linked,
+/// renamed only to free names (never over another name, nor replaced), and
+/// no longer open: a batch commits atomically, so they need no operation at
+/// all (SQLite's rollback journal and temporary files are the common case,
+/// and stress-ng's create, rename, rename, unlink loop). An `O_TMPFILE`
+/// file is born without a name: unless a link names it, it is gone once
+/// closed.
 pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &dyn Fn(Ino) -> bool) -> HashSet<Ino> {
     #[derive(Default)]
     struct Life {
@@ -64,7 +68,11 @@ pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &
                 (life.created, life.removed) = (true, true);
             }
             LogEntry::Unlink { ino, .. } => lives.entry(*ino).or_default().removed = true,
-            LogEntry::Link { ino, .. } | LogEntry::Rename { ino, .. } => lives.entry(*ino).or_default().moved = true,
+            LogEntry::Link { ino, .. } | LogEntry::Rename { ino, replaced: Some(_), .. } => {
+                lives.entry(*ino).or_default().moved = true
+            }
+            // Swapping a name with itself changes nothing.
+            LogEntry::Exchange { parent, name, new_parent, new_name } if (parent, name) == (new_parent, new_name) => {}
             LogEntry::Exchange { .. } => return HashSet::new(), // rare: keep everything
             _ => {}
         }

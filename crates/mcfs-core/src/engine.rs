@@ -39,6 +39,8 @@ pub struct Engine {
     pub(crate) counters: Mutex<CheckpointCounters>,
     /// A committed batch whose in-place apply failed (retried first).
     pub(crate) unapplied: Mutex<Vec<crate::vct::ClosedVct>>,
+    /// Ops the backing store refused for good, and the errors owed for them.
+    pub(crate) refused: Mutex<crate::refused::Refused>,
     /// Wakes the background thread when a VCT closes or on shutdown.
     pub(crate) wake: (Mutex<bool>, Condvar),
     /// The user-idle predictor (`idle_predictor`), with its score.
@@ -134,6 +136,9 @@ impl Engine {
     pub fn start(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>, config: Config) -> Result<Engine, String> {
         config.validate()?;
         let report = journal::recover(&*backend).map_err(|e| format!("recovery of {STATE_DIR}/ failed: {e}"))?;
+        if report.replayed.as_ref().is_some_and(|r| !r.unapplied.is_empty()) {
+            tracing::warn!("recovery: {report}");
+        }
         tracing::info!(?report, "recovery done");
         let root = backend.stat(Path::new("")).map_err(|e| format!("backing root: {e}"))?;
         if root.kind != FileKind::Dir {
@@ -165,6 +170,7 @@ impl Engine {
             preserve_owner: unsafe { libc::geteuid() } == 0,
             counters: Mutex::new(CheckpointCounters::default()),
             unapplied: Mutex::new(Vec::new()),
+            refused: Mutex::new(Default::default()),
             wake: (Mutex::new(false), Condvar::new()),
             idle: Mutex::new(idle),
             dispatch,
@@ -706,7 +712,9 @@ impl Engine {
     /// close the VCT there, e.g. `close-on-fsync`), a durable commit of the
     /// app's data in sync mode. The file's data is in its app's log, its
     /// metadata may be in the caller's too: a caller in sync mode gets both
-    /// committed, whatever mode the file's app is in.
+    /// committed, whatever mode the file's app is in. Either way, an op of
+    /// the caller's app on this file that a checkpoint could not store is
+    /// reported here, once (see `refused`).
     pub fn fsync(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
         let (app, durable_caller) = {
             let mut st = self.state.lock();
@@ -723,7 +731,30 @@ impl Engine {
                 self.stalled(caller_app, || [app, caller_app].into_iter().try_for_each(|a| self.commit_app(a)))
             }),
             None => self.sync_of(app),
+        }?;
+        self.owed_error(caller, ino)
+    }
+
+    /// close(2) of a file (FUSE flush): reports, once, an op of the caller's
+    /// app on this file that a checkpoint could not store.
+    pub fn flush(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
+        self.owed_error(caller, ino)
+    }
+
+    /// The error a checkpoint owes the caller's app (the file's app for a
+    /// call without a caller) for `ino`, if any.
+    fn owed_error(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
+        if !self.refused.lock().owes_any() {
+            return Ok(());
         }
+        let app = {
+            let mut st = self.state.lock();
+            match caller {
+                Some(c) => st.app_of_uid(c.uid),
+                None => st.inode(ino)?.app,
+            }
+        };
+        self.refused.lock().take(app, ino).map_or(Ok(()), Err)
     }
 
     /// fsyncdir and sync(2): the same for the caller's app.
@@ -858,6 +889,9 @@ impl Engine {
         let idle = self.idle.lock().as_ref().map(ScoredPredictor::score);
         let mut stats = crate::checkpoint::collect_stats(&st, &self.counters.lock(), idle, self.clock.now());
         stats.fasttrack = self.fasttrack_stats(&st);
+        let refused = self.refused.lock();
+        stats.unapplied_ops = refused.count;
+        stats.unapplied_recent = refused.recent.iter().cloned().collect();
         stats
     }
 }

@@ -56,12 +56,28 @@ pub struct Stats {
     /// succeeded since.
     pub checkpoint_error: Option<String>,
     pub checkpoint_failures: u64,
+    /// Ops the backing store refused for good at apply time, skipped (their
+    /// apps got the error at their next fsync or close of the file).
+    pub unapplied_ops: u64,
+    /// The newest of those.
+    pub unapplied_recent: Vec<UnappliedOpStat>,
     /// The idle predictor in use and its score (MobiFS §7.4), if any.
     pub idle_predictor: String,
     pub idle: Option<PredictionScore>,
     /// Foreground-first I/O (FastTrack): the FG app and what the dispatcher did.
     pub fasttrack: FastTrackStats,
     pub apps: BTreeMap<String, AppStats>,
+}
+
+/// An op a checkpoint skipped because the backing store cannot hold it.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct UnappliedOpStat {
+    /// The app whose log entry produced it.
+    pub app: String,
+    /// The op and its backing path, e.g. `setxattr d/f`.
+    pub op: String,
+    pub errno: i32,
+    pub error: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]

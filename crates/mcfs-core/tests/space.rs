@@ -92,7 +92,10 @@ fn statfs_is_net_of_what_is_accepted_and_not_committed() {
     let accepted = f.free_bytes();
     assert!(before - accepted >= 4 * MIB, "free {before} before, {accepted} with 4 MiB accepted");
     f.engine.checkpoint().expect("checkpoint");
-    assert_eq!(f.free_bytes(), accepted, "committed: the same space, now used in the backing store");
+    // The same space, now used in the backing store; the block reserved for
+    // the new file's inode the memory store does not take.
+    let committed = f.free_bytes();
+    assert!((accepted..=accepted + 64 * 1024).contains(&committed), "{accepted} accepted, {committed} committed");
 }
 
 #[test]

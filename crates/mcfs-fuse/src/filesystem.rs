@@ -377,15 +377,17 @@ impl Filesystem for McfsFs {
         }
     }
 
-    /// close(2): nothing to do — durability is fsync's business, and
-    /// without writeback cache there is no kernel-held data to push. The
-    /// observer hears of it here, in order with the caller's other calls
-    /// (a release may come any time later).
+    /// close(2): durability is fsync's business, and without writeback
+    /// cache there is no kernel-held data to push; but an op of the caller's
+    /// on this file that a checkpoint could not store is reported here, once,
+    /// as close(2) reports a writeback error. The observer hears of it here,
+    /// in order with the caller's other calls (a release may come any time later).
     fn flush(&self, req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let caller = caller(req);
         if let Some(observer) = &self.observer {
-            observer.served(Some(caller(req)), ServedOp::Close { ino: ino.0 });
+            observer.served(Some(caller), ServedOp::Close { ino: ino.0 });
         }
-        reply.ok();
+        reply_empty(reply, self.engine.flush(Some(caller), ino.0));
     }
 
     fn release(

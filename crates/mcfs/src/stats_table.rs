@@ -33,6 +33,9 @@ pub fn render(stats: &Value) -> String {
     for (key, value) in scalars {
         let _ = writeln!(out, "  {key:<width$}  {}", format_value(key, value));
     }
+    if let Some(ops) = top.get("unapplied_recent").and_then(Value::as_array).filter(|ops| !ops.is_empty()) {
+        out.push_str(&render_unapplied(ops));
+    }
     if let Some(idle) = top.get("idle").and_then(Value::as_object) {
         out.push_str(&render_idle(idle));
     }
@@ -47,6 +50,16 @@ pub fn render(stats: &Value) -> String {
     }
     if let Some(apps) = top.get("apps").and_then(Value::as_object) {
         out.push_str(&render_apps(apps));
+    }
+    out
+}
+
+/// The newest ops a checkpoint skipped because the backing store cannot hold them.
+fn render_unapplied(ops: &[Value]) -> String {
+    let mut out = String::from("ops the backing store could not hold (newest last)\n");
+    for op in ops {
+        let field = |key: &str| op.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
+        let _ = writeln!(out, "  {}: {}: {}", field("app"), field("op"), field("error"));
     }
     out
 }
@@ -207,6 +220,20 @@ mod tests {
         assert!(mail.contains("sync") && mail.contains("10 B"), "{mail}");
         assert!(line("uid:10042").contains("4.8 MiB"), "{text}");
         assert!(!text.contains("\"apps\""), "nested objects are not dumped as scalars");
+    }
+
+    #[test]
+    fn skipped_ops_are_listed_by_app_op_and_error() {
+        let stats = json!({
+            "unapplied_ops": 1,
+            "unapplied_recent": [{"app": "uid:10001", "op": "setxattr d/f", "errno": 95, "error": "Operation not supported"}]
+        });
+        let text = render(&stats);
+        assert!(
+            text.contains("unapplied_ops") && text.contains("  uid:10001: setxattr d/f: Operation not supported\n"),
+            "{text}"
+        );
+        assert!(!render(&json!({"unapplied_recent": []})).contains("could not hold"), "nothing to list, no heading");
     }
 
     #[test]

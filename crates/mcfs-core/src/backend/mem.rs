@@ -754,6 +754,12 @@ impl MemBackend {
         self.tree.lock().now
     }
 
+    /// Limits the names of a file (ext4: 65,000); copies keep the limit.
+    /// For tests of what a backing store refuses at apply time.
+    pub fn set_link_max(&self, max: u32) {
+        self.tree.lock().limits.limits.link_max = max;
+    }
+
     /// The whole tree, for comparisons.
     pub fn snapshot(&self) -> TreeSnapshot {
         self.tree.lock().snapshot()

@@ -9,7 +9,7 @@
 //! `MCFS_SEED` picks the seed (printed); `MCFS_CRASH_STATES` the number of
 //! crash states tried per cut (default 16).
 
-use super::scenarios::{base_tree, copy, random_txn, scenarios, tree_of};
+use super::scenarios::{base_tree, copy, mixed_txn, random_txn, scenarios, tree_of};
 use super::*;
 use crate::backend::{MemBackend, RecordingBackend, TreeSnapshot};
 
@@ -23,82 +23,87 @@ fn seed() -> u64 {
     seed
 }
 
-/// The two trees a crash may end in.
+/// The trees a crash may end in: before every transaction, then after
+/// each one in turn.
 struct Outcomes {
-    pre: TreeSnapshot,
-    post: TreeSnapshot,
+    trees: Vec<TreeSnapshot>,
 }
 
 impl Outcomes {
-    fn name(&self, tree: &TreeSnapshot) -> Option<&'static str> {
-        if *tree == self.post {
-            Some("post")
-        } else if *tree == self.pre {
-            Some("pre")
-        } else {
-            None
-        }
+    /// How many transactions `tree` is after, if it is one of the outcomes.
+    fn index(&self, tree: &TreeSnapshot) -> Option<usize> {
+        self.trees.iter().rposition(|t| t == tree)
     }
 }
 
 /// Recovers `state` and returns which outcome it reached, failing the test
 /// (with `what` and a diff) on an error or on any other tree.
-fn recover_to_outcome(state: &MemBackend, outcomes: &Outcomes, what: &dyn Fn() -> String) -> &'static str {
+fn recover_to_outcome(state: &MemBackend, outcomes: &Outcomes, what: &dyn Fn() -> String) -> usize {
     if let Err(e) = recover(state) {
         panic!("{}: recover failed: {e}", what());
     }
     let tree = tree_of(state);
-    let Some(name) = outcomes.name(&tree) else {
-        panic!(
-            "{}: recovered to neither tree\n  vs post: {:?}\n  vs pre: {:?}",
-            what(),
-            tree.diff(&outcomes.post),
-            tree.diff(&outcomes.pre)
-        );
+    let Some(reached) = outcomes.index(&tree) else {
+        let diffs: Vec<_> = outcomes.trees.iter().map(|t| tree.diff(t)).collect();
+        panic!("{}: recovered to none of the trees (diffs: before, after each txn)\n  {diffs:?}", what());
     };
     assert_eq!(state.stat(&journal_path()).map(|a| a.size).ok(), Some(0), "{}: journal not freed", what());
     let again = recover(state).unwrap_or_else(|e| panic!("{}: second recover: {e}", what()));
     assert_eq!(again, RecoveryReport::default(), "{}: a second recovery found work", what());
-    name
+    reached
 }
 
-/// Commits and applies `ops` on a recorder and checks every crash state.
-/// Returns the number of crash states checked.
-fn crash_test_txn(label: &str, ops: &[JournalOp], seed: u64, states_per_cut: usize) -> usize {
-    // The state directory exists before recording, as after any first mount.
-    let pre_backend = Arc::new(MemBackend::new());
-    base_tree(&*pre_backend);
-    drop(Journal::open(pre_backend.clone()).unwrap());
-    let pre = tree_of(&pre_backend);
-    let rec = Arc::new(RecordingBackend::new(copy(&pre_backend)));
+/// The state directory exists before recording, as after any first mount.
+fn opened_base() -> Arc<MemBackend> {
+    let base = Arc::new(MemBackend::new());
+    base_tree(&base);
+    drop(Journal::open(base.clone()).unwrap());
+    base
+}
+
+/// Commits and applies each of `txns` in turn on a recorder (the first on
+/// `base_tree`), checks the live result against the oracle, and returns the
+/// recorder, the outcomes and the op count at which each commit returned.
+fn record_txns(label: &str, txns: &[&[JournalOp]]) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>) {
+    let oracle = opened_base();
+    let mut trees = vec![tree_of(&oracle)];
+    let rec = Arc::new(RecordingBackend::new(copy(&oracle)));
     let mut journal = Journal::open(rec.clone()).unwrap();
     journal.set_segment_bytes(4096);
-    journal.begin(1).unwrap();
-    for op in ops {
-        journal.append(op).unwrap();
+    let mut commit_points = Vec::new();
+    for (i, ops) in txns.iter().enumerate() {
+        journal.begin(i as u64 + 1).unwrap();
+        for op in *ops {
+            journal.append(op).unwrap();
+        }
+        journal.end().unwrap();
+        journal.wait_sync().unwrap();
+        commit_points.push(rec.op_count());
+        journal.apply(&mut || {}).unwrap();
+        let expected = super::scenarios::apply_directly(&oracle, ops);
+        assert_eq!(tree_of(rec.live()), expected, "{label}: live apply of txn {} differs from the oracle", i + 1);
+        for op in *ops {
+            let _ = super::scenarios::apply_op(&*oracle, op);
+        }
+        trees.push(expected);
     }
-    journal.end().unwrap();
-    journal.wait_sync().unwrap();
-    let commit_point = rec.op_count();
-    journal.apply(&mut || {}).unwrap();
-    let post = tree_of(rec.live());
-    let outcomes = Outcomes { pre, post };
-    assert_eq!(
-        outcomes.post,
-        super::scenarios::apply_directly(&pre_backend, ops),
-        "{label}: live apply differs from the oracle"
-    );
+    (rec, Outcomes { trees }, commit_points)
+}
 
+/// Commits and applies `txns` on a recorder and checks every crash state:
+/// it recovers (a crash state is never refused) to the tree before or after
+/// some transaction, and after every transaction whose commit was durable.
+/// Returns the number of crash states checked.
+fn crash_test_txns(label: &str, txns: &[&[JournalOp]], seed: u64, states_per_cut: usize) -> usize {
+    let (rec, outcomes, commit_points) = record_txns(label, txns);
     let mut checked = 0;
     for cut in 0..=rec.op_count() {
         for (i, crash) in rec.crash_states(cut, seed ^ cut as u64, states_per_cut).into_iter().enumerate() {
             let what = || format!("{label}: seed {seed}: apply crash {}", crash.describe());
-            let committed = crash.durable >= commit_point;
+            let committed = commit_points.iter().filter(|p| crash.durable >= **p).count();
             let image = copy(&crash.state);
             let reached = recover_to_outcome(&crash.state, &outcomes, &what);
-            if committed {
-                assert_eq!(reached, "post", "{}: commit record was durable", what());
-            }
+            assert!(reached >= committed, "{}: reached txn {reached}, but {committed} were durable", what());
             checked += 1;
             // Crash the recovery of every fourth state, at every cut.
             if (cut + i).is_multiple_of(4) {
@@ -109,13 +114,17 @@ fn crash_test_txn(label: &str, ops: &[JournalOp], seed: u64, states_per_cut: usi
     checked
 }
 
+fn crash_test_txn(label: &str, ops: &[JournalOp], seed: u64, states_per_cut: usize) -> usize {
+    crash_test_txns(label, &[ops], seed, states_per_cut)
+}
+
 /// Runs recovery of `image` on a recorder, then crashes it at every cut: a
 /// recovery of each crash state must reach what the uninterrupted recovery
 /// reached (`expected`).
 fn crash_test_recovery(
     image: &MemBackend,
     outcomes: &Outcomes,
-    expected: &str,
+    expected: usize,
     seed: u64,
     outer: &dyn Fn() -> String,
 ) -> usize {
@@ -156,4 +165,153 @@ fn journal_crash_at_every_step_of_apply_and_recovery_random_txns() {
         let checked = crash_test_txn(&format!("random txn {txn_seed}"), &ops, txn_seed, per_cut.max(2));
         eprintln!("random txn {txn_seed}: {} ops ({namespace} namespace), {checked} crash states", ops.len());
     }
+}
+
+/// Each named transaction, then a second one whose journal records go over
+/// the first one's while its "done" record and the journal's truncation may
+/// still be unsynced: no crash state is refused (recovery must tell such a
+/// state from a damaged journal), and none is rolled back.
+#[test]
+fn journal_crash_across_two_transactions_sharing_the_journal_file() {
+    let seed = seed();
+    let per_cut = env_u64("MCFS_CRASH_STATES", 16) as usize / 2;
+    let second = vec![
+        JournalOp::Create { path: "t2".into(), kind: crate::types::FileKind::File, perm: 0o644, rdev: 0 },
+        JournalOp::Write { path: "t2".into(), offset: 0, data: vec![0x5a; 9000] },
+        JournalOp::SetXattr { path: "t2".into(), name: "user.t".into(), value: b"2".to_vec() },
+    ];
+    let mut firsts = scenarios();
+    firsts.push(("engine-shaped mix", mixed_txn(8)));
+    for (name, first) in firsts {
+        let checked = crash_test_txns(&format!("{name}, then another"), &[&first, &second], seed, per_cut.max(2));
+        eprintln!("{name}, then another: {checked} crash states recovered");
+    }
+}
+
+/// The file's bytes, for checking that a refusal changed nothing.
+fn file_bytes(b: &MemBackend, path: &std::path::Path) -> Vec<u8> {
+    let size = b.stat(path).map_or(0, |a| a.size);
+    let mut buf = vec![0; size as usize];
+    let n = b.read_at(path, 0, &mut buf).unwrap_or(0);
+    buf.truncate(n);
+    buf
+}
+
+/// `image` with `path` replaced by `bytes`.
+fn with_file(image: &MemBackend, path: &std::path::Path, bytes: &[u8]) -> MemBackend {
+    let damaged = copy(image);
+    damaged.set_len(path, 0).unwrap();
+    damaged.write_at(path, 0, bytes).unwrap();
+    damaged
+}
+
+/// How recovery of a damaged state may end.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Expect {
+    /// It finishes the transaction.
+    Finished,
+    /// It refuses naming the file.
+    Refused,
+    /// Either (the damage left an older record saying "in the middle").
+    FinishedOrRefused,
+    /// Nothing can tell this damage from a crash (see JOURNAL.md): only no panic.
+    Undetectable,
+}
+
+/// Recovers `damaged` and checks it ends as `expect` says; a refusal must
+/// name `file` and change nothing.
+fn check_damage(damaged: MemBackend, file: &str, expect: Expect, post: &TreeSnapshot, what: &str) {
+    let tree = tree_of(&damaged);
+    let state = [journal_path(), progress_path()].map(|p| file_bytes(&damaged, &p));
+    match (recover(&damaged), expect) {
+        (Ok(_), Expect::Finished | Expect::FinishedOrRefused) => {
+            assert_eq!(tree_of(&damaged), *post, "{what}: recovered to another tree than the post tree");
+        }
+        (Err(e), Expect::Refused | Expect::FinishedOrRefused) => {
+            assert!(e.to_string().contains(file), "{what}: the refusal does not name {file}: {e}");
+            assert_eq!(tree_of(&damaged), tree, "{what}: a refusal changed the tree");
+            let after = [journal_path(), progress_path()].map(|p| file_bytes(&damaged, &p));
+            assert!(after == state, "{what}: a refusal changed the journal or the progress file");
+        }
+        (_, Expect::Undetectable) => {}
+        (outcome, _) => panic!("{what}: expected {expect:?}, got {outcome:?}"),
+    }
+}
+
+/// Damage to `.mcfs/progress` or `.mcfs/journal` after every op of the apply
+/// of multi-group transactions: recovery finishes the transaction, or
+/// refuses with an error naming the damaged file and changes nothing. It
+/// never resumes from a wrong point (rolling files back), and it never drops
+/// a transaction that a progress record shows was being applied.
+#[test]
+fn journal_damaged_progress_or_journal_mid_apply_is_finished_or_refused_never_rolled_back() {
+    use super::progress::{ProgressFile, PROGRESS_LEN};
+    let refused_link = scenarios().into_iter().find(|(n, _)| n.starts_with("a link refused")).expect("scenario").1;
+    let mut refusals = 0;
+    for (label, ops) in [("engine-shaped mix", mixed_txn(8)), ("a refused link", refused_link)] {
+        let (rec, outcomes, commit_points) = record_txns(label, &[&ops]);
+        let post = &outcomes.trees[1];
+        for cut in commit_points[0]..=rec.op_count() {
+            // The process-crash state at this cut: every op issued survived.
+            let image = rec.crash_states(cut, 0, 2).pop().expect("a crash state").state;
+            let progress = file_bytes(&image, &progress_path());
+            let journal = file_bytes(&image, &journal_path());
+            let what = |damage: &str| format!("{label}: after backend op {cut}, {damage}");
+            let txn = ProgressFile::load(&image).unwrap().newest().filter(|p| p.seq == 1);
+            let in_middle = txn.is_some_and(|p| !p.done);
+            let holds_txn = !journal.is_empty();
+
+            // The progress file truncated or zeroed: a committed journal
+            // beside it is refused; beside an empty one, an older record may
+            // be left that says "in the middle", which is refused too.
+            let mut cuts: Vec<u64> = vec![0, 1, 28, 540, 1051, 1536, PROGRESS_LEN - 1];
+            cuts.retain(|len| *len < progress.len() as u64);
+            for len in cuts {
+                let damaged = with_file(&image, &progress_path(), &progress[..len as usize]);
+                let expect = if holds_txn { Expect::Refused } else { Expect::FinishedOrRefused };
+                check_damage(damaged, ".mcfs/progress", expect, post, &what(&format!("progress cut to {len}")));
+            }
+            let zeroed = with_file(&image, &progress_path(), &vec![0; progress.len()]);
+            let expect = if holds_txn { Expect::Refused } else { Expect::Finished };
+            check_damage(zeroed, ".mcfs/progress", expect, post, &what("progress zeroed"));
+            // One damaged byte of any slot: the other copy of its value remains.
+            for i in (0..4).flat_map(|slot| slot * 512..slot * 512 + 28) {
+                let mut flipped = progress.clone();
+                flipped[i] ^= 0x21;
+                let damaged = with_file(&image, &progress_path(), &flipped);
+                check_damage(damaged, ".mcfs/progress", Expect::Finished, post, &what(&format!("progress byte {i}")));
+            }
+
+            // The journal damaged or cut short: refused while a record shows
+            // the transaction in its middle; dropped (already applied) once
+            // one says it is done; before the first record, nothing can tell.
+            if !holds_txn {
+                continue;
+            }
+            let expect = match txn {
+                _ if in_middle => Expect::Refused,
+                Some(p) if p.done => Expect::Finished,
+                _ => Expect::Undetectable,
+            };
+            refusals += usize::from(expect == Expect::Refused);
+            let len = journal.len();
+            let mut damages: Vec<(String, Vec<u8>)> = Vec::new();
+            for i in [20, 44, 512, (512 + len) / 2, len - 1] {
+                let mut flipped = journal.clone();
+                flipped[i] ^= 0x10;
+                damages.push((format!("journal byte {i} flipped"), flipped));
+            }
+            for cut_to in [len - 1, len / 2, 512, 40] {
+                damages.push((format!("journal cut to {cut_to}"), journal[..cut_to].to_vec()));
+            }
+            let mut zero_header = journal.clone();
+            zero_header[..512].fill(0);
+            damages.push(("journal header zeroed".into(), zero_header));
+            for (damage, bytes) in damages {
+                let damaged = with_file(&image, &journal_path(), &bytes);
+                check_damage(damaged, ".mcfs/journal", expect, post, &what(&damage));
+            }
+        }
+    }
+    assert!(refusals > 4, "too few states had a transaction in its middle ({refusals})");
 }

@@ -13,7 +13,11 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const MAGIC: [u8; 8] = *b"MCFSJNL1";
-pub const VERSION: u32 = 1;
+/// Format 2 keeps `.mcfs/progress` valid from `Journal::open` on (see
+/// `progress.rs`); recovery holds a version-2 transaction to that.
+pub const VERSION: u32 = 2;
+/// The format before that; its transactions are still recovered.
+pub const LEGACY_VERSION: u32 = 1;
 /// The header occupies the first sector; the payload starts right after it.
 pub const HEADER_LEN: u64 = 512;
 /// Bytes of the header that carry fields; the rest of the sector is zero.
@@ -24,6 +28,7 @@ pub const RECORD_LEN_BYTES: u64 = 4;
 /// The commit record of one transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TxnHeader {
+    pub version: u32,
     pub seq: u64,
     pub payload_len: u64,
     pub op_count: u64,
@@ -54,7 +59,7 @@ impl TxnHeader {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_LEN as usize);
         out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());
         out.extend_from_slice(&self.seq.to_le_bytes());
         out.extend_from_slice(&self.payload_len.to_le_bytes());
@@ -84,7 +89,7 @@ impl TxnHeader {
             return if could_be_torn { Ok(HeaderState::Torn) } else { Err(ForeignHeader::Magic(magic)) };
         }
         let version = le_u32(&sector[8..12]);
-        if version != VERSION && version != 0 {
+        if ![0, LEGACY_VERSION, VERSION].contains(&version) {
             return Err(ForeignHeader::Version(version));
         }
         let stored_crc = le_u32(&sector[44..48]);
@@ -95,6 +100,7 @@ impl TxnHeader {
             return Ok(HeaderState::Torn);
         }
         Ok(HeaderState::Valid(TxnHeader {
+            version,
             seq: le_u64(&sector[16..24]),
             payload_len: le_u64(&sector[24..32]),
             op_count: le_u64(&sector[32..40]),
@@ -496,7 +502,7 @@ mod tests {
 
     #[test]
     fn journal_header_round_trip_and_torn_detection() {
-        let h = TxnHeader { seq: 7, payload_len: 12345, op_count: 9, payload_crc: 0xdead_beef };
+        let h = TxnHeader { version: VERSION, seq: 7, payload_len: 12345, op_count: 9, payload_crc: 0xdead_beef };
         let bytes = h.encode();
         assert_eq!(bytes.len() as u64, HEADER_LEN);
         assert_eq!(TxnHeader::decode(&bytes), Ok(HeaderState::Valid(h)));
@@ -525,12 +531,14 @@ mod tests {
 
     #[test]
     fn journal_header_foreign_magic_and_version_are_refused() {
-        let h = TxnHeader { seq: 1, payload_len: 0, op_count: 0, payload_crc: 0 };
+        let h = TxnHeader { version: VERSION, seq: 1, payload_len: 0, op_count: 0, payload_crc: 0 };
+        let legacy = TxnHeader { version: LEGACY_VERSION, ..h };
+        assert_eq!(TxnHeader::decode(&legacy.encode()), Ok(HeaderState::Valid(legacy)));
         let mut other = h.encode();
         other[..8].copy_from_slice(b"SQLITE f");
         assert_eq!(TxnHeader::decode(&other), Err(ForeignHeader::Magic(*b"SQLITE f")));
         let mut newer = h.encode();
-        newer[8..12].copy_from_slice(&2u32.to_le_bytes());
-        assert_eq!(TxnHeader::decode(&newer), Err(ForeignHeader::Version(2)));
+        newer[8..12].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(TxnHeader::decode(&newer), Err(ForeignHeader::Version(3)));
     }
 }

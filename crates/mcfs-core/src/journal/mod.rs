@@ -15,6 +15,7 @@ mod group;
 mod progress;
 mod reader;
 mod recovery;
+mod refusal;
 
 #[cfg(test)]
 mod crash_tests;
@@ -32,7 +33,8 @@ use crate::backend::{is_not_found, Backend};
 use crate::types::FileKind;
 use encode::{encode_op, TxnHeader};
 use progress::ProgressFile;
-use recovery::{inspect, JournalContent};
+use recovery::{check_consistent, inspect, JournalContent};
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -55,6 +57,26 @@ pub struct ApplyReport {
     pub syncs: u64,
     /// Bytes written under `.mcfs/` (progress records).
     pub journal_bytes: u64,
+    /// Ops the backing store can never hold, skipped (see `refusal.rs`).
+    pub unapplied: Vec<UnappliedOp>,
+}
+
+/// An op of a committed transaction that the backing store refused for
+/// good (a name too long, a file too large, too many links, an unsupported
+/// xattr, ...): `apply` skipped it and went on with the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnappliedOp {
+    /// Its index in the transaction.
+    pub index: u64,
+    /// What it was: its kind and backing path(s), e.g. `setxattr d/f`.
+    pub op: String,
+    pub errno: i32,
+}
+
+impl fmt::Display for UnappliedOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.op, io::Error::from_raw_os_error(self.errno))
+    }
 }
 
 /// Bytes buffered by `append` before they are streamed to the journal file.
@@ -108,6 +130,9 @@ pub struct Journal {
     last_seq: Option<u64>,
     /// The journal file may hold bytes of a transaction nobody will commit.
     stale: bool,
+    /// Ops of the committed transaction skipped so far, by attempts that
+    /// then failed: the attempt that finishes reports them.
+    unapplied: Vec<UnappliedOp>,
 }
 
 impl Journal {
@@ -125,7 +150,9 @@ impl Journal {
             b.sync()?;
         }
         let mut progress = ProgressFile::load(b)?;
-        let stale = match inspect(b)? {
+        let content = inspect(b)?;
+        check_consistent(&content, &progress)?;
+        let stale = match content {
             JournalContent::Empty => false,
             JournalContent::Torn { .. } => true,
             JournalContent::Committed(h) => {
@@ -135,7 +162,7 @@ impl Journal {
                 ))
             }
         };
-        progress.clear(b)?;
+        progress.reset(b)?;
         Ok(Journal {
             last_seq: None,
             backend,
@@ -144,6 +171,7 @@ impl Journal {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             txn_bytes: 0,
             stale,
+            unapplied: Vec::new(),
         })
     }
 
@@ -158,6 +186,14 @@ impl Journal {
         self.txn_bytes + self.progress.bytes_written()
     }
 
+    /// Ops appended to the transaction being built: the index the next one gets.
+    pub fn ops_appended(&self) -> u64 {
+        match self.txn {
+            TxnState::Building { op_count, .. } => op_count,
+            _ => 0,
+        }
+    }
+
     /// A transaction is committed but not (fully) applied yet.
     pub fn has_committed(&self) -> bool {
         matches!(self.txn, TxnState::Committed(_))
@@ -167,6 +203,9 @@ impl Journal {
     pub fn begin(&mut self, seq: u64) -> io::Result<()> {
         if !matches!(self.txn, TxnState::Idle) {
             return Err(misuse("begin while another transaction is in the journal"));
+        }
+        if seq == 0 {
+            return Err(misuse("begin(0): transaction 0 stands for \"none\" in the progress file"));
         }
         if self.last_seq.is_some_and(|last| seq <= last) {
             return Err(misuse(&format!(
@@ -224,8 +263,14 @@ impl Journal {
         let TxnState::Committed(header) = self.txn else {
             return Err(misuse("apply without a committed transaction"));
         };
-        let report =
-            apply::apply_txn(&*self.backend, &header, &mut self.progress, self.segment_bytes, between_segments)?;
+        let report = apply::apply_txn(
+            &*self.backend,
+            &header,
+            &mut self.progress,
+            self.segment_bytes,
+            between_segments,
+            &mut self.unapplied,
+        )?;
         self.txn = TxnState::Idle;
         Ok(report)
     }
@@ -271,7 +316,7 @@ impl Journal {
         let TxnState::Building { seq, flushed, crc, op_count, .. } = self.txn else {
             return Err(misuse("commit record outside a transaction"));
         };
-        let header = TxnHeader { seq, payload_len: flushed, op_count, payload_crc: crc };
+        let header = TxnHeader { version: encode::VERSION, seq, payload_len: flushed, op_count, payload_crc: crc };
         self.backend.write_at(&journal_path(), 0, &header.encode())?;
         self.txn_bytes += HEADER_LEN;
         self.txn = TxnState::Ended(header);
@@ -313,6 +358,11 @@ fn misuse(what: &str) -> io::Error {
 /// An error about the journal file: its errno, and a message naming the file.
 fn journal_error(errno: i32, why: String) -> io::Error {
     state_error(&journal_path(), errno, why)
+}
+
+/// The progress file contradicts itself or the journal: `EUCLEAN`, naming it.
+fn progress_error(why: String) -> io::Error {
+    state_error(&progress_path(), libc::EUCLEAN, why)
 }
 
 fn state_error(path: &Path, errno: i32, why: String) -> io::Error {

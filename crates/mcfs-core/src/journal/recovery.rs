@@ -6,13 +6,16 @@
 //! Invariant: recovery only writes through the apply protocol, the journal
 //! truncation and orphan removal, so a crash inside it leaves a state the
 //! next recovery handles the same way. It never touches a journal it cannot
-//! identify as an mcfs journal of a version it knows.
+//! identify as an mcfs journal of a version it knows, and it changes nothing
+//! when its own state (`.mcfs/journal` and `.mcfs/progress`) is one no crash
+//! can leave: it refuses, naming the file, rather than replay from a wrong
+//! point and roll data back.
 
 use super::apply::apply_txn;
-use super::encode::{ForeignHeader, HeaderState, TxnHeader, HEADER_LEN};
+use super::encode::{ForeignHeader, HeaderState, TxnHeader, HEADER_LEN, LEGACY_VERSION};
 use super::progress::ProgressFile;
 use super::reader::{OpReader, ReadError};
-use super::{journal_error, journal_path, orphans_dir, ApplyReport};
+use super::{journal_error, journal_path, orphans_dir, progress_error, ApplyReport};
 use crate::backend::{is_not_found, Backend};
 use crate::types::FileKind;
 use std::fmt;
@@ -43,7 +46,13 @@ impl fmt::Display for RecoveryReport {
         if self.dropped_torn_bytes > 0 {
             write!(f, "; dropped {} bytes of an uncommitted transaction", self.dropped_torn_bytes)?;
         }
-        write!(f, "; removed {} orphans", self.orphans_removed)
+        write!(f, "; removed {} orphans", self.orphans_removed)?;
+        let unapplied = self.replayed.iter().flat_map(|r| &r.unapplied);
+        for (i, op) in unapplied.enumerate() {
+            let lead = if i == 0 { "\nthe backing store cannot hold these ops; skipped:" } else { "" };
+            write!(f, "{lead}\n  op {}: {op}", op.index)?;
+        }
+        Ok(())
     }
 }
 
@@ -51,15 +60,18 @@ impl fmt::Display for RecoveryReport {
 /// version is refused with an error naming the file.
 pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
     let mut report = RecoveryReport::default();
-    match inspect(backend)? {
+    let mut progress = ProgressFile::load(backend)?;
+    let content = inspect(backend)?;
+    check_consistent(&content, &progress)?;
+    match content {
         JournalContent::Empty => {}
-        JournalContent::Torn { len } => {
+        JournalContent::Torn { len, .. } => {
             backend.set_len(&journal_path(), 0)?;
             report.dropped_torn_bytes = len;
         }
         JournalContent::Committed(header) => {
-            let mut progress = ProgressFile::load(backend)?;
-            report.replayed = Some(apply_txn(backend, &header, &mut progress, u64::MAX, &mut || {})?);
+            let applied = apply_txn(backend, &header, &mut progress, u64::MAX, &mut || {}, &mut Vec::new())?;
+            report.replayed = Some(applied);
         }
     }
     report.orphans_removed = remove_orphans(backend)?;
@@ -70,6 +82,51 @@ pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
     Ok(report)
 }
 
+/// Refuses a journal and progress file that no crash can leave behind
+/// (docs/JOURNAL.md, "Telling damage from a crash"):
+/// * the newest progress record says a transaction is in the middle of its
+///   apply, but the journal does not hold it, committed and intact;
+/// * next to a transaction of the current format, a progress file that is
+///   short or has no valid slot (`Journal::open` leaves all of them valid).
+///
+/// Finishing from a guessed point could roll files back; dropping the
+/// transaction would leave it half-applied. The error names the file.
+pub fn check_consistent(content: &JournalContent, progress: &ProgressFile) -> io::Result<()> {
+    let header = match content {
+        JournalContent::Committed(h) | JournalContent::Torn { header: Some(h), .. } => Some(h),
+        _ => None,
+    };
+    if let Some(h) = header.filter(|h| h.version > LEGACY_VERSION) {
+        if let Some(damage) = progress.damage() {
+            return Err(progress_error(format!(
+                "{damage}; recovery cannot tell how far transaction {} in {} was applied, and refuses to guess \
+                 (move both files away to give the transaction up, leaving it partly applied)",
+                h.seq,
+                journal_path().display()
+            )));
+        }
+    }
+    let Some(mid) = progress.newest().filter(|p| !p.done) else { return Ok(()) };
+    let found = match content {
+        JournalContent::Committed(h) if h.seq == mid.seq => return Ok(()),
+        JournalContent::Committed(h) => format!("holds transaction {} instead", h.seq),
+        JournalContent::Torn { header: Some(h), .. } if h.seq == mid.seq => {
+            "holds it damaged (its checksum fails or it is cut short)".to_string()
+        }
+        JournalContent::Torn { .. } => "holds no readable transaction".to_string(),
+        JournalContent::Empty => "is empty".to_string(),
+    };
+    Err(journal_error(
+        libc::EUCLEAN,
+        format!(
+            "{found}, but {} says transaction {} was being applied (up to op {}); recovery cannot finish it \
+             and refuses to leave it half-applied (restore the journal, or move both files away to give it up)",
+            super::progress_path().display(),
+            mid.seq,
+            mid.next
+        ),
+    ))
+}
 /// What the journal file holds.
 #[derive(Debug, PartialEq, Eq)]
 pub enum JournalContent {
@@ -78,6 +135,8 @@ pub enum JournalContent {
     /// match its payload.
     Torn {
         len: u64,
+        /// The commit record, if it is valid (the payload is not).
+        header: Option<TxnHeader>,
     },
     Committed(TxnHeader),
 }
@@ -97,7 +156,7 @@ pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
     let n = backend.read_at(&path, 0, &mut sector)?;
     let header = match TxnHeader::decode(&sector[..n]) {
         Ok(HeaderState::Valid(h)) => h,
-        Ok(HeaderState::Empty | HeaderState::Torn) => return Ok(JournalContent::Torn { len }),
+        Ok(HeaderState::Empty | HeaderState::Torn) => return Ok(JournalContent::Torn { len, header: None }),
         Err(ForeignHeader::Magic(magic)) => {
             return Err(journal_error(
                 libc::EINVAL,
@@ -117,8 +176,9 @@ pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
             ))
         }
     };
+    let torn = JournalContent::Torn { len, header: Some(header) };
     if len - HEADER_LEN.min(len) < header.payload_len {
-        return Ok(JournalContent::Torn { len });
+        return Ok(torn);
     }
     let mut reader = OpReader::new(backend, header.payload_len);
     let mut count = 0u64;
@@ -132,15 +192,15 @@ pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
                 match reader.consume_rest() {
                     Ok(()) => break,
                     Err(ReadError::Io(e)) => return Err(e),
-                    Err(_) => return Ok(JournalContent::Torn { len }),
+                    Err(_) => return Ok(torn),
                 }
             }
-            Err(ReadError::Short) => return Ok(JournalContent::Torn { len }),
+            Err(ReadError::Short) => return Ok(torn),
             Err(ReadError::Io(e)) => return Err(e),
         }
     }
     if reader.crc() != Some(header.payload_crc) {
-        return Ok(JournalContent::Torn { len });
+        return Ok(torn);
     }
     // The checksum matches, so the bytes are what was written: a bad record
     // is a bug, and applying part of a committed transaction is not allowed.
