@@ -14,29 +14,14 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-/// The inode an entry is about, for entries that concern one inode only.
+/// The inode an entry is about, for entries that concern one inode only (a
+/// link, a rename over another name and an exchange concern two).
 fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
     match entry {
-        ClosedEntry::Write { ino, .. } => Some(*ino),
-        ClosedEntry::Other(e) => match e {
-            LogEntry::SetLen { ino, .. }
-            | LogEntry::Create { ino, .. }
-            | LogEntry::Symlink { ino, .. }
-            | LogEntry::Unlink { ino, .. }
-            | LogEntry::Rmdir { ino, .. }
-            | LogEntry::SetPerm { ino, .. }
-            | LogEntry::SetOwner { ino, .. }
-            | LogEntry::SetTimes { ino, .. }
-            | LogEntry::SetXattr { ino, .. }
-            | LogEntry::RemoveXattr { ino, .. }
-            | LogEntry::Fallocate { ino, .. }
-            | LogEntry::Tmpfile { ino, .. } => Some(*ino),
-            // A rename to a free name concerns its inode only.
-            LogEntry::Rename { ino, replaced: None, .. } => Some(*ino),
-            LogEntry::Write { .. } | LogEntry::Link { .. } | LogEntry::Rename { .. } | LogEntry::Exchange { .. } => {
-                None
-            }
-        },
+        ClosedEntry::Other(
+            LogEntry::Link { .. } | LogEntry::Rename { replaced: Some(_), .. } | LogEntry::Exchange { .. },
+        ) => None,
+        entry => Some(entry.ino()),
     }
 }
 

@@ -13,7 +13,7 @@
 use crate::journal::UnappliedOp;
 use crate::stats::UnappliedOpStat;
 use crate::types::{Errno, Ino};
-use crate::vct::{AppId, ClosedEntry, LogEntry};
+use crate::vct::{AppId, ClosedEntry};
 use std::collections::{HashMap, VecDeque};
 
 /// Skipped ops `mcfs stat` lists (the newest).
@@ -41,7 +41,7 @@ pub struct OpOrigins {
 impl OpOrigins {
     /// Op `index` (or part of it: a coalesced write) came from `entry` of `app`.
     pub fn note(&mut self, index: u64, app: AppId, entry: &ClosedEntry) {
-        let ino = entry_ino(entry);
+        let ino = entry.ino();
         match self.runs.last_mut() {
             Some(run) if run.app == app && run.ino == ino && index <= run.last + 1 => run.last = run.last.max(index),
             _ => self.runs.push(Run { first: index, last: index, app, ino }),
@@ -53,31 +53,6 @@ impl OpOrigins {
         // Runs are in op order; a coalesced op may close one run and open the next.
         let from = self.runs.partition_point(|r| r.last < index);
         self.runs[from..].iter().take_while(move |r| r.first <= index).map(|r| (r.app, r.ino))
-    }
-}
-
-/// The inode an entry is about (the directory, for an exchange of two names).
-fn entry_ino(entry: &ClosedEntry) -> Ino {
-    match entry {
-        ClosedEntry::Write { ino, .. } => *ino,
-        ClosedEntry::Other(e) => match e {
-            LogEntry::Write { ino, .. }
-            | LogEntry::SetLen { ino, .. }
-            | LogEntry::Create { ino, .. }
-            | LogEntry::Symlink { ino, .. }
-            | LogEntry::Link { ino, .. }
-            | LogEntry::Unlink { ino, .. }
-            | LogEntry::Rmdir { ino, .. }
-            | LogEntry::Rename { ino, .. }
-            | LogEntry::SetPerm { ino, .. }
-            | LogEntry::SetOwner { ino, .. }
-            | LogEntry::SetTimes { ino, .. }
-            | LogEntry::SetXattr { ino, .. }
-            | LogEntry::RemoveXattr { ino, .. }
-            | LogEntry::Fallocate { ino, .. }
-            | LogEntry::Tmpfile { ino, .. } => *ino,
-            LogEntry::Exchange { parent, .. } => *parent,
-        },
     }
 }
 
@@ -135,6 +110,7 @@ impl Refused {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vct::LogEntry;
 
     fn write(ino: Ino) -> ClosedEntry {
         ClosedEntry::Other(LogEntry::SetLen { ino, size: 0 })

@@ -119,6 +119,29 @@ pub enum LogEntry {
 }
 
 impl LogEntry {
+    /// The inode whose object or name the entry changes (for an exchange of
+    /// two names, the directory of the first).
+    pub fn ino(&self) -> Ino {
+        match self {
+            LogEntry::Write { ino, .. }
+            | LogEntry::SetLen { ino, .. }
+            | LogEntry::Create { ino, .. }
+            | LogEntry::Symlink { ino, .. }
+            | LogEntry::Link { ino, .. }
+            | LogEntry::Unlink { ino, .. }
+            | LogEntry::Rmdir { ino, .. }
+            | LogEntry::Rename { ino, .. }
+            | LogEntry::SetPerm { ino, .. }
+            | LogEntry::SetOwner { ino, .. }
+            | LogEntry::SetTimes { ino, .. }
+            | LogEntry::SetXattr { ino, .. }
+            | LogEntry::RemoveXattr { ino, .. }
+            | LogEntry::Fallocate { ino, .. }
+            | LogEntry::Tmpfile { ino, .. } => *ino,
+            LogEntry::Exchange { parent, .. } => *parent,
+        }
+    }
+
     /// Whether the entry adds or removes a name (so where it lands depends
     /// on the directories above it).
     pub fn changes_names(&self) -> bool {
@@ -283,6 +306,16 @@ impl OpenVct {
 pub enum ClosedEntry {
     Write { ino: Ino, page: u64, slot: u64, data: Arc<PageBuf>, len: usize },
     Other(LogEntry),
+}
+
+impl ClosedEntry {
+    /// The inode the entry changes (see `LogEntry::ino`).
+    pub fn ino(&self) -> Ino {
+        match self {
+            ClosedEntry::Write { ino, .. } => *ino,
+            ClosedEntry::Other(e) => e.ino(),
+        }
+    }
 }
 
 /// A closed, immutable VCT waiting for the checkpointer.
