@@ -272,11 +272,15 @@ impl State {
         let end = offset + len;
         let entry = LogEntry::Fallocate { ino, mode, offset, len };
         self.reserve_object(&entry);
-        // Past the end the file reads as zeros already.
+        // Past the end the file reads as zeros already, but replay zeroes
+        // the whole range: the write entry of a page it meets (taken at
+        // close, so with bytes written past today's end later) moves after it.
         let cleared = offset..end.min(size);
-        if mode.zeroes() && !cleared.is_empty() {
-            self.apps.list[app].open.record_zeroing(ino, (cleared.start, cleared.end), size, entry, now);
-            self.zero_cached(ino, cleared.clone());
+        if mode.zeroes() {
+            self.apps.list[app].open.record_zeroing(ino, (offset, end), size, entry, now);
+            if !cleared.is_empty() {
+                self.zero_cached(ino, cleared.clone());
+            }
         } else {
             self.apps.list[app].open.record(entry, now);
             self.apps.list[app].open.touch(ino);

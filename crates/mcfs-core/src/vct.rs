@@ -225,7 +225,8 @@ impl OpenVct {
     }
 
     /// Records a punch-hole or zero-range `entry` that clears bytes
-    /// `start..end` of `ino` (`start < end`), a file of `size` bytes, as
+    /// `start..end` of `ino` (`start < end`; bytes past `size` count too,
+    /// since replay clears them after writes taken at close), a file of `size` bytes, as
     /// `record_truncate` does: write entries of pages wholly inside are
     /// voided (their bytes are zeros now), those of the partly cleared pages
     /// at either end move after the entry. A voided write may be what made

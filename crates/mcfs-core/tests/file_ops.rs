@@ -200,6 +200,25 @@ fn writes_around_a_punch_in_one_vct_commit_as_the_mount_shows_them() {
     same(&f.backing("f"), &shown, "backing");
 }
 
+/// Regression (fsx seed 10403041508935043098): a zero-range that starts
+/// past the end of file, in the page holding it, is replayed on the backing
+/// file after that page's write, whose content is taken at close: bytes
+/// written there after the zero-range must survive it.
+#[test]
+fn a_zero_range_past_the_end_keeps_later_writes_to_the_end_page() {
+    for keep in [0, libc::FALLOC_FL_KEEP_SIZE] {
+        let f = fixture();
+        let ino = f.create("f");
+        let e = &f.engine;
+        e.write(Some(ME), ino, 0, &pattern(4, PAGE + 100)).unwrap();
+        e.fallocate(ino, PAGE + 3000, 3 * PAGE, libc::FALLOC_FL_ZERO_RANGE | keep).unwrap();
+        e.write(Some(ME), ino, PAGE + 2000, &pattern(5, 2000)).unwrap();
+        let shown = f.read_all(ino);
+        e.checkpoint().unwrap();
+        same(&f.backing("f"), &shown, &format!("backing (zero-range mode {keep:#x})"));
+    }
+}
+
 #[test]
 fn zero_range_extends_unless_keep_size_and_reserves_without_data() {
     let f = fixture();

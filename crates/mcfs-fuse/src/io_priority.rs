@@ -61,6 +61,10 @@ impl IoPriorities for ThreadPriorities {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
+
+    /// A raise in one test makes every thread's cache stale, so the tests that count on the cache run one at a time.
+    static RAISES_SERIAL: Mutex<()> = Mutex::new(());
 
     fn own_priority() -> IoPriority {
         ioprio::of_thread(ThreadPriorities.own_thread()).expect("ioprio_get")
@@ -84,6 +88,7 @@ mod tests {
 
     #[test]
     fn an_unchanged_class_costs_no_syscall() {
+        let _serial = RAISES_SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         std::thread::spawn(|| {
             follow_class(IoClass::Background);
             // Changed behind the cache's back: a repeat of the class must not notice.
@@ -97,6 +102,7 @@ mod tests {
 
     #[test]
     fn a_raised_thread_is_foreground_and_gets_its_own_class_back() {
+        let _serial = RAISES_SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         let (raised_tx, raised_rx) = std::sync::mpsc::channel::<()>();
         let holder = std::thread::spawn(move || {
