@@ -25,6 +25,7 @@ use crate::STATE_DIR;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +52,8 @@ pub struct Engine {
     pub(crate) split_settled: Condvar,
     /// What the backing store refuses: refused at the call (see `backend::limits`).
     pub(crate) limits: BackendLimits,
+    /// Lookups of names that do not exist (`Stats::missing_lookups`).
+    missing_lookups: AtomicU64,
 }
 
 const NAME_MAX: usize = 255;
@@ -176,6 +179,7 @@ impl Engine {
             dispatch,
             split_settled: Condvar::new(),
             limits,
+            missing_lookups: AtomicU64::new(0),
         })
     }
 
@@ -192,7 +196,10 @@ impl Engine {
             return Err(Errno::ENOENT);
         }
         let mut st = self.state.lock();
-        let ino = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
+        let Some(ino) = st.find(&self.store(), parent, name)? else {
+            self.missing_lookups.fetch_add(1, Ordering::Relaxed);
+            return Err(Errno::ENOENT);
+        };
         let inode = st.inode_mut(ino)?;
         inode.lookups += 1;
         Ok(inode.attr.clone())
@@ -892,6 +899,7 @@ impl Engine {
         let refused = self.refused.lock();
         stats.unapplied_ops = refused.count;
         stats.unapplied_recent = refused.recent.iter().cloned().collect();
+        stats.missing_lookups = self.missing_lookups.load(Ordering::Relaxed);
         stats
     }
 }

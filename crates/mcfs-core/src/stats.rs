@@ -61,6 +61,10 @@ pub struct Stats {
     pub unapplied_ops: u64,
     /// The newest of those.
     pub unapplied_recent: Vec<UnappliedOpStat>,
+    /// Lookups of names that do not exist. The kernel keeps each answer
+    /// for the entry timeout, so a name probed again and again (SQLite's
+    /// `-journal` and `-wal`) is counted about once per timeout.
+    pub missing_lookups: u64,
     /// The idle predictor in use and its score (MobiFS §7.4), if any.
     pub idle_predictor: String,
     pub idle: Option<PredictionScore>,

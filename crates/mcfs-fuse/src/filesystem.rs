@@ -34,9 +34,11 @@ use std::time::{Duration, SystemTime};
 
 /// How long the kernel may trust attributes and names without asking. Long,
 /// because every change reaches the backing store through this mount and the
-/// kernel updates or drops its cache on each change it sends us. Failed
-/// lookups are answered with ENOENT, never with a cached negative entry, so a
-/// name created later is seen at once.
+/// kernel updates or drops its cache on each change it sends us. That holds
+/// for missing names too: a lookup that finds nothing is answered with a
+/// negative entry (inode 0) the kernel keeps for as long, and every name
+/// mcfs makes is made by a request through this mount, whose reply replaces
+/// the kernel's negative entry (the engine never makes a name on its own).
 const TTL: Duration = Duration::from_secs(60);
 
 /// Inode numbers are not exported over NFS, so generations are not needed.
@@ -106,6 +108,15 @@ fn reply_entry(reply: ReplyEntry, result: FsResult<Attr>) {
     }
 }
 
+/// A lookup's answer: a missing name is a negative entry the kernel keeps
+/// (SQLite probes for its `-journal` and `-wal` files before every transaction).
+fn reply_lookup(reply: ReplyEntry, result: FsResult<Attr>) {
+    match result {
+        Err(Errno::ENOENT) => reply.entry_with_ttls(&Duration::ZERO, &TTL, &translate::negative_entry(), GENERATION),
+        result => reply_entry(reply, result),
+    }
+}
+
 fn reply_attr(reply: ReplyAttr, result: FsResult<Attr>) {
     match result {
         Ok(attr) => reply.attr(&TTL, &file_attr(&attr)),
@@ -169,7 +180,7 @@ impl Filesystem for McfsFs {
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let caller = caller(req);
-        reply_entry(reply, self.admitted(caller, || self.engine.lookup(caller, parent.0, name)));
+        reply_lookup(reply, self.admitted(caller, || self.engine.lookup(caller, parent.0, name)));
     }
 
     // batch_forget: fuser's default calls this once per inode.

@@ -9,6 +9,7 @@ use fuser::{FileAttr, FileType, INodeNo, RenameFlags, Request, TimeOrNow, WriteF
 use mcfs_core::{Attr, Caller, Errno, FileKind, NewPerm, Piece, RenameMode, SetAttr, SetTime, XattrMode, PAGE_SIZE};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
+use std::time::SystemTime;
 
 /// Permission bits of a mode: set-uid, set-gid, sticky and rwx (no `S_IFMT`).
 const PERM_MASK: u32 = 0o7777;
@@ -73,6 +74,28 @@ pub(crate) fn file_attr(a: &Attr) -> FileAttr {
         uid: a.uid,
         gid: a.gid,
         rdev: a.rdev,
+        blksize: PAGE_SIZE as u32,
+        flags: 0,
+    }
+}
+
+/// The attributes of a negative entry: inode 0 tells the kernel the name
+/// does not exist (the rest is ignored).
+pub(crate) fn negative_entry() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: SystemTime::UNIX_EPOCH,
+        mtime: SystemTime::UNIX_EPOCH,
+        ctime: SystemTime::UNIX_EPOCH,
+        crtime: SystemTime::UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
         blksize: PAGE_SIZE as u32,
         flags: 0,
     }
