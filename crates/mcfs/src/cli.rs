@@ -118,6 +118,10 @@ pub struct MountArgs {
 
 #[derive(Args, Debug)]
 pub struct UmountArgs {
+    /// Detach the mount at once, even if it is busy (as umount -l): the daemon checkpoints and exits
+    /// once the last file open in it is closed. Does not wait.
+    #[arg(long, short = 'l')]
+    pub lazy: bool,
     /// Give up waiting for the daemon after this many seconds (default: wait as long as the checkpoint takes).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<u64>,
@@ -292,6 +296,8 @@ mod tests {
         assert_eq!(m.options, ["ro,cache_size=64M", "allow_other"]);
         assert_eq!(m.threads, Some(4));
         assert!(parse(&["mount", "--threads", "257", "/b", "/m"]).is_err());
+        let Command::Umount(u) = parse(&["umount", "-l", "/m"]).unwrap().command else { panic!("not umount") };
+        assert!(u.lazy);
     }
 
     #[test]
