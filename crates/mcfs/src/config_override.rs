@@ -61,18 +61,16 @@ fn schema() -> Result<Table, String> {
 /// The schema value of a dotted key: `Ok(None)` if there is none, an error
 /// if the key names a table (only its keys are options).
 fn lookup<'a>(schema: &'a Table, key: &str) -> Result<Option<&'a Value>, String> {
+    if key == "apps" {
+        return Err("[[apps]] tables are set in the config file only".into());
+    }
     let mut table = schema;
     let mut parts = key.split('.').peekable();
     while let Some(part) = parts.next() {
         let Some(value) = table.get(part) else { return Ok(None) };
         match (value, parts.peek()) {
             (Value::Table(inner), Some(_)) => table = inner,
-            (Value::Table(_), None) => {
-                return Err(format!("{key} is a table; set its keys, e.g. -o {key}.KEY=VALUE"));
-            }
-            (Value::Array(items), None) if items.is_empty() && part == "apps" => {
-                return Err("[[apps]] tables are set in the config file only".into());
-            }
+            (Value::Table(_), None) => return Err(format!("{key} is a table; set its keys, e.g. -o {key}.KEY=VALUE")),
             (_, Some(_)) => return Ok(None),
             (value, None) => return Ok(Some(value)),
         }

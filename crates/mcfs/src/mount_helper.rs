@@ -107,6 +107,7 @@ impl HelperArgs {
                     }
                 }
                 "-" => parsed.paths.extend(args.by_ref().cloned()),
+                long if long.starts_with('-') => return Err(format!("{program}: unknown option {text}")),
                 _ => match letters.chars().find(|c| !known_flags.contains(*c)) {
                     Some(c) => return Err(format!("{program}: unknown flag -{c} (known: -{known_flags}, -o, -t)")),
                     None => parsed.flags.push_str(letters),
@@ -170,6 +171,8 @@ mod tests {
         assert!(err.contains("unknown flag -x"), "{err}");
         let err = translated(&["mount.fuse.mcfs", "/srv/b", "/mnt/m", "-o"]).unwrap_err();
         assert!(err.contains("-o needs a value"), "{err}");
+        let err = translated(&["mount.fuse.mcfs", "/srv/b", "/mnt/m", "--help"]).unwrap_err();
+        assert!(err.ends_with("unknown option --help"), "{err}");
         let err = translated(&["umount.fuse.mcfs", "/mnt/m", "-r"]).unwrap_err();
         assert!(err.contains("unknown flag -r"), "{err}");
         let err = translated(&["umount.fuse.mcfs", "/mnt/a", "/mnt/b"]).unwrap_err();
