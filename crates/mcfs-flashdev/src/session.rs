@@ -5,7 +5,6 @@
 //! system any more. Unmounting is done by path, from outside (fusermount3 -u, umount).
 
 use crate::fs::FlashFs;
-use fuser::Session;
 use mcfs_fuse::MountOptions;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -28,7 +27,7 @@ pub fn mount(fs: FlashFs, mountpoint: &Path, settings: &MountOptions) -> io::Res
     raise_open_files_limit();
     let context =
         |e: io::Error| io::Error::new(e.kind(), format!("{}: cannot mount flashdev: {e}", mountpoint.display()));
-    let session = Session::new(fs, mountpoint, &settings.session_config()).map_err(context)?;
+    let session = mcfs_fuse::open_session(fs, mountpoint, settings).map_err(context)?;
     let thread = std::thread::Builder::new().name("flashdev-session".into()).spawn(move || session.run())?;
     Ok(Serving { thread, mountpoint: mountpoint.to_path_buf() })
 }
