@@ -88,7 +88,7 @@ pub fn figure(chart: &BarChart, plot_link: &str, file: &str) -> Result<(String, 
     let mut markdown = format!("![{}]({plot_link}/{file})\n\n", chart.title);
     let caption = chart.caption();
     if !caption.is_empty() {
-        markdown.push_str(&format!("_{}._\n\n", caption.join("; ")));
+        markdown.push_str(&format!("_{}._\n\n", caption.join(". ")));
     }
     Ok((markdown, svg))
 }
