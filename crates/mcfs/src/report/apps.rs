@@ -26,14 +26,14 @@ pub enum Naming {
     AppAndUser,
 }
 
-/// "Twitter" for `TT`, "Facebook, skimmer user" for `FB-u1` with `AppAndUser`; `None` for a trace that
+/// "Twitter" for `TT`, "Facebook (skimmer user)" for `FB-u1` with `AppAndUser`; `None` for a trace that
 /// is not a suite entry (a recorded program, named in full already).
 pub fn decode(code: &str, naming: Naming) -> Option<String> {
     let (_, spec) = synth::suite().into_iter().find(|(entry, _)| entry == code)?;
     let app = APP_NAMES.iter().find(|(package, _)| *package == spec.app)?.1;
     Some(match naming {
         Naming::App => app.to_string(),
-        Naming::AppAndUser => format!("{app}, {} user", spec.user_profile),
+        Naming::AppAndUser => format!("{app} ({} user)", spec.user_profile),
     })
 }
 
@@ -55,7 +55,7 @@ mod tests {
             assert!(!name.contains('.'), "{entry}: a name, not the package {name}");
         }
         assert_eq!(decode("TT", Naming::App).as_deref(), Some("Twitter"));
-        assert_eq!(decode("FB-u1", Naming::AppAndUser).as_deref(), Some("Facebook, skimmer user"));
+        assert_eq!(decode("FB-u1", Naming::AppAndUser).as_deref(), Some("Facebook (skimmer user)"));
         assert_eq!(decode("git-notes", Naming::App), None);
     }
 

@@ -628,7 +628,7 @@ mod tests {
         }
         let users = svg("fig13-synthetic-users.svg");
         assert!(users.contains(&"Facebook user (synthetic trace, decoded below)"), "{users:?}");
-        assert!(users.contains(&"FB-u1 = Facebook, skimmer user"), "{users:?}");
+        assert!(users.contains(&"FB-u1 = Facebook (skimmer user)"), "{users:?}");
         assert!(section.markdown.contains("_TT = Twitter, WC = WeChat. n = 1 run per bar, so no spread to show._"));
     }
 
