@@ -11,19 +11,20 @@
 
 use super::fasttrack_paper as paper;
 use super::fasttrack_results::{PointKey, Points};
-use super::format::{fixed, percent, times2, Table};
-use super::plots::{render_svg, BarChart, Series};
+use super::format::{count_range, fixed, percent, times2, Table};
+use super::legend::Config;
+use super::plots::{figure, Bar, BarChart, Reference, Series};
 use super::stats::{mean, ratio, reduction};
 
-/// The study's config names (`config` of the run records) with the labels the report uses.
-pub const CONFIGS: [(&str, &str); 7] = [
-    (EXT4, "ext4 FG+BG"),
-    (MCFS_OFF, "mcfs FG+BG"),
-    ("pa", "PA"),
-    ("pr", "PR"),
-    ("id", "ID"),
-    (FASTT_MINUS, "FastT⁻"),
-    (FASTT, "FastT"),
+/// The study's config names (`config` of the run records) with the series they are in the report.
+pub const CONFIGS: [(&str, Config); 7] = [
+    (EXT4, Config::Ext4),
+    (MCFS_OFF, Config::McfsOff),
+    ("pa", Config::Pa),
+    ("pr", Config::Pr),
+    ("id", Config::Id),
+    (FASTT_MINUS, Config::FastTMinus),
+    (FASTT, Config::FastT),
 ];
 pub const EXT4: &str = "ext4";
 pub const MCFS_OFF: &str = "mcfs-off";
@@ -50,8 +51,14 @@ pub struct Section {
     pub plots: Vec<(String, String)>,
 }
 
+/// The series of a config name of the run records.
+fn series_of(config: &str) -> Option<Config> {
+    CONFIGS.iter().find(|(c, _)| *c == config).map(|(_, s)| *s)
+}
+
+/// A config's name in the report: its legend name, or the record's name for a config the study lacks.
 fn label(config: &str) -> &str {
-    CONFIGS.iter().find(|(c, _)| *c == config).map_or(config, |(_, l)| l)
+    series_of(config).map_or(config, |s| s.name())
 }
 
 /// The config whose FG-only time normalizes `config`'s: the same file system without FastTrack.
@@ -83,19 +90,35 @@ impl<'a> Study<'a> {
         self.seconds(source, scenario, NONE, 0, fg_only_config(config))
     }
 
-    /// A point's time over its file system's FG-only time.
-    pub fn normalized(&self, source: &str, scenario: &str, bg_kind: &str, bg_count: u32, config: &str) -> Option<f64> {
-        let t = self.seconds(source, scenario, bg_kind, bg_count, config)?;
-        ratio(t, self.fg_only(source, scenario, config)?)
+    /// A point's time over its file system's FG-only time: the median, fastest and slowest run over the
+    /// median FG-only run (whose own spread the whisker leaves out).
+    pub fn normalized(&self, source: &str, scenario: &str, bg_kind: &str, bg_count: u32, config: &str) -> Option<Bar> {
+        let key = PointKey::new(source, scenario, bg_kind, bg_count, config);
+        let fg_only = self.fg_only(source, scenario, config)?;
+        let (low, high) = self.points.range(&key)?;
+        Some(Bar {
+            value: ratio(self.points.median(&key)?, fg_only)?,
+            runs: self.points.reps(&key),
+            low: ratio(low, fg_only)?,
+            high: ratio(high, fg_only)?,
+        })
     }
 
     /// One BG app of `bg_kind` (Figures 10 and 12).
     fn one_bg(&self, source: &str, scenario: &str, bg_kind: &str, config: &str) -> Option<f64> {
+        self.one_bg_bar(source, scenario, bg_kind, config).map(|b| b.value)
+    }
+
+    fn one_bg_bar(&self, source: &str, scenario: &str, bg_kind: &str, config: &str) -> Option<Bar> {
         self.normalized(source, scenario, bg_kind, 1, config)
     }
 
     /// Figure 13's point for `count` BG apps (the FG-only run of the config itself at 0).
     fn fig13(&self, source: &str, count: u32, config: &str) -> Option<f64> {
+        self.fig13_bar(source, count, config).map(|b| b.value)
+    }
+
+    fn fig13_bar(&self, source: &str, count: u32, config: &str) -> Option<Bar> {
         let kind = if count == 0 { NONE } else { MIXED };
         self.normalized(source, FIG13_SCENARIO, kind, count, config)
     }
@@ -154,14 +177,15 @@ pub fn build(points: &Points, plot_link: &str) -> Result<Section, String> {
         }
         md.push_str(&format!("### Figures 10 and 12, {source_label}: one BG app\n\n"));
         md.push_str(&fig10_table(&study, source));
-        let chart = fig10_chart(&study, source, source_label);
-        md.push_str(&link(&chart.title, plot_link, &format!("fasttrack-fig10-{source}.svg")));
-        plots.push((format!("fasttrack-fig10-{source}.svg"), render_svg(&chart)?));
+        let mut chart = |file: String, chart: BarChart| -> Result<String, String> {
+            let (markdown, svg) = figure(&chart, plot_link, &file)?;
+            plots.push((file, svg));
+            Ok(markdown)
+        };
+        md.push_str(&chart(format!("fasttrack-fig10-{source}.svg"), fig10_chart(&study, source, source_label))?);
         md.push_str(&format!("### Figure 13, {source_label}: app switch against the number of BG apps\n\n"));
         md.push_str(&fig13_table(&study, source));
-        let chart = fig13_chart(&study, source, source_label);
-        md.push_str(&link(&chart.title, plot_link, &format!("fasttrack-fig13-{source}.svg")));
-        plots.push((format!("fasttrack-fig13-{source}.svg"), render_svg(&chart)?));
+        md.push_str(&chart(format!("fasttrack-fig13-{source}.svg"), fig13_chart(&study, source, source_label))?);
     }
     md.push_str(&censored_note(points));
     Ok(Section { markdown: md, plots })
@@ -186,10 +210,6 @@ fn censored_note(points: &Points) -> String {
          they save an upper bound): {}.\n\n",
         list.join("; ")
     )
-}
-
-fn link(title: &str, plot_link: &str, file: &str) -> String {
-    format!("![{title}]({plot_link}/{file})\n\n")
 }
 
 fn configs_text() -> String {
@@ -218,12 +238,7 @@ fn devices_text(points: &Points) -> String {
 
 /// "3" when every point has as many repetitions, else "1–3".
 fn reps_text(points: &Points) -> String {
-    let reps: Vec<usize> = points.keys().map(|k| points.reps(k)).collect();
-    match (reps.iter().min(), reps.iter().max()) {
-        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
-        (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
-        _ => "0".into(),
-    }
+    count_range(points.keys().map(|k| points.reps(k)))
 }
 
 /// The paper's headline numbers beside ours, live and simulated.
@@ -317,7 +332,7 @@ fn targets(study: &Study) -> String {
 
 fn fig10_table(study: &Study, source: &str) -> String {
     let mut header = vec!["FG app + BG app", "FG-only ext4 (s)", "FG-only mcfs (s)"];
-    header.extend(CONFIGS.iter().map(|(_, l)| *l));
+    header.extend(CONFIGS.iter().map(|(_, series)| series.name()));
     let mut t = Table::new(&header);
     for (scenario, scenario_label) in SCENARIOS {
         for (kind, kind_label) in BG_KINDS {
@@ -352,18 +367,46 @@ fn fig10_chart(study: &Study, source: &str, source_label: &str) -> BarChart {
         .iter()
         .flat_map(|(s, sl)| BG_KINDS.iter().map(move |(k, kl)| (*s, *k, format!("{} + {kl}", short(sl)))))
         .collect();
+    normalized_chart(
+        format!("FastTrack Fig. 10/12 ({source_label}): FG time with one BG app"),
+        "FG app + BG app",
+        pairs.iter().map(|(_, _, l)| l.clone()).collect(),
+        &CONFIGS.map(|(c, _)| c),
+        "FG apps: Gallery launches, Camera switches, Game loads; BG apps: Update (write-heavy), Backup (read-heavy)",
+        |config, i| pairs.get(i).and_then(|(s, k, _)| study.one_bg_bar(source, s, k, config)),
+    )
+}
+
+/// A chart of FG response times over FG-only, a series per config of `configs` and `bar(config,
+/// category)` its bars, with the line at 1× (no slowdown).
+fn normalized_chart(
+    title: String,
+    x_label: &str,
+    categories: Vec<String>,
+    configs: &[&str],
+    about: &str,
+    bar: impl Fn(&str, usize) -> Option<Bar>,
+) -> BarChart {
+    let series = configs
+        .iter()
+        .filter_map(|c| {
+            Some(Series { config: series_of(c)?, bars: (0..categories.len()).map(|i| bar(c, i)).collect() })
+        })
+        .collect();
     BarChart {
-        title: format!("FastTrack Fig. 10/12 ({source_label}): FG time with one BG app"),
-        y_label: "× FG-only".into(),
-        categories: pairs.iter().map(|(_, _, l)| l.clone()).collect(),
-        series: CONFIGS
-            .iter()
-            .map(|(c, l)| Series {
-                name: l.to_string(),
-                values: pairs.iter().map(|(s, k, _)| study.one_bg(source, s, k, c)).collect(),
-            })
-            .collect(),
+        title,
+        x_label: x_label.into(),
+        y_label: "FG response time (× FG-only time)".into(),
+        categories,
+        series,
         log_y: false,
+        reference: Some(Reference { y: 1.0, label: "1× = FG-only time".into() }),
+        notes: vec![
+            about.into(),
+            "Bars: median run over the median FG-only run of the same file system (ext4's for ext4, mcfs FG+BG's \
+             for every mcfs config)"
+                .into(),
+        ],
     }
 }
 
@@ -394,25 +437,21 @@ fn fig13_table(study: &Study, source: &str) -> String {
 }
 
 fn fig13_chart(study: &Study, source: &str, source_label: &str) -> BarChart {
-    BarChart {
-        title: format!("FastTrack Fig. 13 ({source_label}): Camera switch against BG apps"),
-        y_label: "× FG-only".into(),
-        categories: FIG13_COUNTS.iter().map(|n| format!("{n} BG")).collect(),
-        series: FIG13_CONFIGS
-            .iter()
-            .map(|c| Series {
-                name: label(c).to_string(),
-                values: FIG13_COUNTS.iter().map(|n| study.fig13(source, *n, c)).collect(),
-            })
-            .collect(),
-        log_y: false,
-    }
+    normalized_chart(
+        format!("FastTrack Fig. 13 ({source_label}): Camera switch against BG apps"),
+        "BG apps running beside the Camera switch (count; half Update, half Backup)",
+        FIG13_COUNTS.iter().map(u32::to_string).collect(),
+        &FIG13_CONFIGS,
+        "At 0 BG apps each config runs alone, over the FG-only run of its file system",
+        |config, i| FIG13_COUNTS.get(i).and_then(|n| study.fig13_bar(source, *n, config)),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::fasttrack_results::Run;
+    use crate::report::plots::texts;
 
     fn run(source: &str, scenario: &str, bg_kind: &str, bg_count: u32, config: &str, fg_seconds: f64) -> Run {
         Run {
@@ -465,8 +504,11 @@ mod tests {
     fn ratios_are_over_the_fg_only_time_of_the_same_file_system() {
         let points = points();
         let study = Study::new(&points);
-        assert!(close(study.normalized("live", "launch", "update", 1, EXT4), 4.0));
-        assert!(close(study.normalized("live", "launch", "update", 1, FASTT), 1.2), "over mcfs-off alone");
+        assert!(close(study.normalized("live", "launch", "update", 1, EXT4).map(|b| b.value), 4.0));
+        assert!(
+            close(study.normalized("live", "launch", "update", 1, FASTT).map(|b| b.value), 1.2),
+            "over mcfs-off alone"
+        );
         assert!(close(study.fig13("live", 6, FASTT), 1.6));
         assert!(close(study.fig13("live", 0, FASTT), 1.0));
         assert_eq!(study.normalized("sim", "launch", "update", 1, EXT4), None);
@@ -512,5 +554,32 @@ mod tests {
             md.contains("![FastTrack Fig. 13 (live): Camera switch against BG apps](report/fasttrack-fig13-live.svg)")
         );
         assert_eq!(build(&points(), "report").unwrap().markdown, *md, "deterministic");
+    }
+
+    #[test]
+    fn the_charts_label_their_axes_draw_the_1x_line_and_show_the_runs() {
+        let section = build(&points(), "report").unwrap();
+        let svg = |file: &str| section.plots.iter().find(|(f, _)| f == file).map(|(_, svg)| texts(svg)).unwrap();
+        let (fig10, fig13) = (svg("fasttrack-fig10-live.svg"), svg("fasttrack-fig13-live.svg"));
+        for (texts, x_label) in [(&fig10, "FG app + BG app"), (&fig13, "BG apps running beside the Camera switch")] {
+            assert!(texts.iter().any(|t| t.starts_with(x_label)), "{x_label} missing in {texts:?}");
+            for text in ["FG response time (× FG-only time)", "1× = FG-only time", Config::FastT.name()] {
+                assert!(texts.contains(&text), "{text} missing in {texts:?}");
+            }
+        }
+        for (_, config) in CONFIGS {
+            assert!(fig10.contains(&config.name()), "{config:?}'s legend name missing in {fig10:?}");
+        }
+        assert!(!fig13.contains(&Config::Pa.name()), "Figure 13 does not run PA");
+        // Figure 10's points ran three times each (whiskers); Figure 13's once.
+        assert!(fig10.contains(&"n = 3 runs per bar; whiskers span the smallest to the largest run"), "{fig10:?}");
+        assert!(fig13.contains(&"n = 1 run per bar, so no spread to show"), "{fig13:?}");
+        assert!(section.markdown.contains("_FG apps: Gallery launches"), "the caption is in the report too");
+        let ext4 = study_bar(&points(), "launch", "update");
+        assert_eq!((ext4.runs, ext4.low, ext4.high), (3, 4.0 * 0.9, 4.0 * 1.3), "median 4×, runs 0.9–1.3 of it");
+    }
+
+    fn study_bar(points: &Points, scenario: &str, kind: &str) -> Bar {
+        Study::new(points).one_bg_bar("live", scenario, kind, EXT4).unwrap()
     }
 }

@@ -104,6 +104,12 @@ impl Points {
         self.times.get(key).and_then(|t| median(t))
     }
 
+    /// The fastest and the slowest run of a point (`None` if it was not run or a time is not finite).
+    pub fn range(&self, key: &PointKey) -> Option<(f64, f64)> {
+        let times = self.times.get(key).filter(|t| t.iter().all(|v| v.is_finite()))?;
+        Some((*times.first()?, *times.last()?))
+    }
+
     /// The repetitions of a point.
     pub fn reps(&self, key: &PointKey) -> usize {
         self.times.get(key).map_or(0, Vec::len)
@@ -188,6 +194,7 @@ mod tests {
             Points::from_runs([run("fastt", 0, 3.0), run("ext4", 0, 9.0), run("fastt", 1, 1.0), run("fastt", 2, 2.0)]);
         let fastt = PointKey::new("live", "launch", "update", 1, "fastt");
         assert_eq!((points.median(&fastt), points.reps(&fastt), points.runs()), (Some(2.0), 3, 4));
+        assert_eq!(points.range(&fastt), Some((1.0, 3.0)), "sorted: fastest and slowest");
         assert_eq!(points.median(&PointKey::new("sim", "launch", "update", 1, "fastt")), None);
         let keys: Vec<&str> = points.keys().map(|k| k.config.as_str()).collect();
         assert_eq!(keys, ["ext4", "fastt"]);

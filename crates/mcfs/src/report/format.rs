@@ -82,6 +82,19 @@ pub fn millijoules(nj: u64) -> String {
     fixed(Some(nj as f64 / 1e6), 1)
 }
 
+/// "3" when every count is the same, "1–3" when they differ, "0" when there are none.
+pub fn count_range(counts: impl IntoIterator<Item = usize>) -> String {
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    for n in counts {
+        (lo, hi) = (lo.min(n), hi.max(n));
+    }
+    match (lo, hi) {
+        (usize::MAX, _) => "0".into(),
+        (lo, hi) if lo == hi => lo.to_string(),
+        (lo, hi) => format!("{lo}–{hi}"),
+    }
+}
+
 fn suffixed(text: String, suffix: &str) -> String {
     if text == MISSING {
         text
@@ -105,6 +118,10 @@ mod tests {
         assert_eq!(times(Some(f64::NAN)), "–");
         assert_eq!(mib(3 * 1024 * 1024 / 2), "1.50");
         assert_eq!(millijoules(1_234_567), "1.2");
+        assert_eq!(
+            (count_range([3, 3]), count_range([3, 1, 2]), count_range([])),
+            ("3".into(), "1–3".into(), "0".into())
+        );
     }
 
     #[test]

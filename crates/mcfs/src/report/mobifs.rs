@@ -9,9 +9,11 @@
 //! the full system). Invariant: every number printed is computed from the results read, or is the
 //! paper's (from `paper`), and says which; a value the results do not give prints as "–".
 
+use super::apps::{self, Naming};
 use super::format::{fixed, mib, millijoules, percent, seconds, times, times2, Table};
+use super::legend::Config;
 use super::paper;
-use super::plots::{render_svg, BarChart, Series};
+use super::plots::{figure, Bar, BarChart, Series};
 use super::results::{Group, PredictionRun, RunMetrics, TraceRuns};
 use super::stats::{geometric_mean, mean, ratio, reduction, spread};
 use std::collections::BTreeSet;
@@ -21,8 +23,9 @@ pub const EXT4: &str = "ext4";
 pub const TPL: &str = "mobifs-tpl";
 pub const FULL: &str = "mobifs";
 
-/// The predictors compared, by result name, with the names the paper uses.
-const PREDICTORS: [(&str, &str); 3] = [("state-machine", "SM"), ("last-min", "LMM"), ("last-average", "LAM")];
+/// The predictors compared, by result name (their legend names are the paper's: SM, LMM, LAM).
+const PREDICTORS: [(&str, Config); 3] =
+    [("state-machine", Config::StateMachine), ("last-min", Config::LastMin), ("last-average", Config::LastAverage)];
 
 /// The section's Markdown and its charts (file name, SVG).
 pub struct Section {
@@ -37,6 +40,16 @@ enum Kind {
     Users,
 }
 
+impl Kind {
+    /// How the key under a chart decodes the traces' codes: users of one app by their user profile.
+    fn naming(self) -> Naming {
+        match self {
+            Kind::Apps => Naming::App,
+            Kind::Users => Naming::AppAndUser,
+        }
+    }
+}
+
 /// Groups the study knows, in the order the report shows them; others follow by name.
 const GROUP_ORDER: [&str; 3] = ["synthetic", "synthetic-users", "recorded"];
 
@@ -44,31 +57,36 @@ struct GroupMeta {
     title: String,
     kind: Kind,
     about: &'static str,
+    /// What the charts' x axis shows.
+    x_label: &'static str,
 }
 
 fn meta(name: &str) -> GroupMeta {
-    let (title, kind, about) = match name {
+    let (title, kind, x_label, about) = match name {
         "synthetic" => (
             "Synthetic suite: ten apps",
             Kind::Apps,
+            "app (synthetic trace, codes decoded below)",
             "The ten apps of MobiFS §7.1 as synthetic traces (`mcfs trace synth --suite`), five minutes each.",
         ),
         "synthetic-users" => (
             "Synthetic suite: five users of Facebook",
             Kind::Users,
+            "Facebook user (synthetic trace, decoded below)",
             "One app profile (Facebook) under five user profiles, five minutes each. The paper's numbers \
              beside ours are over its apps; the one per-user figure it gives is Figure 6's 2.6× spread.",
         ),
         "recorded" => (
             "Recorded real programs",
             Kind::Apps,
+            "program (recorded trace)",
             "Real programs run on a live mcfs mount and recorded with `mcfs mount --record` \
              (experiments/mobifs/workload.sh), each as a uid of its own; the user is a script whose inputs \
              reach the mount as taps (`mcfs ctl MOUNT input`).",
         ),
-        other => (other, Kind::Apps, ""),
+        other => (other, Kind::Apps, "trace", ""),
     };
-    GroupMeta { title: title.to_string(), kind, about }
+    GroupMeta { title: title.to_string(), kind, about, x_label }
 }
 
 /// The section for `groups`; charts are linked as `plot_link/FILE`.
@@ -98,20 +116,19 @@ pub fn build(groups: &[Group], plot_link: &str) -> Result<Section, String> {
         }
         md.push_str(&traces_table(group));
         let mut chart = |file: String, chart: BarChart| -> Result<String, String> {
-            let svg = render_svg(&chart)?;
-            let link = format!("![{}]({plot_link}/{file})\n\n", chart.title);
+            let (markdown, svg) = figure(&chart, plot_link, &file)?;
             plots.push((file, svg));
-            Ok(link)
+            Ok(markdown)
         };
         md.push_str(&figure6(group, meta.kind));
-        md.push_str(&chart(format!("fig6-{}.svg", group.name), figure6_chart(group, &meta.title))?);
+        md.push_str(&chart(format!("fig6-{}.svg", group.name), figure6_chart(group, &meta))?);
         md.push_str(&figures8_9(group));
-        md.push_str(&chart(format!("fig8-{}.svg", group.name), figure8_chart(group, &meta.title, false))?);
-        md.push_str(&chart(format!("fig9-{}.svg", group.name), figure8_chart(group, &meta.title, true))?);
+        md.push_str(&chart(format!("fig8-{}.svg", group.name), figure8_chart(group, &meta, false))?);
+        md.push_str(&chart(format!("fig9-{}.svg", group.name), figure8_chart(group, &meta, true))?);
         md.push_str(&figure13(group));
-        md.push_str(&chart(format!("fig13-{}.svg", group.name), figure13_chart(group, &meta.title))?);
+        md.push_str(&chart(format!("fig13-{}.svg", group.name), figure13_chart(group, &meta))?);
         md.push_str(&energy(group));
-        md.push_str(&chart(format!("energy-{}.svg", group.name), energy_chart(group, &meta.title))?);
+        md.push_str(&chart(format!("energy-{}.svg", group.name), energy_chart(group, &meta))?);
     }
     Ok(Section { markdown: md, plots })
 }
@@ -224,22 +241,34 @@ fn figure6(group: &Group, kind: Kind) -> String {
     md
 }
 
-fn figure6_chart(group: &Group, title: &str) -> BarChart {
-    let all: Vec<Intervals> = group.traces.iter().map(intervals).collect();
+/// A chart of one group: a bar per trace and series, the x axis and the key of the group's codes.
+fn group_chart(group: &Group, meta: &GroupMeta, figure: &str, y_label: &str, series: Vec<Series>) -> BarChart {
+    let categories: Vec<String> = group.traces.iter().map(|t| t.name.clone()).collect();
     BarChart {
-        title: format!("Figure 6: mean checkpoint interval, {title}"),
-        y_label: "seconds (log scale)".into(),
-        categories: names(group),
-        series: vec![
-            Series { name: "ext4-like".into(), values: all.iter().map(|i| i.ext4).collect() },
-            Series { name: "mobifs-tpl".into(), values: all.iter().map(|i| i.tpl).collect() },
-        ],
-        log_y: true,
+        title: format!("{figure}, {}", meta.title),
+        x_label: meta.x_label.into(),
+        y_label: y_label.into(),
+        notes: apps::key(&categories, meta.kind.naming()).into_iter().collect(),
+        categories,
+        series,
+        log_y: false,
+        reference: None,
     }
 }
 
-fn names(group: &Group) -> Vec<String> {
-    group.traces.iter().map(|t| t.name.clone()).collect()
+/// One simulated replay per bar: the simulator is deterministic, so there is no spread.
+fn single_bars(values: impl Iterator<Item = Option<f64>>) -> Vec<Option<Bar>> {
+    values.map(|v| v.map(Bar::single)).collect()
+}
+
+fn figure6_chart(group: &Group, meta: &GroupMeta) -> BarChart {
+    let all: Vec<Intervals> = group.traces.iter().map(intervals).collect();
+    let series = vec![
+        Series { config: Config::Ext4Like, bars: single_bars(all.iter().map(|i| i.ext4)) },
+        Series { config: Config::MobifsTpl, bars: single_bars(all.iter().map(|i| i.tpl)) },
+    ];
+    let y_label = "mean checkpoint interval (s, log scale)";
+    BarChart { log_y: true, ..group_chart(group, meta, "Figure 6: mean checkpoint interval", y_label, series) }
 }
 
 /// A predictor's score on a trace, if it made a prediction.
@@ -353,21 +382,25 @@ fn figures8_9(group: &Group) -> String {
 }
 
 /// Figure 8 (RCs per prediction) or, with `lengths`, Figure 9 (mean predicted length).
-fn figure8_chart(group: &Group, title: &str, lengths: bool) -> BarChart {
+fn figure8_chart(group: &Group, meta: &GroupMeta, lengths: bool) -> BarChart {
     let metric = if lengths { mean_length_seconds } else { rc_per_prediction };
     let series = PREDICTORS
         .iter()
-        .map(|(name, short)| Series {
-            name: short.to_string(),
-            values: group.traces.iter().map(|t| score(t, name).map(metric)).collect(),
+        .map(|(name, config)| Series {
+            config: *config,
+            bars: single_bars(group.traces.iter().map(|t| score(t, name).map(metric))),
         })
         .collect();
-    let (figure, y) = if lengths {
-        ("Figure 9: mean predicted idle length", "seconds")
+    let (figure, y_label) = if lengths {
+        ("Figure 9: mean predicted idle length", "mean predicted idle length (s)")
     } else {
-        ("Figure 8: responsive conflicts per prediction", "RCs per prediction")
+        ("Figure 8: responsive conflicts per prediction", "responsive conflicts per prediction (count)")
     };
-    BarChart { title: format!("{figure}, {title}"), y_label: y.into(), categories: names(group), series, log_y: false }
+    let mut chart = group_chart(group, meta, figure, y_label, series);
+    chart
+        .notes
+        .push("SM = the state machine of MobiFS, LMM = last-min, LAM = last-average (predictors of §7.4)".into());
+    chart
 }
 
 /// One trace's value under ext4-like and under the full system.
@@ -432,8 +465,8 @@ fn figure13(group: &Group) -> String {
     md
 }
 
-fn figure13_chart(group: &Group, title: &str) -> BarChart {
-    two_config_chart(group, format!("Figure 13: logical data flushed, {title}"), "MiB", |r| {
+fn figure13_chart(group: &Group, meta: &GroupMeta) -> BarChart {
+    two_config_chart(group, meta, "Figure 13: logical data flushed", "logical data flushed (MiB)", |r| {
         r.logical_bytes_flushed() as f64 / (1024.0 * 1024.0)
     })
 }
@@ -471,29 +504,32 @@ fn energy(group: &Group) -> String {
     md
 }
 
-fn energy_chart(group: &Group, title: &str) -> BarChart {
-    two_config_chart(group, format!("Simulated device energy, {title}"), "mJ", |r| {
+fn energy_chart(group: &Group, meta: &GroupMeta) -> BarChart {
+    two_config_chart(group, meta, "Simulated device energy", "simulated device energy (mJ)", |r| {
         r.device.energy.total_nj as f64 / 1e6
     })
 }
 
-fn two_config_chart(group: &Group, title: String, y_label: &str, value: impl Fn(&RunMetrics) -> f64) -> BarChart {
-    let series = |name: &str, config: &str| Series {
-        name: name.to_string(),
-        values: group.traces.iter().map(|t| run(t, config).map(&value)).collect(),
+/// ext4-like against the full system.
+fn two_config_chart(
+    group: &Group,
+    meta: &GroupMeta,
+    figure: &str,
+    y_label: &str,
+    value: impl Fn(&RunMetrics) -> f64,
+) -> BarChart {
+    let series = |config: Config, name: &str| Series {
+        config,
+        bars: single_bars(group.traces.iter().map(|t| run(t, name).map(&value))),
     };
-    BarChart {
-        title,
-        y_label: y_label.into(),
-        categories: names(group),
-        series: vec![series("ext4-like", EXT4), series("mobifs", FULL)],
-        log_y: false,
-    }
+    let series = vec![series(Config::Ext4Like, EXT4), series(Config::Mobifs, FULL)];
+    group_chart(group, meta, figure, y_label, series)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::plots::texts;
     use crate::report::results::AppRun;
 
     fn trace(name: &str, ext4_interval_s: u64, tpl_interval_s: u64, ext4_logical: u64, full_logical: u64) -> TraceRuns {
@@ -559,6 +595,41 @@ mod tests {
             ]
         );
         assert_eq!(build(&[group()], "report").unwrap().markdown, *md, "deterministic");
+    }
+
+    #[test]
+    fn charts_label_their_axes_and_decode_the_suites_codes() {
+        let apps = Group { name: "synthetic".into(), traces: vec![trace("TT", 5, 50, 1, 1), trace("WC", 5, 9, 1, 1)] };
+        let users = Group { name: "synthetic-users".into(), traces: vec![trace("FB-u1", 5, 50, 1, 1)] };
+        let section = build(&[apps, users], "r").unwrap();
+        let svg = |file: &str| section.plots.iter().find(|(f, _)| f == file).map(|(_, svg)| texts(svg)).unwrap();
+        let fig6 = svg("fig6-synthetic.svg");
+        for text in [
+            "app (synthetic trace, codes decoded below)",
+            "mean checkpoint interval (s, log scale)",
+            "TT = Twitter, WC = WeChat",
+            "n = 1 run per bar, so no spread to show",
+            Config::Ext4Like.name(),
+            Config::MobifsTpl.name(),
+        ] {
+            assert!(fig6.contains(&text), "{text} missing in {fig6:?}");
+        }
+        let fig8 = svg("fig8-synthetic.svg");
+        for config in PREDICTORS.map(|(_, c)| c) {
+            assert!(fig8.contains(&config.name()), "{config:?} missing in {fig8:?}");
+        }
+        assert!(fig8.iter().any(|t| t.starts_with("SM = the state machine of MobiFS")), "{fig8:?}");
+        for (file, y_label) in [
+            ("fig9-synthetic.svg", "mean predicted idle length (s)"),
+            ("fig13-synthetic.svg", "logical data flushed (MiB)"),
+            ("energy-synthetic-users.svg", "simulated device energy (mJ)"),
+        ] {
+            assert!(svg(file).contains(&y_label), "{y_label} missing in {file}");
+        }
+        let users = svg("fig13-synthetic-users.svg");
+        assert!(users.contains(&"Facebook user (synthetic trace, decoded below)"), "{users:?}");
+        assert!(users.contains(&"FB-u1 = Facebook (skimmer user)"), "{users:?}");
+        assert!(section.markdown.contains("_TT = Twitter, WC = WeChat. n = 1 run per bar, so no spread to show._"));
     }
 
     #[test]
