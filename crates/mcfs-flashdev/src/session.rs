@@ -6,7 +6,7 @@
 
 use crate::fs::FlashFs;
 use fuser::Session;
-use mcfs_fuse::MountOptions;
+use mcfs_fuse::{session_thread, MountOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -29,7 +29,7 @@ pub fn mount(fs: FlashFs, mountpoint: &Path, settings: &MountOptions) -> io::Res
     let context =
         |e: io::Error| io::Error::new(e.kind(), format!("{}: cannot mount flashdev: {e}", mountpoint.display()));
     let session = Session::new(fs, mountpoint, &settings.session_config()).map_err(context)?;
-    let thread = std::thread::Builder::new().name("flashdev-session".into()).spawn(move || session.run())?;
+    let thread = session_thread::serve(session, mountpoint.to_path_buf(), "flashdev-session", || {})?;
     Ok(Serving { thread, mountpoint: mountpoint.to_path_buf() })
 }
 

@@ -6,7 +6,9 @@
 //! the session to end or unmounts it. Pure request translations live in
 //! `translate`, directory stream state in `dir_handles`, the serving threads'
 //! I/O priority in `io_priority`; `observer` is the hook that lets the
-//! mounting program watch what is served (recording).
+//! mounting program watch what is served (recording); `session_thread`
+//! serves a mounted session and lets go of the mount without unmounting it
+//! twice (shared with flashdev).
 
 mod dir_handles;
 mod filesystem;
@@ -14,6 +16,7 @@ mod io_priority;
 mod kernel_config;
 mod mount;
 mod observer;
+pub mod session_thread;
 mod translate;
 
 pub use filesystem::McfsFs;

@@ -6,6 +6,7 @@
 //! request will reach the engine any more, so the caller may shut it down.
 
 use crate::filesystem::McfsFs;
+use crate::session_thread;
 use fuser::{Config, Filesystem, MountOption, Session, SessionACL};
 use mcfs_core::Engine;
 use std::ffi::CString;
@@ -88,10 +89,8 @@ fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions)
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {
         let serving = serving.clone();
-        std::thread::Builder::new().name("mcfs-session".to_string()).spawn(move || {
-            let result = session.run();
-            serving.store(false, Ordering::SeqCst);
-            result
+        session_thread::serve(session, mountpoint.clone(), "mcfs-session", move || {
+            serving.store(false, Ordering::SeqCst)
         })?
     };
     let unmounter = Unmounter { mountpoint: Arc::new(mountpoint), serving };
