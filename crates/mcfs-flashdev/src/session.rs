@@ -26,9 +26,8 @@ pub fn mount(fs: FlashFs, mountpoint: &Path, settings: &MountOptions) -> io::Res
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(0) };
     raise_open_files_limit();
-    let context =
-        |e: io::Error| io::Error::new(e.kind(), format!("{}: cannot mount flashdev: {e}", mountpoint.display()));
-    let session = Session::new(fs, mountpoint, &settings.session_config()).map_err(context)?;
+    let session = Session::new(fs, mountpoint, &settings.session_config())
+        .map_err(|e| mcfs_fuse::explain_mount_error(mountpoint, "flashdev", e))?;
     let thread = session_thread::serve(session, mountpoint.to_path_buf(), "flashdev-session", || {})?;
     Ok(Serving { thread, mountpoint: mountpoint.to_path_buf() })
 }

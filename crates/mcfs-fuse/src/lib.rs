@@ -8,13 +8,15 @@
 //! I/O priority in `io_priority`; `observer` is the hook that lets the
 //! mounting program watch what is served (recording); `session_thread`
 //! serves a mounted session and lets go of the mount without unmounting it
-//! twice (shared with flashdev).
+//! twice, and `mount_error` names the file a failed mount tripped on (both
+//! shared with flashdev).
 
 mod dir_handles;
 mod filesystem;
 mod io_priority;
 mod kernel_config;
 mod mount;
+mod mount_error;
 mod observer;
 pub mod session_thread;
 mod translate;
@@ -22,4 +24,5 @@ mod translate;
 pub use filesystem::McfsFs;
 pub use kernel_config::ask_kernel_for;
 pub use mount::{mount, mount_fs, usable_mount_point, MountOptions, Mounted, Unmounter};
+pub use mount_error::explain as explain_mount_error;
 pub use observer::{RequestObserver, ServedOp};

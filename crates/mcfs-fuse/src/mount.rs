@@ -6,7 +6,7 @@
 //! request will reach the engine any more, so the caller may shut it down.
 
 use crate::filesystem::McfsFs;
-use crate::session_thread;
+use crate::{mount_error, session_thread};
 use fuser::{Config, Filesystem, MountOption, Session, SessionACL};
 use mcfs_core::Engine;
 use std::ffi::CString;
@@ -85,7 +85,7 @@ pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Resul
 fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
     let mountpoint = usable_mount_point(mountpoint)?;
     let session = Session::new(fs, &mountpoint, &opts.session_config())
-        .map_err(|e| with_context(&mountpoint, "cannot mount mcfs", e))?;
+        .map_err(|e| mount_error::explain(&mountpoint, "mcfs", e))?;
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {
         let serving = serving.clone();
