@@ -88,7 +88,8 @@ fn missing_fusermount() -> Option<String> {
         let path = PathBuf::from(path);
         return (!path.is_file()).then(|| format!("{} (FUSERMOUNT_PATH)", path.display()));
     }
-    let path_dirs = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_else(Vec::new);
+    let path_dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
     let dirs = path_dirs.into_iter().chain([PathBuf::from("/sbin"), PathBuf::from("/bin")]);
     let found = dirs.into_iter().any(|dir| ["fusermount3", "fusermount"].iter().any(|n| dir.join(n).is_file()));
     (!found).then(|| "fusermount3".to_string())
