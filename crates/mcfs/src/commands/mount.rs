@@ -2,12 +2,11 @@
 
 use crate::cli::MountArgs;
 use crate::daemon::Capture;
-use crate::daemonize::{self, StartupReport};
 use crate::fuse_mount::FuseSettings;
 use crate::input_devices::InputDevice;
-use crate::logging::{LogFile, Target};
+use crate::logging::LogFile;
 use crate::record::TraceFile;
-use crate::{daemon, fg_watch, logging, preflight};
+use crate::{daemon, daemon_start, fg_watch, logging, preflight};
 use mcfs_sim::device::DeviceProfile;
 
 /// Returns only on errors found before the daemon starts; otherwise exits
@@ -35,12 +34,8 @@ pub fn run(args: MountArgs) -> Result<(), String> {
             .transpose()?,
         input_devices: args.input_devices.iter().map(|path| InputDevice::open(path)).collect::<Result<_, _>>()?,
     };
-    let (report, log) = if args.foreground {
-        (StartupReport::foreground(), Target::Stderr)
-    } else {
-        let log = LogFile::open(plan.state.fd(), logging::LOG_FILE.as_ref(), &plan.state.file_path(logging::LOG_FILE))?;
-        (daemonize::daemonize(log.path())?, Target::File(log))
-    };
-    logging::init("info", log);
+    let report = daemon_start::start(args.foreground, args.log.map(Into::into), || {
+        LogFile::open(plan.state.fd(), logging::LOG_FILE.as_ref(), &plan.state.file_path(logging::LOG_FILE))
+    })?;
     std::process::exit(daemon::serve(plan, fuse, capture, report))
 }
