@@ -27,6 +27,8 @@ mod proc_table;
 mod protocol;
 mod record;
 mod report;
+mod sd_notify;
+mod service_status;
 mod signals;
 mod socket_path;
 mod state_dir;

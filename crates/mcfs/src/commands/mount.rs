@@ -1,4 +1,5 @@
-//! `mcfs mount`: check everything, then fork (unless --foreground) and serve.
+//! `mcfs mount`: check everything, then fork (unless --foreground) and serve;
+//! under systemd, tell it how the start went (`sd_notify`).
 
 use crate::cli::MountArgs;
 use crate::daemon::Capture;
@@ -6,12 +7,15 @@ use crate::fuse_mount::FuseSettings;
 use crate::input_devices::InputDevice;
 use crate::logging::LogFile;
 use crate::record::TraceFile;
+use crate::sd_notify::Notifier;
 use crate::{daemon, daemon_start, fg_watch, logging, preflight};
 use mcfs_sim::device::DeviceProfile;
 
 /// Returns only on errors found before the daemon starts; otherwise exits
 /// with the daemon's (or, after a fork, the waiting parent's) status.
 pub fn run(args: MountArgs) -> Result<(), String> {
+    // First, while the process has one thread: it edits the environment.
+    let notify = Notifier::from_env();
     let mut plan = preflight::check(&args.backing, &args.mountpoint, args.config.as_deref())?;
     plan.virtual_clock = args.virtual_clock;
     plan.device = DeviceProfile::load(&args.device_profile)?;
@@ -37,5 +41,5 @@ pub fn run(args: MountArgs) -> Result<(), String> {
     let report = daemon_start::start(args.foreground, args.log.map(Into::into), || {
         LogFile::open(plan.state.fd(), logging::LOG_FILE.as_ref(), &plan.state.file_path(logging::LOG_FILE))
     })?;
-    std::process::exit(daemon::serve(plan, fuse, capture, report))
+    std::process::exit(daemon::serve(plan, fuse, capture, report, notify))
 }
