@@ -140,8 +140,10 @@ fn stderr_named_by_journal_stream_gets_the_journal_format() {
     let daemon = Daemon::foreground_with_env(&dirs, &[], journal_stream);
     std::fs::write(dirs.mnt.join("f"), b"x").expect("write through the mount");
     common::ctl(&dirs, &["checkpoint"]);
-    let log = daemon.log_text();
+    let log = daemon.log_path();
     daemon.unmount();
+    let log = std::fs::read_to_string(log).expect("the daemon's log");
+    assert!(log.contains("<6>mcfs::daemon: engine shut down; everything is checkpointed\n"), "{log}");
     let mounted = format!("<6>mcfs::daemon: mounted {} on {} (pid ", dirs.backing.display(), dirs.mnt.display());
     assert!(log.lines().any(|l| l.starts_with(&mounted)), "{log}");
     assert!(

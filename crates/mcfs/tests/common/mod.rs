@@ -354,6 +354,11 @@ impl Daemon {
         }
     }
 
+    /// Where the daemon logs (readable after it exited).
+    pub fn log_path(&self) -> PathBuf {
+        self.log.clone()
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
