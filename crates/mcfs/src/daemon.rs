@@ -219,6 +219,7 @@ fn handle_request(live: &Live, request: Request) -> Response {
             let stats = serde_json::to_value(engine.stats()).and_then(|mut stats| {
                 stats["device_estimate"] = serde_json::to_value(live.backend.report())?;
                 stats["log"] = serde_json::to_value(logging::counts())?;
+                stats["daemon"] = serde_json::json!({ "pid": std::process::id(), "log": logging::place() });
                 Ok(stats)
             });
             return match stats {

@@ -111,6 +111,11 @@ pub fn counts() -> LogCounts {
     INSTALLED.get().map_or_else(LogCounts::default, |i| i.sink.counts())
 }
 
+/// Where the log goes ("stderr" before `init`).
+pub fn place() -> String {
+    INSTALLED.get().map_or_else(|| "stderr".to_string(), |i| i.sink.place())
+}
+
 /// Writes the rate limit's pending summary lines (at exit).
 pub fn flush() {
     if let Some(installed) = INSTALLED.get() {

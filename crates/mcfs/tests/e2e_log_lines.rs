@@ -23,6 +23,10 @@ fn a_clean_unmount_logs_no_warning() {
     let dirs = Dirs::new(None);
     let daemon = Daemon::daemonised(&dirs, &[]);
     fs::write(dirs.mnt.join("f"), b"data").expect("write through the mount");
+    let all = common::stats(&dirs);
+    let lock = fs::read_to_string(dirs.backing.join(".mcfs/lock")).expect("the lock file");
+    assert_eq!(all["daemon"]["pid"].as_u64().map(|p| p.to_string()), Some(lock.trim().to_string()), "{all:#}");
+    assert_eq!(all["daemon"]["log"].as_str(), dirs.backing.join(".mcfs/mcfs.log").to_str(), "{:#}", all["daemon"]);
     daemon.unmount();
     let log = daemon_log(&dirs);
     assert!(log.contains("engine shut down; everything is checkpointed"), "{log}");

@@ -140,6 +140,9 @@ fn stderr_named_by_journal_stream_gets_the_journal_format() {
     let daemon = Daemon::foreground_with_env(&dirs, &[], journal_stream);
     std::fs::write(dirs.mnt.join("f"), b"x").expect("write through the mount");
     common::ctl(&dirs, &["checkpoint"]);
+    let all = common::stats(&dirs);
+    assert_eq!(all["daemon"]["log"], "journal", "mcfs stat says where the log goes:\n{:#}", all["daemon"]);
+    assert_eq!(all["daemon"]["pid"].as_u64(), daemon.pid().map(u64::from), "and the daemon's pid");
     let log = daemon.log_path();
     daemon.unmount();
     let log = std::fs::read_to_string(log).expect("the daemon's log");

@@ -99,6 +99,15 @@ impl LogSink {
         self.write_record(level, line.as_bytes());
     }
 
+    /// Where records go, for people: the file's path, "journal" or "stderr".
+    pub fn place(&self) -> String {
+        match &*self.target.lock().unwrap_or_else(|p| p.into_inner()) {
+            Target::Stderr => "stderr".to_string(),
+            Target::Journal => "journal".to_string(),
+            Target::File(file) => file.path().display().to_string(),
+        }
+    }
+
     /// Whether records go to the journal (which stamps them with the time).
     pub fn is_journal(&self) -> bool {
         matches!(*self.target.lock().unwrap_or_else(|p| p.into_inner()), Target::Journal)

@@ -354,6 +354,11 @@ impl Daemon {
         }
     }
 
+    /// The foreground daemon's pid (`None` when `mcfs mount` forked it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Where the daemon logs (readable after it exited).
     pub fn log_path(&self) -> PathBuf {
         self.log.clone()
