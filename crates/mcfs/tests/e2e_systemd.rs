@@ -165,3 +165,101 @@ fn journal_stream(log: &Path) -> Vec<(String, String)> {
     let meta = std::fs::metadata(log).expect("the daemon's log");
     vec![("JOURNAL_STREAM".into(), format!("{}:{}", meta.dev(), meta.ino()))]
 }
+
+/// packaging/systemd/, shipped with mcfs.
+fn packaging(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/systemd").join(file)
+}
+
+/// Where the unit expects mcfs to be installed.
+const INSTALLED_MCFS: &str = "/usr/local/bin/mcfs";
+
+/// The unit with the built binary in place of the installed one.
+fn unit_text() -> String {
+    let path = packaging("mcfs@.service");
+    let unit = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(unit.contains(INSTALLED_MCFS), "the unit runs {INSTALLED_MCFS}:\n{unit}");
+    unit.replace(INSTALLED_MCFS, &common::mcfs_bin().display().to_string())
+}
+
+#[test]
+fn the_shipped_unit_passes_systemd_analyze_verify() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let unit = dir.path().join("mcfs@mnt-data.service");
+    std::fs::write(&unit, unit_text()).expect("write the unit");
+    let out = std::process::Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&unit)
+        .output()
+        .expect("run systemd-analyze (package systemd; scripts/setup.sh installs it)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.trim().is_empty(), "systemd-analyze verify ({}):\n{stderr}", out.status);
+}
+
+/// ExecStart of the shipped unit, expanded as systemd does for the parts it
+/// uses ("$VAR" split at spaces, "${VAR}" one word, %f the unescaped
+/// instance path), with the environment file of the example: it mounts,
+/// says READY=1 and stops on SIGTERM.
+#[test]
+fn the_shipped_unit_command_line_mounts_and_stops_under_notify() {
+    let dirs = Dirs::new(None);
+    let mut env: Vec<(String, String)> = std::fs::read_to_string(packaging("mcfs.env.example"))
+        .expect("the example environment file")
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    assert!(env.iter().any(|(k, _)| k == "MCFS_BACKING"), "the example sets MCFS_BACKING: {env:?}");
+    env.retain(|(k, _)| k != "MCFS_BACKING");
+    env.push(("MCFS_BACKING".into(), dirs.backing.display().to_string()));
+
+    let unit = unit_text();
+    let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).expect("an ExecStart line");
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+    let mut words: Vec<String> = Vec::new();
+    for word in exec.split_whitespace() {
+        match word {
+            "%f" => words.push(dirs.mnt.display().to_string()),
+            w if w.starts_with("${") => words.push(var(&w[2..w.len() - 1])),
+            w if w.starts_with('$') => words.extend(var(&w[1..]).split_whitespace().map(String::from)),
+            w => words.push(w.to_string()),
+        }
+    }
+    assert_eq!(words[0], common::mcfs_bin().display().to_string(), "{exec}");
+    assert!(words.contains(&"--foreground".to_string()), "Type=notify needs the daemon in the foreground: {exec}");
+
+    let mut systemd = FakeSystemd::listen(&dirs);
+    let daemon = Daemon::foreground_with_args(&dirs, &words[1..], |_| {
+        let mut all = systemd.env(&[]);
+        all.extend(env.iter().cloned());
+        all
+    });
+    let ready = systemd.wait_for("READY=1");
+    assert!(systemd.seen[ready].mounted, "{:?}", systemd.seen[ready].text);
+    daemon.terminate();
+    systemd.wait_for("STOPPING=1");
+    assert_cleanup_succeeds(&unit, &dirs.mnt);
+
+    // A crash leaves a dead mount, which the cleanup removes for the restart.
+    let daemon = Daemon::foreground_with_args(&dirs, &words[1..], |_| env.clone());
+    let pid = daemon.pid().expect("a foreground daemon") as libc::pid_t;
+    // SAFETY: kill has no memory preconditions; the pid is our unreaped child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let start = Instant::now();
+    while std::fs::metadata(&dirs.mnt).err().and_then(|e| e.raw_os_error()) != Some(libc::ENOTCONN) {
+        assert!(start.elapsed() < DEADLINE, "the killed daemon's mount did not go dead");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_cleanup_succeeds(&unit, &dirs.mnt);
+    assert!(!fuse_mounted(&dirs.mnt), "ExecStopPost left the dead mount");
+    drop(daemon);
+}
+
+/// Runs the unit's ExecStopPost for `mnt` (its quoting is the shell's).
+fn assert_cleanup_succeeds(unit: &str, mnt: &Path) {
+    let line = unit.lines().find_map(|l| l.strip_prefix("ExecStopPost=")).expect("an ExecStopPost line");
+    let line = line.replace("%f", &mnt.display().to_string());
+    let out = std::process::Command::new("sh").arg("-c").arg(&line).output().expect("run sh");
+    assert!(out.status.success(), "{line}: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+}

@@ -310,9 +310,18 @@ impl Daemon {
         extra: &[&str],
         env: impl FnOnce(&Path) -> Vec<(String, String)>,
     ) -> Daemon {
+        Daemon::foreground_with_args(dirs, &dirs.mount_args(true, extra), env)
+    }
+
+    /// `mcfs ARGS` (a `mount --foreground` of `dirs`, spelled by the caller)
+    /// as `foreground_with_env` runs it.
+    pub fn foreground_with_args(
+        dirs: &Dirs,
+        args: &[String],
+        env: impl FnOnce(&Path) -> Vec<(String, String)>,
+    ) -> Daemon {
         let log = dirs.next_log("daemon");
-        let args = dirs.mount_args(true, extra);
-        let mut cmd = mcfs_command(&args);
+        let mut cmd = mcfs_command(args);
         cmd.env("MCFS_LOG", std::env::var("MCFS_LOG").unwrap_or_else(|_| "info".into()));
         File::create(&log).unwrap_or_else(|e| panic!("create {}: {e}", log.display()));
         cmd.envs(env(&log));
