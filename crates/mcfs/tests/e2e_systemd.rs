@@ -263,3 +263,24 @@ fn assert_cleanup_succeeds(unit: &str, mnt: &Path) {
     let out = std::process::Command::new("sh").arg("-c").arg(&line).output().expect("run sh");
     assert!(out.status.success(), "{line}: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
 }
+
+/// An error before the daemon starts reaches the journal as an error (<3>).
+#[test]
+fn a_refused_mount_is_an_error_in_the_journal() {
+    let dirs = Dirs::new(None);
+    let missing = dirs.backing.join("missing");
+    let err = dirs.logs.join("refused.err");
+    let file = std::fs::File::create(&err).expect("create the stderr file");
+    let out = std::process::Command::new(common::mcfs_bin())
+        .args(["mount", "--foreground"])
+        .arg(&missing)
+        .arg(&dirs.mnt)
+        .envs(journal_stream(&err))
+        .stdin(std::process::Stdio::null())
+        .stderr(file)
+        .status()
+        .expect("run mcfs");
+    assert_eq!(out.code(), Some(1));
+    let text = std::fs::read_to_string(&err).expect("its stderr");
+    assert!(text.starts_with(&format!("<3>mcfs: backing directory {}: No such file", missing.display())), "{text}");
+}
