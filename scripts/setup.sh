@@ -2,10 +2,11 @@
 # Prepares a Debian machine to build, demo and test mcfs. Idempotent: run it
 # as often as you like; it only installs or changes what is missing.
 #
-#   scripts/setup.sh              system packages, fuse.conf, test users, release build
+#   scripts/setup.sh              system packages, fuse.conf, test users, release build,
+#                                 mount(8) helpers (scripts/install-helpers.sh)
 #   scripts/setup.sh --pjdfstest  also installs the pjdfstest suite (cargo install, a few minutes)
 #
-# Needs root (or sudo) for apt-get, /etc/fuse.conf and the test users.
+# Needs root (or sudo) for apt-get, /etc/fuse.conf, the test users and the helper links.
 set -euo pipefail
 
 PJDFSTEST_VERSION=0.2.2
@@ -21,7 +22,7 @@ want_pjdfstest=0
 for arg in "$@"; do
     case "$arg" in
         --pjdfstest) want_pjdfstest=1 ;;
-        -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "setup.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -126,4 +127,7 @@ rust_toolchain
 if [ "$want_pjdfstest" -eq 1 ]; then install_pjdfstest; fi
 say "building mcfs (release)"
 (cd "$repo" && cargo build --release --workspace)
-say "setup done: ${CARGO_TARGET_DIR:-$repo/target}/release/mcfs"
+mcfs_bin=${CARGO_TARGET_DIR:-$repo/target}/release/mcfs
+# fstab lines, mount -t fuse.mcfs and umount run mcfs through these links.
+as_root "$repo/scripts/install-helpers.sh" "$mcfs_bin"
+say "setup done: $mcfs_bin"

@@ -5,7 +5,6 @@
 //! system any more. Unmounting is done by path, from outside (fusermount3 -u, umount).
 
 use crate::fs::FlashFs;
-use fuser::Session;
 use mcfs_fuse::{session_thread, MountOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -26,7 +25,7 @@ pub fn mount(fs: FlashFs, mountpoint: &Path, settings: &MountOptions) -> io::Res
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(0) };
     raise_open_files_limit();
-    let session = Session::new(fs, mountpoint, &settings.session_config())
+    let session = mcfs_fuse::open_session(fs, mountpoint, settings)
         .map_err(|e| mcfs_fuse::explain_mount_error(mountpoint, "flashdev", e))?;
     let thread = session_thread::serve(session, mountpoint.to_path_buf(), "flashdev-session", || {})?;
     Ok(Serving { thread, mountpoint: mountpoint.to_path_buf() })

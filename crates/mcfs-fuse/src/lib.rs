@@ -4,7 +4,8 @@
 //! `McfsFs` turns each request into one engine call; `mount` checks the
 //! mount point and serves a `McfsFs` on several threads; `Mounted` waits for
 //! the session to end or unmounts it. Pure request translations live in
-//! `translate`, directory stream state in `dir_handles`, the serving threads'
+//! `translate`, directory stream state in `dir_handles`, the mount(2) call
+//! that keeps the `fuse.SUBTYPE` type in `kernel_mount`, the serving threads'
 //! I/O priority in `io_priority`; `observer` is the hook that lets the
 //! mounting program watch what is served (recording); `session_thread`
 //! serves a mounted session and lets go of the mount without unmounting it
@@ -15,6 +16,7 @@ mod dir_handles;
 mod filesystem;
 mod io_priority;
 mod kernel_config;
+mod kernel_mount;
 mod mount;
 mod mount_error;
 mod observer;
@@ -23,6 +25,7 @@ mod translate;
 
 pub use filesystem::McfsFs;
 pub use kernel_config::ask_kernel_for;
-pub use mount::{mount, mount_fs, usable_mount_point, MountOptions, Mounted, Unmounter};
+pub use kernel_mount::open_session;
+pub use mount::{mount, mount_fs, usable_mount_point, MountFlags, MountOptions, Mounted, Unmounter};
 pub use mount_error::explain as explain_mount_error;
 pub use observer::{RequestObserver, ServedOp};

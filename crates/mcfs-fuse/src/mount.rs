@@ -7,7 +7,7 @@
 
 use crate::filesystem::McfsFs;
 use crate::{mount_error, session_thread};
-use fuser::{Config, Filesystem, MountOption, Session, SessionACL};
+use fuser::{Config, Filesystem, MountOption, SessionACL};
 use mcfs_core::Engine;
 use std::ffi::CString;
 use std::fs;
@@ -31,6 +31,29 @@ pub struct MountOptions {
     pub fsname: String,
     /// File system type shown in /proc/mounts after `fuse.`.
     pub subtype: String,
+    /// What the kernel enforces on the mount (`ro`, `nosuid`, ...).
+    pub flags: MountFlags,
+}
+
+/// The kernel's mount flags a user may ask for. `read_only` is enforced by
+/// the kernel before a request reaches the file system: every write,
+/// create, rename or attribute change fails with EROFS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MountFlags {
+    pub read_only: bool,
+    /// Set-user-id and set-group-id bits are not honoured.
+    pub no_suid: bool,
+    /// Device nodes cannot be opened as devices.
+    pub no_dev: bool,
+    /// Files cannot be executed.
+    pub no_exec: bool,
+}
+
+impl Default for MountFlags {
+    /// FUSE's defaults (fusermount3 and libfuse): `nosuid,nodev`.
+    fn default() -> MountFlags {
+        MountFlags { read_only: false, no_suid: true, no_dev: true, no_exec: false }
+    }
 }
 
 impl Default for MountOptions {
@@ -45,6 +68,7 @@ impl Default for MountOptions {
             allow_other: root,
             fsname: "mcfs".to_string(),
             subtype: "mcfs".to_string(),
+            flags: MountFlags::default(),
         }
     }
 }
@@ -52,17 +76,22 @@ impl Default for MountOptions {
 impl MountOptions {
     /// The fuser session settings: `threads` threads each on its own
     /// `/dev/fuse` clone, permissions checked by the kernel, `allow_other`
-    /// as asked. Shared by every FUSE file system mcfs mounts.
+    /// and the flags as asked. Shared by every FUSE file system mcfs mounts.
     pub fn session_config(&self) -> Config {
         let mut config = Config::default();
         config.n_threads = Some(self.threads.max(1));
         config.clone_fd = true;
+        let pick = |on: bool, yes: MountOption, no: MountOption| if on { yes } else { no };
+        let flags = &self.flags;
         config.mount_options = vec![
             MountOption::FSName(self.fsname.clone()),
             MountOption::Subtype(self.subtype.clone()),
             // The kernel enforces Unix permissions from the attributes we report.
             MountOption::DefaultPermissions,
-            MountOption::RW,
+            pick(flags.read_only, MountOption::RO, MountOption::RW),
+            pick(flags.no_suid, MountOption::NoSuid, MountOption::Suid),
+            pick(flags.no_dev, MountOption::NoDev, MountOption::Dev),
+            pick(flags.no_exec, MountOption::NoExec, MountOption::Exec),
         ];
         // fuser turns SessionACL::All into the allow_other mount option; with
         // Owner it also refuses requests from other uids itself.
@@ -84,7 +113,7 @@ pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Resul
 
 fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
     let mountpoint = usable_mount_point(mountpoint)?;
-    let session = Session::new(fs, &mountpoint, &opts.session_config())
+    let session = crate::kernel_mount::open_session(fs, &mountpoint, opts)
         .map_err(|e| mount_error::explain(&mountpoint, "mcfs", e))?;
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {
@@ -274,8 +303,13 @@ mod tests {
 
     #[test]
     fn session_config_carries_the_options() {
-        let opts =
-            MountOptions { threads: 0, allow_other: true, fsname: "/srv/back".into(), subtype: "flashdev".into() };
+        let opts = MountOptions {
+            threads: 0,
+            allow_other: true,
+            fsname: "/srv/back".into(),
+            subtype: "flashdev".into(),
+            flags: MountFlags { read_only: true, ..MountFlags::default() },
+        };
         let config = opts.session_config();
         assert_eq!(config.n_threads, Some(1), "zero threads would never serve");
         assert!(config.clone_fd);
@@ -283,6 +317,9 @@ mod tests {
         assert!(config.mount_options.contains(&MountOption::FSName("/srv/back".into())));
         assert!(config.mount_options.contains(&MountOption::Subtype("flashdev".into())));
         assert!(config.mount_options.contains(&MountOption::DefaultPermissions));
+        for flag in [MountOption::RO, MountOption::NoSuid, MountOption::NoDev, MountOption::Exec] {
+            assert!(config.mount_options.contains(&flag), "{flag:?} missing");
+        }
         let private = MountOptions { allow_other: false, ..opts };
         assert_eq!(private.session_config().acl, SessionACL::Owner);
     }
@@ -336,6 +373,32 @@ mod tests {
         start_session(RootOnly, dir, &opts).unwrap()
     }
 
+    /// The type /proc/self/mountinfo gives the topmost mount on `dir`.
+    fn mount_type(dir: &Path) -> Option<String> {
+        let dir = dir.canonicalize().unwrap();
+        let table = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        table.lines().rev().find_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            (Path::new(left.split(' ').nth(4)?) == dir).then(|| right.split(' ').next().unwrap_or("").to_string())
+        })
+    }
+
+    /// A chmod reaches the file system (which has no setattr: ENOSYS) unless
+    /// the kernel refuses it first on a read-only mount (EROFS).
+    #[test]
+    fn a_read_only_mount_is_read_only_in_the_kernel() {
+        require_mount();
+        for (read_only, errno) in [(false, libc::ENOSYS), (true, libc::EROFS)] {
+            let dir = tempfile::tempdir().unwrap();
+            let flags = MountFlags { read_only, ..MountFlags::default() };
+            let mounted =
+                start_session(RootOnly, dir.path(), &MountOptions { flags, ..MountOptions::default() }).unwrap();
+            let err = fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap_err();
+            mounted.unmount().unwrap();
+            assert_eq!(err.raw_os_error(), Some(errno), "read_only {read_only}: {err}");
+        }
+    }
+
     #[test]
     fn mount_then_unmount_programmatically() {
         require_mount();
@@ -343,6 +406,8 @@ mod tests {
         let mounted = mount_root_only(dir.path());
         let err = usable_mount_point(dir.path()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
+        // Root mounts used to lose the subtype (fuser's own mount(2) says `fuse`).
+        assert_eq!(mount_type(dir.path()).as_deref(), Some("fuse.mcfs"));
         let second = start_session(RootOnly, dir.path(), &MountOptions::default()).unwrap_err();
         assert!(second.to_string().contains("already mounted"), "{second}");
         mounted.unmount().unwrap();
@@ -355,9 +420,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mounted = mount_root_only(dir.path());
         let handle = mounted.unmounter();
+        // `umount -i`: the kernel alone, not an installed umount.fuse.mcfs helper.
         // SAFETY: no preconditions.
         let (tool, args): (&str, &[&str]) =
-            if unsafe { libc::geteuid() } == 0 { ("umount", &[]) } else { ("fusermount3", &["-u"]) };
+            if unsafe { libc::geteuid() } == 0 { ("umount", &["-i"]) } else { ("fusermount3", &["-u"]) };
         let status = Command::new(tool).args(args).arg(dir.path()).status().unwrap();
         assert!(status.success(), "{tool} failed");
         mounted.wait().unwrap();

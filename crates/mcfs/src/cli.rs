@@ -24,6 +24,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Mount BACKING on MOUNTPOINT and serve it (as a daemon unless --foreground).
+    #[command(after_help = MOUNT_EXAMPLES)]
     Mount(MountArgs),
     /// Checkpoint everything, unmount and wait until the daemon has exited.
     #[command(alias = "unmount")]
@@ -46,11 +47,33 @@ pub enum Command {
     Flashdev(crate::commands::flashdev::FlashdevArgs),
 }
 
+/// Shown after `mcfs mount --help`.
+const MOUNT_EXAMPLES: &str = "\
+Examples:
+  mcfs mount /srv/data /mnt/data
+  mcfs mount -o allow_other,cache_size=256M,max_stale_seconds=30 /srv/data /mnt/data
+  mcfs mount -o config=/etc/mcfs.toml,fasttrack.aging_ms=200 /srv/data /mnt/data
+
+fstab and mount(8) (scripts/setup.sh installs /sbin/mount.fuse.mcfs):
+  /srv/data  /mnt/data  fuse.mcfs  defaults,_netdev,cache_size=64M  0 0
+  mount -t fuse.mcfs -o cache_size=64M /srv/data /mnt/data
+  umount /mnt/data   # checkpoints and waits for the daemon, as mcfs umount does
+
+Mount options (-o):
+  allow_other, default_permissions (always on), ro, rw, nosuid, suid, nodev, dev, noexec, exec,
+  fsname=NAME, subtype=NAME, config=FILE, threads=N, and every config key of docs/CONFIG.md
+  (nested keys dotted: fasttrack.aging_ms=200; sizes take K, M, G, T). atime options, async,
+  defaults, auto, noauto, nofail, _netdev, user, users, x-*, comment=... are accepted and ignored.";
+
 #[derive(Args, Debug)]
 pub struct MountArgs {
-    /// Engine configuration (TOML, see docs/CONFIG.md); defaults when absent.
+    /// Engine configuration (TOML, see docs/CONFIG.md); defaults when absent. Same as -o config=FILE.
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Mount options, comma-separated as in fstab; may be repeated. A config key given here
+    /// overrides the config file's (see the list below).
+    #[arg(short = 'o', value_name = "OPTION[,OPTION...]")]
+    pub options: Vec<String>,
     /// Stay in the foreground and log to stderr instead of BACKING/.mcfs/mcfs.log (see --log).
     #[arg(long, short = 'f')]
     pub foreground: bool,
@@ -59,12 +82,13 @@ pub struct MountArgs {
     /// connected stderr to the journal, else stderr with --foreground, else file.
     #[arg(long, value_name = "WHERE")]
     pub log: Option<LogArg>,
-    /// Threads serving FUSE requests. A background request that FastTrack holds back keeps its thread
-    /// meanwhile, so the default leaves threads for the foreground app while a dozen are held.
-    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub threads: u32,
+    /// Threads serving FUSE requests (default 16; same as -o threads=N). A background request that
+    /// FastTrack holds back keeps its thread meanwhile, so the default leaves threads for the
+    /// foreground app while a dozen are held.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::mount_options::MAX_THREADS as i64))]
+    pub threads: Option<u32>,
     /// Let users other than the mounting one use the mount (always on when mounted by root;
-    /// needs user_allow_other in /etc/fuse.conf otherwise).
+    /// needs user_allow_other in /etc/fuse.conf otherwise). Same as -o allow_other.
     #[arg(long)]
     pub allow_other: bool,
     /// Directory that holds the files (the archive); mcfs keeps its state in BACKING/.mcfs/.
@@ -100,6 +124,10 @@ pub struct MountArgs {
 
 #[derive(Args, Debug)]
 pub struct UmountArgs {
+    /// Detach the mount at once, even if it is busy (as umount -l): the daemon checkpoints and exits
+    /// once the last file open in it is closed. Does not wait.
+    #[arg(long, short = 'l')]
+    pub lazy: bool,
     /// Give up waiting for the daemon after this many seconds (default: wait as long as the checkpoint takes).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<u64>,
@@ -282,6 +310,19 @@ mod tests {
         assert_eq!(m.config, Some(PathBuf::from("c.toml")));
         assert_eq!((m.backing, m.mountpoint), (PathBuf::from("/b"), PathBuf::from("/m")));
         assert_eq!((m.record, m.input_devices), (None, vec![]));
+        assert_eq!((m.threads, m.options), (None, Vec::<String>::new()));
+    }
+
+    #[test]
+    fn mount_takes_repeated_o_options() {
+        let cli =
+            parse(&["mount", "-o", "ro,cache_size=64M", "-o", "allow_other", "--threads", "4", "/b", "/m"]).unwrap();
+        let Command::Mount(m) = cli.command else { panic!("not mount") };
+        assert_eq!(m.options, ["ro,cache_size=64M", "allow_other"]);
+        assert_eq!(m.threads, Some(4));
+        assert!(parse(&["mount", "--threads", "257", "/b", "/m"]).is_err());
+        let Command::Umount(u) = parse(&["umount", "-l", "/m"]).unwrap().command else { panic!("not umount") };
+        assert!(u.lazy);
     }
 
     #[test]

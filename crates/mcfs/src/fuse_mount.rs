@@ -12,6 +12,10 @@ pub struct FuseSettings {
     pub allow_other: bool,
     /// Shown as the mount's source in mountinfo and `df`.
     pub fsname: String,
+    /// The mount's type is `fuse.SUBTYPE` (`findmnt -t fuse.mcfs`).
+    pub subtype: String,
+    /// `ro`, `nosuid`, `nodev`, `noexec` as asked.
+    pub flags: mcfs_fuse::MountFlags,
 }
 
 pub struct LiveMount(mcfs_fuse::Mounted);
@@ -31,7 +35,8 @@ pub fn start(
         threads: settings.threads as usize,
         allow_other: settings.allow_other,
         fsname: settings.fsname.clone(),
-        ..mcfs_fuse::MountOptions::default()
+        subtype: settings.subtype.clone(),
+        flags: settings.flags,
     };
     // mcfs-fuse errors already name the mount point and the cause.
     let fs = match observer {

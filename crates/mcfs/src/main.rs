@@ -9,6 +9,7 @@ mod bench;
 mod cli;
 mod commands;
 mod config_file;
+mod config_override;
 mod control;
 mod control_client;
 mod daemon;
@@ -18,6 +19,8 @@ mod fg_watch;
 mod fuse_mount;
 mod input_devices;
 mod logging;
+mod mount_helper;
+mod mount_options;
 mod mountinfo;
 mod output;
 mod panic_guard;
@@ -38,13 +41,14 @@ mod ticker;
 mod unmount;
 mod user_input;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use cli::{Cli, Command};
+use mount_helper::Invocation;
 
 fn main() {
     // Before parsing, so that `--help | head` ends quietly too.
     output::sigpipe_ends_process(true);
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(command_line());
     if matches!(cli.command, Command::Mount(_) | Command::Flashdev(_)) {
         output::sigpipe_ends_process(false);
     }
@@ -65,6 +69,21 @@ fn main() {
         let priority = if logging::stderr_is_journal() { "<3>" } else { "" };
         output::eprint_line(&format!("{priority}mcfs: {message}"));
         std::process::exit(1);
+    }
+}
+
+/// The arguments as the `mcfs` grammar takes them, also when mount(8),
+/// umount(8) or mount.fuse3 ran us (`mount_helper`).
+fn command_line() -> Vec<std::ffi::OsString> {
+    let cli = Cli::command();
+    let is_subcommand = |arg: &std::ffi::OsStr| arg == "help" || cli.find_subcommand(arg).is_some();
+    match mount_helper::translate(std::env::args_os().collect(), is_subcommand) {
+        Ok(Invocation::Args(args)) => args,
+        Ok(Invocation::Fake) => std::process::exit(0),
+        Err(message) => {
+            output::eprint_line(&format!("mcfs: {message}"));
+            std::process::exit(2);
+        }
     }
 }
 

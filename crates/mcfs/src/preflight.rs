@@ -4,6 +4,7 @@
 //! pass is BACKING/.mcfs created and the backing directory locked.
 
 use crate::backing_lock::BackingLock;
+use crate::config_override::{self, Override};
 use crate::state_dir::StateDir;
 use crate::{config_file, mountinfo};
 use mcfs_core::{Config, DirBackend};
@@ -27,14 +28,20 @@ pub struct MountPlan {
     pub device: DeviceProfile,
 }
 
-pub fn check(backing: &Path, mountpoint: &Path, config: Option<&Path>) -> Result<MountPlan, String> {
+/// `overrides` are the config keys given as mount options (`-o KEY=VALUE`).
+pub fn check(
+    backing: &Path,
+    mountpoint: &Path,
+    config: Option<&Path>,
+    overrides: &[Override],
+) -> Result<MountPlan, String> {
     let backing = existing_dir("backing directory", backing)?;
     let mountpoint = existing_dir("mount point", mountpoint)?;
     if mountinfo::is_mount_point(&mountpoint) {
         return Err(format!("mount point {}: is already a mount point", mountpoint.display()));
     }
     check_not_nested(&backing, &mountpoint)?;
-    let config = config_file::load(config)?;
+    let config = config_override::apply(config_file::load(config)?, overrides)?;
     let (state, lock) = prepare_state_dir(&backing)?;
     let device = DeviceProfile::builtin("emmc").ok_or("the built-in emmc device profile is missing")?;
     Ok(MountPlan { backing, mountpoint, config, state, lock, virtual_clock: false, device })
@@ -112,11 +119,15 @@ mod tests {
     #[test]
     fn good_inputs_give_a_plan_with_canonical_paths_and_a_state_dir() {
         let d = dirs();
-        let plan = check(&d.backing.join("."), &d.mnt, None).unwrap();
+        let plan = check(&d.backing.join("."), &d.mnt, None, &[]).unwrap();
         assert_eq!(plan.backing, d.backing.canonicalize().unwrap());
         assert!(plan.backing.join(".mcfs").is_dir());
         assert_eq!(plan.config, Config::default());
-        let err = check(&d.backing, &d.mnt, None).unwrap_err();
+        drop(plan);
+        let mode = Override { key: "mode".into(), value: "sync".into() };
+        let plan = check(&d.backing, &d.mnt, None, &[mode]).unwrap();
+        assert_eq!(plan.config.mode, mcfs_core::SyncMode::Sync);
+        let err = check(&d.backing, &d.mnt, None, &[]).unwrap_err();
         assert!(err.contains("in use by a running mcfs daemon"), "the plan holds the lock: {err}");
     }
 
@@ -124,20 +135,24 @@ mod tests {
     fn each_bad_input_is_named() {
         let d = dirs();
         let missing = d.backing.join("nope");
-        let err = check(&missing, &d.mnt, None).unwrap_err();
+        let err = check(&missing, &d.mnt, None, &[]).unwrap_err();
         assert!(err.starts_with(&format!("backing directory {}:", missing.display())), "{err}");
         assert!(err.contains("No such file"), "{err}");
 
         let file = d.backing.join("f");
         std::fs::write(&file, b"x").unwrap();
-        let err = check(&d.backing, &file, None).unwrap_err();
+        let err = check(&d.backing, &file, None, &[]).unwrap_err();
         assert_eq!(err, format!("mount point {}: is not a directory", file.display()));
 
-        let err = check(&d.backing, Path::new("/proc"), None).unwrap_err();
+        let err = check(&d.backing, Path::new("/proc"), None, &[]).unwrap_err();
         assert!(err.contains("already a mount point"), "{err}");
 
-        let err = check(&d.backing, &d.mnt, Some(&d.mnt)).unwrap_err();
+        let err = check(&d.backing, &d.mnt, Some(&d.mnt), &[]).unwrap_err();
         assert!(err.starts_with(&format!("{}: ", d.mnt.display())), "{err}");
+
+        let small = Override { key: "cache_size".into(), value: "1K".into() };
+        let err = check(&d.backing, &d.mnt, None, &[small]).unwrap_err();
+        assert!(err.starts_with("option cache_size=1K: cache_size must be in "), "{err}");
         assert!(!d.backing.join(".mcfs").exists(), "no side effects before every check passed");
     }
 
@@ -146,11 +161,11 @@ mod tests {
         let d = dirs();
         let inner = d.backing.join("sub");
         std::fs::create_dir(&inner).unwrap();
-        let err = check(&d.backing, &inner, None).unwrap_err();
+        let err = check(&d.backing, &inner, None, &[]).unwrap_err();
         assert!(err.contains("inside the backing directory"), "{err}");
-        let err = check(&inner, &d.backing, None).unwrap_err();
+        let err = check(&inner, &d.backing, None, &[]).unwrap_err();
         assert!(err.contains("inside the mount point"), "{err}");
-        let err = check(&d.backing, &d.backing, None).unwrap_err();
+        let err = check(&d.backing, &d.backing, None, &[]).unwrap_err();
         assert!(err.contains("inside"), "{err}");
     }
 
@@ -158,7 +173,7 @@ mod tests {
     fn state_dir_that_is_a_file_is_reported() {
         let d = dirs();
         std::fs::write(d.backing.join(".mcfs"), b"").unwrap();
-        let err = check(&d.backing, &d.mnt, None).unwrap_err();
+        let err = check(&d.backing, &d.mnt, None, &[]).unwrap_err();
         assert!(err.ends_with(".mcfs: is not a directory (mcfs keeps its state there)"), "{err}");
     }
 }

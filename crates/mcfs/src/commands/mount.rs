@@ -8,7 +8,7 @@ use crate::input_devices::InputDevice;
 use crate::logging::LogFile;
 use crate::record::TraceFile;
 use crate::sd_notify::Notifier;
-use crate::{daemon, daemon_start, fg_watch, logging, preflight};
+use crate::{daemon, daemon_start, fg_watch, logging, mount_options, preflight};
 use mcfs_sim::device::DeviceProfile;
 
 /// Returns only on errors found before the daemon starts; otherwise exits
@@ -16,7 +16,10 @@ use mcfs_sim::device::DeviceProfile;
 pub fn run(args: MountArgs) -> Result<(), String> {
     // First, while the process has one thread: it edits the environment.
     let notify = Notifier::from_env();
-    let mut plan = preflight::check(&args.backing, &args.mountpoint, args.config.as_deref())?;
+    let options = mount_options::parse(&args.options)?;
+    let config_file = one_of("--config", args.config, "config", options.config_file)?;
+    let threads = one_of("--threads", args.threads, "threads", options.threads)?.unwrap_or(DEFAULT_THREADS);
+    let mut plan = preflight::check(&args.backing, &args.mountpoint, config_file.as_deref(), &options.overrides)?;
     plan.virtual_clock = args.virtual_clock;
     plan.device = DeviceProfile::load(&args.device_profile)?;
     let fasttrack = &mut plan.config.fasttrack;
@@ -24,10 +27,12 @@ pub fn run(args: MountArgs) -> Result<(), String> {
         fasttrack.tasks_file = Some(fg_watch::check_tasks_file(&tasks)?);
     }
     let fuse = FuseSettings {
-        threads: args.threads,
+        threads,
         // SAFETY: geteuid has no preconditions.
-        allow_other: args.allow_other || unsafe { libc::geteuid() } == 0,
-        fsname: plan.backing.display().to_string(),
+        allow_other: args.allow_other || options.allow_other || unsafe { libc::geteuid() } == 0,
+        fsname: options.fsname.unwrap_or_else(|| plan.backing.display().to_string()),
+        subtype: options.subtype.unwrap_or_else(|| "mcfs".to_string()),
+        flags: options.flags,
     };
     // Opened before the fork, so that a bad path is reported here.
     let capture = Capture {
@@ -41,5 +46,19 @@ pub fn run(args: MountArgs) -> Result<(), String> {
     let report = daemon_start::start(args.foreground, args.log.map(Into::into), || {
         LogFile::open(plan.state.fd(), logging::LOG_FILE.as_ref(), &plan.state.file_path(logging::LOG_FILE))
     })?;
+    if !options.ignored.is_empty() {
+        tracing::info!("mount options without effect on mcfs, ignored: {}", options.ignored.join(","));
+    }
     std::process::exit(daemon::serve(plan, fuse, capture, report, notify))
+}
+
+/// Threads serving FUSE requests unless `--threads` or `-o threads=` says otherwise.
+const DEFAULT_THREADS: u32 = 16;
+
+/// The value given by a flag or by its `-o` twin; both at once is an error.
+fn one_of<T>(flag: &str, from_flag: Option<T>, option: &str, from_option: Option<T>) -> Result<Option<T>, String> {
+    match (from_flag, from_option) {
+        (Some(_), Some(_)) => Err(format!("{flag} and -o {option}= both given; use one")),
+        (flag, option) => Ok(flag.or(option)),
+    }
 }

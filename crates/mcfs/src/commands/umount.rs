@@ -1,19 +1,23 @@
 //! `mcfs umount`: the daemon checkpoints and unmounts, and this waits until
 //! it has exited, so that afterwards the backing directory is complete.
 //! Without a daemon (it crashed) the mount is removed with fusermount3.
+//! `--lazy` only detaches the mount; the daemon finishes by itself later.
 
 use crate::cli::UmountArgs;
 use crate::control_client::{self, CallError};
 use crate::output::eprint_line;
 use crate::protocol::{Request, Response};
 use crate::{mountinfo, unmount};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const POLL: Duration = Duration::from_millis(100);
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 pub fn run(args: UmountArgs) -> Result<(), String> {
+    if args.lazy {
+        return detach(&args.mountpoint);
+    }
     match control_client::call(&args.mountpoint, &Request::Unmount) {
         Ok((Response::Unmounting { pid }, _)) => wait_for_exit(pid, args.timeout.map(Duration::from_secs)),
         Ok((Response::Error { message }, mp)) => Err(control_client::daemon_error(&mp, &message)),
@@ -24,10 +28,7 @@ pub fn run(args: UmountArgs) -> Result<(), String> {
 }
 
 fn fall_back(mountpoint: &Path, why: &str) -> Result<(), String> {
-    let canonical = control_client::canonical_mount_point(mountpoint)?;
-    if mountinfo::mount_at(&canonical).is_none() {
-        return Err(format!("{}: not mounted", canonical.display()));
-    }
+    let canonical = mounted(mountpoint)?;
     eprint_line(&format!(
         "mcfs: {why}\nmcfs: unmounting {} with fusermount3 -u; writes the daemon had not checkpointed are lost, and the backing store is brought back to its last checkpoint at the next mount (or by `mcfs recover BACKING`)",
         canonical.display()
@@ -35,6 +36,21 @@ fn fall_back(mountpoint: &Path, why: &str) -> Result<(), String> {
     unmount::unmount(&canonical, false)?;
     control_client::remove_dead_sockets(&canonical);
     Ok(())
+}
+
+/// The kernel detaches the mount now; the daemon sees its session end once
+/// the mount is no longer in use, then checkpoints and exits on its own.
+fn detach(mountpoint: &Path) -> Result<(), String> {
+    unmount::unmount(&mounted(mountpoint)?, true)
+}
+
+/// The canonical mount point, if something is mounted there.
+fn mounted(mountpoint: &Path) -> Result<PathBuf, String> {
+    let canonical = control_client::canonical_mount_point(mountpoint)?;
+    match mountinfo::mount_at(&canonical) {
+        Some(_) => Ok(canonical),
+        None => Err(format!("{}: not mounted", canonical.display())),
+    }
 }
 
 fn wait_for_exit(pid: u32, timeout: Option<Duration>) -> Result<(), String> {

@@ -127,7 +127,8 @@ impl Dirs {
         args
     }
 
-    fn next_log(&self, what: &str) -> PathBuf {
+    /// Where the output of the next command run goes.
+    pub fn next_log(&self, what: &str) -> PathBuf {
         next_log(&self.logs, what)
     }
 }
@@ -241,7 +242,7 @@ pub fn ctl(dirs: &Dirs, action: &[&str]) {
 }
 
 /// Whether `path` is a mount point, and the file system type mounted there.
-fn mount_type(path: &Path) -> Option<String> {
+pub fn mount_type(path: &Path) -> Option<String> {
     let table = std::fs::read_to_string("/proc/self/mountinfo").expect("read /proc/self/mountinfo");
     let wanted = path.to_str().expect("utf-8 path");
     // Mount points are octal-escaped; later lines shadow earlier ones.
@@ -343,7 +344,13 @@ impl Daemon {
         let mut cmd = mcfs_command(&args);
         cmd.envs(env.iter().copied());
         run_logged(cmd, &log).assert_success("mcfs mount");
-        assert!(fuse_mounted(&dirs.mnt), "mcfs mount returned 0 but {} is not a FUSE mount", dirs.mnt.display());
+        Daemon::started_elsewhere(dirs)
+    }
+
+    /// The daemon of a mount that has returned: `mcfs mount`'s, or one
+    /// another program (mount(8), mount.fuse3) started on `dirs.mnt`.
+    pub fn started_elsewhere(dirs: &Dirs) -> Daemon {
+        assert!(fuse_mounted(&dirs.mnt), "the mount returned 0 but {} is not a FUSE mount", dirs.mnt.display());
         // The daemon itself logs into the backing directory.
         let log = dirs.backing.join(".mcfs/mcfs.log");
         Daemon { child: None, mnt: dirs.mnt.clone(), logs: dirs.logs.clone(), log }
