@@ -12,8 +12,10 @@ set -euo pipefail
 PJDFSTEST_VERSION=0.2.2
 # fuse3: fusermount3 and /etc/fuse.conf; fio, sqlite3: demo and benchmarks;
 # build-essential, pkg-config: the bundled SQLite and the FUSE crate;
-# libacl1-dev, acl: pjdfstest links libacl; e2fsprogs: the ext4 reference image.
-PACKAGES=(fuse3 fio sqlite3 pkg-config build-essential libacl1-dev acl e2fsprogs util-linux mount procps)
+# libacl1-dev, acl: pjdfstest links libacl; e2fsprogs: the ext4 reference image;
+# util-linux: unshare, setpriv, findmnt (tests, the systemd unit); systemd:
+# systemd-analyze, which checks the shipped unit (packaging/systemd/).
+PACKAGES=(fuse3 fio sqlite3 pkg-config build-essential libacl1-dev acl e2fsprogs util-linux mount procps systemd)
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 want_pjdfstest=0

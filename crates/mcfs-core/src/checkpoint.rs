@@ -10,6 +10,7 @@
 
 use crate::app_status::IoClass;
 use crate::batch_selection::{select, Selection};
+use crate::checkpoint_log::{CheckpointLog, Done};
 use crate::compile::{born_and_gone, Compiler};
 use crate::dispatch::Step;
 use crate::engine::Engine;
@@ -24,7 +25,7 @@ use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
 use parking_lot::MutexGuard;
 use std::collections::HashSet;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Why a checkpoint runs; says which open VCTs it closes first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +54,17 @@ impl Trigger {
     fn waits_for_split_writes(self) -> bool {
         !matches!(self, Trigger::Policy | Trigger::Background)
     }
+
+    /// Why the checkpoint ran, for its log line.
+    fn words(self, app_name: &dyn Fn(AppId) -> String) -> String {
+        match self {
+            Trigger::Everything => "requested".to_string(),
+            Trigger::App(app) => format!("for {}", app_name(app)),
+            Trigger::Memory => "memory pressure".to_string(),
+            Trigger::Background => "reclaim".to_string(),
+            Trigger::Policy => "policy".to_string(),
+        }
+    }
 }
 
 /// How often a commit waiting for the rest of a split write looks at the clock.
@@ -68,6 +80,8 @@ pub struct CheckpointCounters {
     pub last_error: Option<String>,
     /// After a failure, background retries wait until then (backing off).
     pub retry_at: Option<SystemTime>,
+    /// The INFO lines about checkpoints (at most one a minute).
+    pub log: CheckpointLog,
 }
 
 impl Engine {
@@ -188,7 +202,9 @@ impl Engine {
         c.bytes_flushed += flushed;
         c.checkpoints += 1;
         c.last_duration = self.clock.now().duration_since(started).unwrap_or_default();
+        let took = c.last_duration;
         drop(c);
+        self.log_checkpoint(seq, trigger, &batch, flushed, took);
         let ms = |from: SystemTime, to: SystemTime| to.duration_since(from).unwrap_or_default().as_millis();
         tracing::debug!(
             seq,
@@ -260,9 +276,40 @@ impl Engine {
     /// Logs and counts the ops the backing store could not hold, and owes
     /// their apps the error (see `refused`).
     fn note_unapplied(&self, seq: u64, unapplied: &[crate::journal::UnappliedOp]) {
-        let names: Vec<String> = self.state.lock().apps.list.iter().map(|a| a.name.clone()).collect();
-        let app_name = |app: AppId| names.get(app).cloned().unwrap_or_else(|| format!("app {app}"));
+        let app_name = self.app_names();
         self.refused.lock().applied(seq, unapplied, &app_name);
+    }
+
+    /// Names apps as the config and `mcfs stat` do.
+    fn app_names(&self) -> impl Fn(AppId) -> String {
+        let names: Vec<String> = self.state.lock().apps.list.iter().map(|a| a.name.clone()).collect();
+        move |app: AppId| names.get(app).cloned().unwrap_or_else(|| format!("app {app}"))
+    }
+
+    /// The INFO line of a committed checkpoint (`checkpoint_log`).
+    fn log_checkpoint(&self, seq: u64, trigger: Trigger, batch: &[ClosedVct], bytes: u64, took: Duration) {
+        let app_name = self.app_names();
+        let mut apps: Vec<(String, u64)> = Vec::new();
+        for vct in batch {
+            let name = app_name(vct.app);
+            match apps.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, total)) => *total += vct.bytes,
+                None => apps.push((name, vct.bytes)),
+            }
+        }
+        let done = Done { seq, trigger: trigger.words(&app_name), apps, bytes, took };
+        let line = self.counters.lock().log.record(&done, Instant::now());
+        if let Some(line) = line {
+            tracing::info!("{line}");
+        }
+    }
+
+    /// The INFO line about checkpoints not told yet, if one is due (`force`: now).
+    fn log_held_checkpoints(&self, force: bool) {
+        let line = self.counters.lock().log.flush(Instant::now(), force);
+        if let Some(line) = line {
+            tracing::info!("{line}");
+        }
     }
 
     fn succeeded(&self) {
@@ -316,6 +363,7 @@ impl Engine {
     /// batch selection picks. The mount calls it from a background thread;
     /// the simulator at each step.
     pub fn tick(&self) {
+        self.log_held_checkpoints(false);
         let now = self.clock.now();
         let retry_at = self.counters.lock().retry_at;
         let may_commit = retry_at.is_none_or(|t| t <= now);
@@ -440,6 +488,7 @@ impl Engine {
         st.dead_orphans.extend(orphans);
         drop(st);
         self.delete_dead_orphans()?;
+        self.log_held_checkpoints(true);
         self.wake_background();
         Ok(())
     }

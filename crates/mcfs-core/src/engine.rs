@@ -141,8 +141,9 @@ impl Engine {
         let report = journal::recover(&*backend).map_err(|e| format!("recovery of {STATE_DIR}/ failed: {e}"))?;
         if report.replayed.as_ref().is_some_and(|r| !r.unapplied.is_empty()) {
             tracing::warn!("recovery: {report}");
+        } else {
+            tracing::info!("recovery: {report}");
         }
-        tracing::info!(?report, "recovery done");
         let root = backend.stat(Path::new("")).map_err(|e| format!("backing root: {e}"))?;
         if root.kind != FileKind::Dir {
             return Err("backing root is not a directory".into());

@@ -5,7 +5,7 @@
 //! system any more. Unmounting is done by path, from outside (fusermount3 -u, umount).
 
 use crate::fs::FlashFs;
-use mcfs_fuse::MountOptions;
+use mcfs_fuse::{session_thread, MountOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -25,10 +25,9 @@ pub fn mount(fs: FlashFs, mountpoint: &Path, settings: &MountOptions) -> io::Res
     // SAFETY: umask cannot fail.
     unsafe { libc::umask(0) };
     raise_open_files_limit();
-    let context =
-        |e: io::Error| io::Error::new(e.kind(), format!("{}: cannot mount flashdev: {e}", mountpoint.display()));
-    let session = mcfs_fuse::open_session(fs, mountpoint, settings).map_err(context)?;
-    let thread = std::thread::Builder::new().name("flashdev-session".into()).spawn(move || session.run())?;
+    let session = mcfs_fuse::open_session(fs, mountpoint, settings)
+        .map_err(|e| mcfs_fuse::explain_mount_error(mountpoint, "flashdev", e))?;
+    let thread = session_thread::serve(session, mountpoint.to_path_buf(), "flashdev-session", || {})?;
     Ok(Serving { thread, mountpoint: mountpoint.to_path_buf() })
 }
 

@@ -7,7 +7,10 @@
 //! `translate`, directory stream state in `dir_handles`, the mount(2) call
 //! that keeps the `fuse.SUBTYPE` type in `kernel_mount`, the serving threads'
 //! I/O priority in `io_priority`; `observer` is the hook that lets the
-//! mounting program watch what is served (recording).
+//! mounting program watch what is served (recording); `session_thread`
+//! serves a mounted session and lets go of the mount without unmounting it
+//! twice, and `mount_error` names the file a failed mount tripped on (both
+//! shared with flashdev).
 
 mod dir_handles;
 mod filesystem;
@@ -15,11 +18,14 @@ mod io_priority;
 mod kernel_config;
 mod kernel_mount;
 mod mount;
+mod mount_error;
 mod observer;
+pub mod session_thread;
 mod translate;
 
 pub use filesystem::McfsFs;
 pub use kernel_config::ask_kernel_for;
 pub use kernel_mount::open_session;
 pub use mount::{mount, mount_fs, usable_mount_point, MountFlags, MountOptions, Mounted, Unmounter};
+pub use mount_error::explain as explain_mount_error;
 pub use observer::{RequestObserver, ServedOp};

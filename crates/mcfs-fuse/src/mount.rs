@@ -6,6 +6,7 @@
 //! request will reach the engine any more, so the caller may shut it down.
 
 use crate::filesystem::McfsFs;
+use crate::{mount_error, session_thread};
 use fuser::{Config, Filesystem, MountOption, SessionACL};
 use mcfs_core::Engine;
 use std::ffi::CString;
@@ -113,14 +114,12 @@ pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Resul
 fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
     let mountpoint = usable_mount_point(mountpoint)?;
     let session = crate::kernel_mount::open_session(fs, &mountpoint, opts)
-        .map_err(|e| with_context(&mountpoint, "cannot mount mcfs", e))?;
+        .map_err(|e| mount_error::explain(&mountpoint, "mcfs", e))?;
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {
         let serving = serving.clone();
-        std::thread::Builder::new().name("mcfs-session".to_string()).spawn(move || {
-            let result = session.run();
-            serving.store(false, Ordering::SeqCst);
-            result
+        session_thread::serve(session, mountpoint.clone(), "mcfs-session", move || {
+            serving.store(false, Ordering::SeqCst)
         })?
     };
     let unmounter = Unmounter { mountpoint: Arc::new(mountpoint), serving };

@@ -2,6 +2,7 @@
 //! clap can do on a single argument live here; checks that touch the file
 //! system are in `preflight`.
 
+use crate::logging::Destination;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcfs_core::SyncMode;
 use std::path::PathBuf;
@@ -73,9 +74,14 @@ pub struct MountArgs {
     /// overrides the config file's (see the list below).
     #[arg(short = 'o', value_name = "OPTION[,OPTION...]")]
     pub options: Vec<String>,
-    /// Stay in the foreground and log to stderr instead of BACKING/.mcfs/mcfs.log.
+    /// Stay in the foreground and log to stderr instead of BACKING/.mcfs/mcfs.log (see --log).
     #[arg(long, short = 'f')]
     pub foreground: bool,
+    /// Where the daemon logs: file (BACKING/.mcfs/mcfs.log), stderr, or journal (stderr without
+    /// timestamps, each line with its syslog priority, for systemd). Default: journal when systemd
+    /// connected stderr to the journal, else stderr with --foreground, else file.
+    #[arg(long, value_name = "WHERE")]
+    pub log: Option<LogArg>,
     /// Threads serving FUSE requests (default 16; same as -o threads=N). A background request that
     /// FastTrack holds back keeps its thread meanwhile, so the default leaves threads for the
     /// foreground app while a dozen are held.
@@ -211,6 +217,24 @@ impl From<ModeArg> for SyncMode {
     }
 }
 
+/// `logging::Destination` as the command line spells it.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogArg {
+    File,
+    Stderr,
+    Journal,
+}
+
+impl From<LogArg> for Destination {
+    fn from(l: LogArg) -> Destination {
+        match l {
+            LogArg::File => Destination::File,
+            LogArg::Stderr => Destination::Stderr,
+            LogArg::Journal => Destination::Journal,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
     /// Backing directory of an unmounted mcfs.
@@ -282,6 +306,7 @@ mod tests {
         let cli = parse(&["mount", "-f", "--config", "c.toml", "/b", "/m"]).unwrap();
         let Command::Mount(m) = cli.command else { panic!("not mount") };
         assert!(m.foreground);
+        assert_eq!(m.log, None);
         assert_eq!(m.config, Some(PathBuf::from("c.toml")));
         assert_eq!((m.backing, m.mountpoint), (PathBuf::from("/b"), PathBuf::from("/m")));
         assert_eq!((m.record, m.input_devices), (None, vec![]));
@@ -298,6 +323,17 @@ mod tests {
         assert!(parse(&["mount", "--threads", "257", "/b", "/m"]).is_err());
         let Command::Umount(u) = parse(&["umount", "-l", "/m"]).unwrap().command else { panic!("not umount") };
         assert!(u.lazy);
+    }
+
+    #[test]
+    fn mount_takes_where_to_log() {
+        for (arg, want) in [("file", LogArg::File), ("stderr", LogArg::Stderr), ("journal", LogArg::Journal)] {
+            let Command::Mount(m) = parse(&["mount", "--log", arg, "/b", "/m"]).unwrap().command else {
+                panic!("not mount")
+            };
+            assert_eq!(m.log, Some(want));
+        }
+        assert!(parse(&["mount", "--log", "syslog", "/b", "/m"]).is_err());
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! directory, the FUSE session, the ticker, the battery watcher, the
 //! foreground-tasks watcher (if a tasks file is set), the control socket,
 //! the signal thread and, if asked, the trace recorder and the input device
-//! watchers, reports readiness, then waits for the one event that ends it
-//! (a stop signal, or the mount going away) and stops in an order that loses
-//! nothing: checkpoint, unmount, complete the trace, shut the engine down
-//! (which checkpoints whatever arrived in between), exit.
+//! watchers, reports readiness (to `mcfs mount`, and to systemd through
+//! `sd_notify`, which also hears the status and the stop), then waits for
+//! the one event that ends it (a stop signal, or the mount going away) and
+//! stops in an order that loses nothing: checkpoint, unmount, complete the
+//! trace, shut the engine down (which checkpoints whatever arrived in
+//! between), exit.
 
 use crate::control::{ControlServer, Handler};
 use crate::daemonize::StartupReport;
@@ -15,9 +17,10 @@ use crate::polling::PollingThread;
 use crate::preflight::{self, MountPlan};
 use crate::protocol::{Request, Response};
 use crate::record::{Recorder, TraceFile};
+use crate::sd_notify::Notifier;
 use crate::ticker::{self, Ticker};
 use crate::user_input::UserInput;
-use crate::{battery, fg_watch, logging, panic_guard, proc_table, signals, socket_path, unmount};
+use crate::{battery, fg_watch, logging, panic_guard, proc_table, service_status, signals, socket_path, unmount};
 use mcfs_core::ioprio::IoPriority;
 use mcfs_core::{Clock, DirBackend, Engine, IoClass, ManualClock, SystemClock};
 use mcfs_fuse::RequestObserver;
@@ -59,24 +62,31 @@ struct Running {
     inputs: InputWatchers,
     recorder: Option<Arc<Recorder>>,
     events: Receiver<Event>,
+    notify: Arc<Notifier>,
+    /// Status lines and watchdog pings for systemd, if it listens.
+    status_thread: Option<PollingThread>,
 }
 
 /// Runs the daemon; returns its exit status. Must be called while the
 /// process has one thread (it blocks the stop signals for all threads).
-pub fn serve(mut plan: MountPlan, fuse: FuseSettings, capture: Capture, report: StartupReport) -> i32 {
+pub fn serve(
+    mut plan: MountPlan,
+    fuse: FuseSettings,
+    capture: Capture,
+    report: StartupReport,
+    notify: Notifier,
+) -> i32 {
     limit_malloc_arenas();
     if let Err(e) = plan.lock.record_pid() {
         tracing::warn!("cannot record the pid in the lock file: {e}");
     }
-    match start(&plan, &fuse, capture) {
+    let (backing, mountpoint) = (plan.backing.display().to_string(), plan.mountpoint.display().to_string());
+    notify.status(&format!("recovering {backing} and mounting it on {mountpoint}"));
+    match start(&plan, &fuse, capture, Arc::new(notify)) {
         Ok(running) => {
-            tracing::info!(
-                "mounted {} on {} (pid {})",
-                plan.backing.display(),
-                plan.mountpoint.display(),
-                std::process::id()
-            );
+            tracing::info!("mounted {backing} on {mountpoint} (pid {})", std::process::id());
             report.ready();
+            running.notify.ready(&format!("serving {backing} on {mountpoint}"));
             running.wait_and_stop()
         }
         Err(message) => {
@@ -86,7 +96,7 @@ pub fn serve(mut plan: MountPlan, fuse: FuseSettings, capture: Capture, report: 
     }
 }
 
-fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Running, String> {
+fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture, notify: Arc<Notifier>) -> Result<Running, String> {
     signals::block_stop_signals().map_err(|e| format!("cannot block signals: {e}"))?;
     let backend = preflight::open_backend(&plan.backing)?;
     // A virtual clock starts at the real time, so file times stay plausible.
@@ -136,10 +146,14 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Runn
         Arc::new(move |request| handle_request(&live, request))
     };
     let (events_tx, events) = mpsc::channel();
-    let inputs = control
+    let (inputs, status_thread) = control
         .spawn(listener, owner, handler)
         .and_then(|()| spawn_event_threads(mounted, events_tx))
         .and_then(|()| input_devices::watch(capture.input_devices, Arc::new(move |g| user_input.gesture(g))))
+        .and_then(|inputs| {
+            let status = service_status::spawn(notify.clone(), engine.clone(), plan.mountpoint.clone())?;
+            Ok((inputs, status))
+        })
         .map_err(|e| {
             let _ = unmount::unmount(&plan.mountpoint, true);
             thread_error(e)
@@ -156,6 +170,8 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture) -> Result<Runn
         inputs,
         recorder,
         events,
+        notify,
+        status_thread,
     })
 }
 
@@ -203,6 +219,7 @@ fn handle_request(live: &Live, request: Request) -> Response {
             let stats = serde_json::to_value(engine.stats()).and_then(|mut stats| {
                 stats["device_estimate"] = serde_json::to_value(live.backend.report())?;
                 stats["log"] = serde_json::to_value(logging::counts())?;
+                stats["daemon"] = serde_json::json!({ "pid": std::process::id(), "log": logging::place() });
                 Ok(stats)
             });
             return match stats {
@@ -255,13 +272,16 @@ impl Running {
         match self.events.recv() {
             Ok(Event::Signal(sig)) => {
                 tracing::info!("{}: checkpointing and unmounting", signals::name(sig));
+                let mnt = self.mountpoint.display();
+                self.notify.stopping(&format!("{}: checkpointing and unmounting {mnt}", signals::name(sig)));
                 if let Err(e) = self.engine.checkpoint() {
                     tracing::error!("checkpoint failed: {e}");
                 }
                 self.unmount_for_exit();
             }
             Ok(Event::SessionEnded) => {
-                tracing::info!("{} was unmounted", self.mountpoint.display())
+                tracing::info!("{} was unmounted", self.mountpoint.display());
+                self.notify.stopping(&format!("{} was unmounted; final checkpoint", self.mountpoint.display()));
             }
             Err(_) => tracing::error!("every event source is gone; stopping"),
         }
@@ -298,7 +318,7 @@ impl Running {
         if let Some(ticker) = self.ticker {
             ticker.stop();
         }
-        for watcher in [self.battery_watcher, self.fg_watcher].into_iter().flatten() {
+        for watcher in [self.battery_watcher, self.fg_watcher, self.status_thread].into_iter().flatten() {
             watcher.stop();
         }
         // The session is over and the input watchers are gone: nothing records any more.

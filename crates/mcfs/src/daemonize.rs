@@ -7,7 +7,8 @@
 //! the parent prints that and exits 0 or 1. If the child dies first, the
 //! pipe closes empty and the parent says so and points at the log.
 //!
-//! The daemon's stdin, stdout and stderr are /dev/null: it logs only through
+//! The daemon's stdin and stdout are /dev/null, and so is its stderr unless
+//! the log goes there (`--log stderr|journal`): it writes only through
 //! `logging`, whose writes cannot fail, never through a stderr whose failure
 //! (a full disk under a log file) makes `eprintln!` panic.
 
@@ -15,19 +16,22 @@ use crate::output::eprint_line;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::Path;
 
 const READY: &[u8] = b"ready";
 
 /// How the daemon reports the outcome of its start-up; used once.
 pub struct StartupReport {
     pipe: Option<File>,
+    /// Whether a failure is logged rather than printed (the journal reads
+    /// stderr: a logged error keeps its priority there).
+    log_failure: bool,
 }
 
 impl StartupReport {
-    /// For `--foreground`: there is no parent waiting.
-    pub fn foreground() -> StartupReport {
-        StartupReport { pipe: None }
+    /// For `--foreground`: there is no parent waiting. `journal`: the log
+    /// goes to the journal.
+    pub fn foreground(journal: bool) -> StartupReport {
+        StartupReport { pipe: None, log_failure: journal }
     }
 
     pub fn ready(self) {
@@ -35,9 +39,10 @@ impl StartupReport {
     }
 
     /// A daemon logs the error and hands it to the waiting parent to print;
-    /// in the foreground it is printed like any other command's error.
+    /// in the foreground it is printed like any other command's error
+    /// (logged, when the log is the journal).
     pub fn failed(self, message: &str) {
-        if self.pipe.is_some() {
+        if self.log_failure {
             tracing::error!("{message}");
         } else {
             eprint_line(&format!("mcfs: {message}"));
@@ -55,9 +60,10 @@ impl StartupReport {
 
 /// Forks. In the parent this never returns: it waits for the child's report
 /// and exits. In the child it returns the report handle, with the child in a
-/// new session, cwd `/`, stdin, stdout and stderr on /dev/null. `log` (opened
-/// by the caller) is named in the parent's message if the child dies.
-pub fn daemonize(log: &Path) -> Result<StartupReport, String> {
+/// new session, cwd `/`, stdin, stdout and (unless `keep_stderr`) stderr on
+/// /dev/null. `log` (where the log goes) is named in the parent's message if
+/// the child dies.
+pub fn daemonize(log: &str, keep_stderr: bool) -> Result<StartupReport, String> {
     let null = OpenOptions::new().read(true).write(true).open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
     let (read_end, write_end) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     // SAFETY: the process is single-threaded here (see the module comment).
@@ -70,9 +76,11 @@ pub fn daemonize(log: &Path) -> Result<StartupReport, String> {
                 libc::setsid();
                 libc::dup2(null.as_raw_fd(), 0);
                 libc::dup2(null.as_raw_fd(), 1);
-                libc::dup2(null.as_raw_fd(), 2);
+                if !keep_stderr {
+                    libc::dup2(null.as_raw_fd(), 2);
+                }
             }
-            let report = StartupReport { pipe: Some(File::from(write_end)) };
+            let report = StartupReport { pipe: Some(File::from(write_end)), log_failure: true };
             if let Err(e) = std::env::set_current_dir("/") {
                 report.failed(&format!("chdir /: {e}"));
                 std::process::exit(1);
@@ -86,7 +94,7 @@ pub fn daemonize(log: &Path) -> Result<StartupReport, String> {
     }
 }
 
-fn wait_for_report(mut pipe: File, child: libc::pid_t, log: &Path) -> i32 {
+fn wait_for_report(mut pipe: File, child: libc::pid_t, log: &str) -> i32 {
     let mut report = Vec::new();
     let read = pipe.read_to_end(&mut report);
     if read.is_ok() && report == READY {
@@ -95,10 +103,7 @@ fn wait_for_report(mut pipe: File, child: libc::pid_t, log: &Path) -> i32 {
     if read.is_ok() && !report.is_empty() {
         eprint_line(&format!("mcfs: {}", String::from_utf8_lossy(&report)));
     } else {
-        eprint_line(&format!(
-            "mcfs: the daemon (pid {child}) exited before the mount was ready; see {}",
-            log.display()
-        ));
+        eprint_line(&format!("mcfs: the daemon (pid {child}) exited before the mount was ready; see {log}"));
     }
     1
 }

@@ -13,6 +13,7 @@ mod config_override;
 mod control;
 mod control_client;
 mod daemon;
+mod daemon_start;
 mod daemonize;
 mod fg_watch;
 mod fuse_mount;
@@ -29,6 +30,8 @@ mod proc_table;
 mod protocol;
 mod record;
 mod report;
+mod sd_notify;
+mod service_status;
 mod signals;
 mod socket_path;
 mod state_dir;
@@ -62,7 +65,9 @@ fn main() {
         Command::Flashdev(args) => commands::flashdev::run(args),
     };
     if let Err(message) = result {
-        output::eprint_line(&format!("mcfs: {message}"));
+        // The journal reads a leading "<3>" as the line's priority: err.
+        let priority = if logging::stderr_is_journal() { "<3>" } else { "" };
+        output::eprint_line(&format!("{priority}mcfs: {message}"));
         std::process::exit(1);
     }
 }

@@ -221,7 +221,7 @@ impl RequestObserver for Recorder {
             self.forget_paths();
         }
         let Some(kinds) = trace_events(op, |ino| self.path_of(ino)) else {
-            tracing::debug!("not recorded (no trace path or no trace event for it): {op:?}");
+            tracing::trace!("not recorded (no trace path or no trace event for it): {op:?}");
             return;
         };
         // A write the kernel flushes on nobody's behalf is charged, as the

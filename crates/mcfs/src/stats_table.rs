@@ -164,33 +164,13 @@ fn format_value(key: &str, value: &Value) -> String {
     }
 }
 
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
+/// Bytes as people read them (the engine's log lines use the same words).
+pub use mcfs_core::human::bytes as human_bytes;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn sizes_are_human() {
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(1023), "1023 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(256 * 1024 * 1024), "256.0 MiB");
-        assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
-    }
 
     #[test]
     fn table_shows_overall_and_each_app() {

@@ -38,9 +38,11 @@ uids = [0, 10000]
 
 /// Stats that may differ without a different decision: what the page cache holds (the kernel's reads
 /// and read-ahead reach the mount's cache, not the simulator's), the mount's device estimate (the
-/// simulator reports its device in its own metrics), the daemon's log counters, how many requests
-/// were admitted and how many names were missing (the kernel adds lookups and getattrs of its own).
-const NOT_DECISIONS: &[&str] = &["cache_clean_bytes", "cache_total_bytes", "device_estimate", "log", "missing_lookups"];
+/// simulator reports its device in its own metrics), the daemon's log counters, pid and log place,
+/// how many requests were admitted and how many names were missing (the kernel adds lookups and
+/// getattrs of its own).
+const NOT_DECISIONS: &[&str] =
+    &["cache_clean_bytes", "cache_total_bytes", "device_estimate", "log", "daemon", "missing_lookups"];
 const NOT_DECISIONS_OF_FASTTRACK: &[&str] = &["fg_requests", "bg_requests"];
 
 fn trace(seed: u64) -> Vec<TraceEvent> {

@@ -60,8 +60,8 @@ fn a_full_backing_store_drops_log_records_but_the_daemon_serves_on() {
     common::require_root("it mounts a tmpfs as the backing store");
     let dirs = Dirs::new(None);
     let _tmpfs = Tmpfs::mount(&dirs.backing, "2m");
-    // Debug logs a line per FUSE request: plenty of writes to fail.
-    let daemon = Daemon::daemonised_with_env(&dirs, &[], &[("MCFS_LOG", "debug")]);
+    // Trace logs a line per FUSE request: plenty of writes to fail.
+    let daemon = Daemon::daemonised_with_env(&dirs, &[], &[("MCFS_LOG", "trace")]);
     let kept = pattern(7, 100_000);
     fs::write(dirs.mnt.join("kept"), &kept).expect("write through the mount");
     ctl(&dirs, &["checkpoint"]);

@@ -17,6 +17,7 @@ use super::progress::ProgressFile;
 use super::reader::{OpReader, ReadError};
 use super::{journal_error, journal_path, orphans_dir, progress_error, ApplyReport};
 use crate::backend::{is_not_found, Backend};
+use crate::human;
 use crate::types::FileKind;
 use std::fmt;
 use std::io;
@@ -33,27 +34,59 @@ pub struct RecoveryReport {
     pub orphans_removed: u64,
 }
 
+/// What recovery did, in one sentence (logged at every mount, printed by
+/// `mcfs recover`): the transaction replayed and what became of its ops, by
+/// name for those the backing store refused; a torn transaction dropped;
+/// orphans removed.
 impl fmt::Display for RecoveryReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
         match &self.replayed {
-            Some(r) => write!(
-                f,
-                "replayed transaction {}: {} ops from op {}, {} data bytes ({} already done)",
-                r.seq, r.ops, r.resumed_at, r.data_bytes, r.already_done
-            )?,
-            None => write!(f, "no committed transaction to replay")?,
+            Some(r) => parts.push(replayed(r)),
+            None => parts.push("no committed transaction to replay".to_string()),
         }
         if self.dropped_torn_bytes > 0 {
-            write!(f, "; dropped {} bytes of an uncommitted transaction", self.dropped_torn_bytes)?;
+            parts.push(format!(
+                "dropped an uncommitted transaction ({} torn by the crash)",
+                human::bytes(self.dropped_torn_bytes)
+            ));
         }
-        write!(f, "; removed {} orphans", self.orphans_removed)?;
-        let unapplied = self.replayed.iter().flat_map(|r| &r.unapplied);
-        for (i, op) in unapplied.enumerate() {
-            let lead = if i == 0 { "\nthe backing store cannot hold these ops; skipped:" } else { "" };
-            write!(f, "{lead}\n  op {}: {op}", op.index)?;
+        if self.orphans_removed > 0 {
+            parts.push(format!(
+                "removed {} (files deleted while still open)",
+                human::count(self.orphans_removed as usize, "orphan")
+            ));
         }
-        Ok(())
+        f.write_str(&parts.join("; "))
     }
+}
+
+/// "replayed committed transaction 12 from op 40: 300 ops applied, 2 found already done, ..."
+fn replayed(r: &ApplyReport) -> String {
+    let refused = r.unapplied.len() as u64;
+    let applied = r.ops.saturating_sub(r.already_done + r.skipped_missing + refused);
+    let from = if r.resumed_at > 0 {
+        format!(" from op {} (the ops before it were applied before the crash)", r.resumed_at)
+    } else {
+        String::new()
+    };
+    let mut text = format!(
+        "replayed committed transaction {}{from}: {} applied ({} of file data)",
+        r.seq,
+        human::count(applied as usize, "op"),
+        human::bytes(r.data_bytes)
+    );
+    if r.already_done > 0 {
+        text.push_str(&format!(", {} found already done", r.already_done));
+    }
+    if r.skipped_missing > 0 {
+        text.push_str(&format!(", {} skipped as a later op had removed their file", r.skipped_missing));
+    }
+    if refused > 0 {
+        let ops: Vec<String> = r.unapplied.iter().map(|op| format!("op {}: {op}", op.index)).collect();
+        text.push_str(&format!(", {refused} skipped as the backing store cannot hold them: {}", ops.join(", ")));
+    }
+    text
 }
 
 /// See the module comment. A journal with a foreign magic or an unknown
@@ -248,5 +281,42 @@ fn remove_tree(backend: &dyn Backend, path: &Path, kind: FileKind) -> io::Result
     match result {
         Err(e) if !is_not_found(&e) => Err(e),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+    use crate::journal::UnappliedOp;
+
+    #[test]
+    fn a_clean_journal_says_so() {
+        assert_eq!(RecoveryReport::default().to_string(), "no committed transaction to replay");
+    }
+
+    #[test]
+    fn a_replay_is_told_in_words_with_refused_ops_by_name() {
+        let report = RecoveryReport {
+            replayed: Some(ApplyReport {
+                seq: 12,
+                resumed_at: 40,
+                ops: 300,
+                data_bytes: 3 << 20,
+                already_done: 2,
+                skipped_missing: 1,
+                unapplied: vec![UnappliedOp { index: 57, op: "setxattr d/f".into(), errno: libc::EOPNOTSUPP }],
+                ..ApplyReport::default()
+            }),
+            dropped_torn_bytes: 512,
+            orphans_removed: 3,
+        };
+        assert_eq!(
+            report.to_string(),
+            "replayed committed transaction 12 from op 40 (the ops before it were applied before the crash): \
+             296 ops applied (3.0 MiB of file data), 2 found already done, 1 skipped as a later op had removed \
+             their file, 1 skipped as the backing store cannot hold them: op 57: setxattr d/f: Operation not \
+             supported (os error 95); dropped an uncommitted transaction (512 B torn by the crash); removed 3 \
+             orphans (files deleted while still open)"
+        );
     }
 }

@@ -9,11 +9,11 @@
 //! every second while mounted, and once more after the session has ended.
 
 use crate::control::ControlServer;
-use crate::daemonize::{self, StartupReport};
-use crate::logging::{LogFile, Target};
+use crate::daemonize::StartupReport;
+use crate::logging::LogFile;
 use crate::protocol::{Request, Response};
 use crate::stop_signal::StopSignal;
-use crate::{logging, mountinfo, preflight, signals, socket_path, unmount};
+use crate::{daemon_start, logging, mountinfo, preflight, signals, socket_path, unmount};
 use clap::Args;
 use mcfs_flashdev::{Flash, FlashFs};
 use mcfs_sim::device::scheduler::SchedPolicy;
@@ -83,13 +83,7 @@ struct Plan {
 pub fn run(args: FlashdevArgs) -> Result<(), String> {
     let foreground = args.foreground;
     let plan = check(args)?;
-    let (report, log) = if foreground {
-        (StartupReport::foreground(), Target::Stderr)
-    } else {
-        let log = open_log(&plan.log)?;
-        (daemonize::daemonize(log.path())?, Target::File(log))
-    };
-    logging::init("info", log);
+    let report = daemon_start::start(foreground, None, || open_log(&plan.log))?;
     std::process::exit(serve(plan, report))
 }
 

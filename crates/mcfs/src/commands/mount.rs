@@ -1,18 +1,21 @@
-//! `mcfs mount`: check everything, then fork (unless --foreground) and serve.
+//! `mcfs mount`: check everything, then fork (unless --foreground) and serve;
+//! under systemd, tell it how the start went (`sd_notify`).
 
 use crate::cli::MountArgs;
 use crate::daemon::Capture;
-use crate::daemonize::{self, StartupReport};
 use crate::fuse_mount::FuseSettings;
 use crate::input_devices::InputDevice;
-use crate::logging::{LogFile, Target};
+use crate::logging::LogFile;
 use crate::record::TraceFile;
-use crate::{daemon, fg_watch, logging, mount_options, preflight};
+use crate::sd_notify::Notifier;
+use crate::{daemon, daemon_start, fg_watch, logging, mount_options, preflight};
 use mcfs_sim::device::DeviceProfile;
 
 /// Returns only on errors found before the daemon starts; otherwise exits
 /// with the daemon's (or, after a fork, the waiting parent's) status.
 pub fn run(args: MountArgs) -> Result<(), String> {
+    // First, while the process has one thread: it edits the environment.
+    let notify = Notifier::from_env();
     let options = mount_options::parse(&args.options)?;
     let config_file = one_of("--config", args.config, "config", options.config_file)?;
     let threads = one_of("--threads", args.threads, "threads", options.threads)?.unwrap_or(DEFAULT_THREADS);
@@ -40,17 +43,13 @@ pub fn run(args: MountArgs) -> Result<(), String> {
             .transpose()?,
         input_devices: args.input_devices.iter().map(|path| InputDevice::open(path)).collect::<Result<_, _>>()?,
     };
-    let (report, log) = if args.foreground {
-        (StartupReport::foreground(), Target::Stderr)
-    } else {
-        let log = LogFile::open(plan.state.fd(), logging::LOG_FILE.as_ref(), &plan.state.file_path(logging::LOG_FILE))?;
-        (daemonize::daemonize(log.path())?, Target::File(log))
-    };
-    logging::init("info", log);
+    let report = daemon_start::start(args.foreground, args.log.map(Into::into), || {
+        LogFile::open(plan.state.fd(), logging::LOG_FILE.as_ref(), &plan.state.file_path(logging::LOG_FILE))
+    })?;
     if !options.ignored.is_empty() {
         tracing::info!("mount options without effect on mcfs, ignored: {}", options.ignored.join(","));
     }
-    std::process::exit(daemon::serve(plan, fuse, capture, report))
+    std::process::exit(daemon::serve(plan, fuse, capture, report, notify))
 }
 
 /// Threads serving FUSE requests unless `--threads` or `-o threads=` says otherwise.

@@ -1,4 +1,5 @@
-//! `mcfs stat`: the engine's counters, as a table or as JSON.
+//! `mcfs stat`: the engine's counters, as a table or as JSON, with the
+//! daemon's pid and where it logs.
 
 use crate::cli::StatArgs;
 use crate::control_client;
@@ -15,6 +16,15 @@ pub fn run(args: StatArgs) -> Result<(), String> {
         let text = serde_json::to_string_pretty(&stats).map_err(|e| format!("cannot print stats: {e}"))?;
         print(&(text + "\n"))
     } else {
-        print(&format!("mcfs on {}\n{}", mountpoint.display(), stats_table::render(&stats)))
+        print(&format!("mcfs on {}{}\n{}", mountpoint.display(), daemon(&stats), stats_table::render(&stats)))
+    }
+}
+
+/// ", daemon pid 1234, log in /srv/data/.mcfs/mcfs.log" (nothing from a daemon too old to say).
+fn daemon(stats: &serde_json::Value) -> String {
+    let daemon = &stats["daemon"];
+    match (daemon["pid"].as_u64(), daemon["log"].as_str()) {
+        (Some(pid), Some(log)) => format!(", daemon pid {pid}, log in {log}"),
+        _ => String::new(),
     }
 }

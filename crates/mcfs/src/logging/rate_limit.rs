@@ -18,8 +18,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_log::NormalizeEvent;
-use tracing_subscriber::fmt::format::Writer;
-use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::layer::{Context, Layer};
 
 /// Records one call site may log per window.
@@ -108,10 +106,7 @@ impl RateLimit {
 
     fn write_summaries(&self, due: &[String]) {
         for summary in due {
-            let mut line = String::new();
-            let _ = SystemTime.format_time(&mut Writer::new(&mut line));
-            line.push_str(&format!("  WARN mcfs::logging: {summary}\n"));
-            self.sink.write_record(line.as_bytes());
+            self.sink.write_line(Level::WARN, "mcfs::logging", summary);
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Where log records go: stderr, or a log file rotated at a size cap. A
+//! Where log records go: stderr, the journal (stderr with each line's
+//! priority, `journal`), or a log file rotated at a size cap. A
 //! record is written whole or dropped and counted — writing never fails,
 //! never panics and never retries, so a full or read-only file system cannot
 //! take the daemon down through its log.
@@ -9,6 +10,7 @@
 //! directory's descriptor, never through a symlink, mode 0600
 //! (`state_dir::open_private_file`).
 
+use super::journal;
 use crate::state_dir::open_private_file;
 use serde::Serialize;
 use std::ffi::{CString, OsStr, OsString};
@@ -19,6 +21,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use tracing::Level;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 
 /// Size at which the log file is rotated (the log takes at most twice this).
 pub const ROTATE_AT: u64 = 4 << 20;
@@ -46,6 +51,8 @@ struct Counters {
 
 pub enum Target {
     Stderr,
+    /// stderr connected to journald: no timestamps, "<N>" priorities.
+    Journal,
     File(LogFile),
 }
 
@@ -60,13 +67,14 @@ impl LogSink {
         LogSink { target: Mutex::new(target), counters: Counters::default() }
     }
 
-    /// Writes one record (one or more whole lines); a failure drops it.
-    pub fn write_record(&self, record: &[u8]) {
+    /// Writes one record (one or more whole lines) of `level`; a failure drops it.
+    pub fn write_record(&self, level: Level, record: &[u8]) {
         if record.is_empty() {
             return;
         }
         let written = match &mut *self.target.lock().unwrap_or_else(|p| p.into_inner()) {
             Target::Stderr => io::stderr().lock().write_all(record).is_ok(),
+            Target::Journal => io::stderr().lock().write_all(&journal::prefix_lines(level, record)).is_ok(),
             Target::File(file) => {
                 let appended = file.append(record);
                 if appended.rotated {
@@ -77,6 +85,32 @@ impl LogSink {
         };
         let counter = if written { &self.counters.written } else { &self.counters.dropped };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes a line the pipeline makes itself (not an event), formatted
+    /// as the fmt layer formats events for this target.
+    pub fn write_line(&self, level: Level, target: &str, message: &str) {
+        let mut line = String::new();
+        if !self.is_journal() {
+            let _ = SystemTime.format_time(&mut Writer::new(&mut line));
+            line.push_str(&format!(" {:>5} ", level.as_str()));
+        }
+        line.push_str(&format!("{target}: {message}\n"));
+        self.write_record(level, line.as_bytes());
+    }
+
+    /// Where records go, for people: the file's path, "journal" or "stderr".
+    pub fn place(&self) -> String {
+        match &*self.target.lock().unwrap_or_else(|p| p.into_inner()) {
+            Target::Stderr => "stderr".to_string(),
+            Target::Journal => "journal".to_string(),
+            Target::File(file) => file.path().display().to_string(),
+        }
+    }
+
+    /// Whether records go to the journal (which stamps them with the time).
+    pub fn is_journal(&self) -> bool {
+        matches!(*self.target.lock().unwrap_or_else(|p| p.into_inner()), Target::Journal)
     }
 
     pub fn count_suppressed(&self, records: u64) {
@@ -198,7 +232,7 @@ mod tests {
         let file = LogFile::with_cap(dir_fd(dir.path()).as_fd(), OsStr::new("x.log"), &path, 100).unwrap();
         let sink = LogSink::new(Target::File(file));
         for i in 0..100 {
-            sink.write_record(format!("line {i:03} of the log\n").as_bytes());
+            sink.write_record(Level::INFO, format!("line {i:03} of the log\n").as_bytes());
         }
         let counts = sink.counts();
         assert_eq!((counts.written, counts.dropped), (100, 0));
@@ -211,7 +245,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no other file");
         let last = std::fs::read_to_string(&path).unwrap();
         assert!(last.ends_with("line 099 of the log\n"), "{last}");
-        sink.write_record(&[b'x'; 101]);
+        sink.write_record(Level::INFO, &[b'x'; 101]);
         assert_eq!(sink.counts().dropped, 1, "a record larger than the cap is dropped");
     }
 
@@ -232,7 +266,7 @@ mod tests {
         assert!(!file.append(b"one\n").written);
         let sink = LogSink::new(Target::File(file));
         for _ in 0..1000 {
-            sink.write_record(b"a record that cannot be written\n");
+            sink.write_record(Level::INFO, b"a record that cannot be written\n");
         }
         assert_eq!(sink.counts(), LogCounts { written: 0, dropped: 1000, rotated: 0, suppressed: 0 });
     }
@@ -243,18 +277,18 @@ mod tests {
         let path = dir.path().join("x.log");
         let file = LogFile::with_cap(dir_fd(dir.path()).as_fd(), OsStr::new("x.log"), &path, 10).unwrap();
         let sink = LogSink::new(Target::File(file));
-        sink.write_record(b"0123456789");
+        sink.write_record(Level::INFO, b"0123456789");
         // A non-empty directory where the old log goes: the rename fails.
         let blocker = dir.path().join("x.log.1");
         std::fs::create_dir(&blocker).unwrap();
         std::fs::write(blocker.join("f"), b"").unwrap();
         for _ in 0..10 {
-            sink.write_record(b"next");
+            sink.write_record(Level::INFO, b"next");
         }
         assert_eq!(std::fs::read(&path).unwrap(), b"0123456789", "nothing past the cap");
         assert_eq!(sink.counts(), LogCounts { written: 1, dropped: 10, rotated: 0, suppressed: 0 });
         std::fs::remove_dir_all(&blocker).unwrap();
-        sink.write_record(b"next");
+        sink.write_record(Level::INFO, b"next");
         assert_eq!(sink.counts().rotated, 1);
         assert_eq!(std::fs::read(&path).unwrap(), b"next");
         assert_eq!(std::fs::read(&blocker).unwrap(), b"0123456789");

@@ -269,7 +269,7 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn fuse_mounted(path: &Path) -> bool {
+pub fn fuse_mounted(path: &Path) -> bool {
     mount_type(path).is_some_and(|t| t.starts_with("fuse"))
 }
 
@@ -300,10 +300,32 @@ impl Daemon {
     /// `mcfs mount --foreground` as a child of the test: its pid is the
     /// daemon's, so the test can SIGKILL it.
     pub fn foreground(dirs: &Dirs, extra: &[&str]) -> Daemon {
+        Daemon::foreground_with_env(dirs, extra, |_| Vec::new())
+    }
+
+    /// `foreground` with extra environment variables for the daemon; `env`
+    /// is handed the daemon's log file (its stdout and stderr), which exists
+    /// by then (to name it in JOURNAL_STREAM, say).
+    pub fn foreground_with_env(
+        dirs: &Dirs,
+        extra: &[&str],
+        env: impl FnOnce(&Path) -> Vec<(String, String)>,
+    ) -> Daemon {
+        Daemon::foreground_with_args(dirs, &dirs.mount_args(true, extra), env)
+    }
+
+    /// `mcfs ARGS` (a `mount --foreground` of `dirs`, spelled by the caller)
+    /// as `foreground_with_env` runs it.
+    pub fn foreground_with_args(
+        dirs: &Dirs,
+        args: &[String],
+        env: impl FnOnce(&Path) -> Vec<(String, String)>,
+    ) -> Daemon {
         let log = dirs.next_log("daemon");
-        let args = dirs.mount_args(true, extra);
-        let mut cmd = mcfs_command(&args);
+        let mut cmd = mcfs_command(args);
         cmd.env("MCFS_LOG", std::env::var("MCFS_LOG").unwrap_or_else(|_| "info".into()));
+        File::create(&log).unwrap_or_else(|e| panic!("create {}: {e}", log.display()));
+        cmd.envs(env(&log));
         let child = spawn_logged(cmd, &log);
         let mut daemon = Daemon { child: Some(child), mnt: dirs.mnt.clone(), logs: dirs.logs.clone(), log };
         daemon.wait_until_mounted();
@@ -348,6 +370,16 @@ impl Daemon {
         }
     }
 
+    /// The foreground daemon's pid (`None` when `mcfs mount` forked it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Where the daemon logs (readable after it exited).
+    pub fn log_path(&self) -> PathBuf {
+        self.log.clone()
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -371,6 +403,17 @@ impl Daemon {
             let status = wait_with_deadline(&mut child, "the unmounted daemon");
             assert!(status.success(), "the daemon exited with {status} after mcfs umount:\n{}", self.log_text());
         }
+    }
+
+    /// SIGTERMs the foreground daemon, as systemd stops a service: it must
+    /// checkpoint, unmount and exit 0.
+    pub fn terminate(mut self) {
+        let mut child = self.child.take().expect("only a foreground daemon can be signalled");
+        // SAFETY: kill has no memory preconditions; the pid is our unreaped child.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0, "SIGTERM the daemon");
+        let status = wait_with_deadline(&mut child, "the SIGTERMed daemon");
+        assert!(status.success(), "the daemon exited with {status} after SIGTERM:\n{}", self.log_text());
+        assert!(!fuse_mounted(&self.mnt), "{} is still mounted after SIGTERM", self.mnt.display());
     }
 
     fn run_umount(&self) -> Finished {
