@@ -35,6 +35,7 @@ use report::Cell;
 use serde::Serialize;
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use targets::{Target, TargetEnv, TargetKind};
 
@@ -356,8 +357,13 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     // then spreads over every target instead of spoiling one cell's runs.
     let per_round = cells.len();
     let total = per_round * args.repeat as usize;
-    for round in 0..args.repeat as usize {
+    stop_on_signals();
+    'rounds: for round in 0..args.repeat as usize {
         for (n, cell) in cells.iter_mut().enumerate() {
+            if STOP.load(Ordering::Relaxed) {
+                eprintln!("mcfs bench: interrupted; what ran so far follows");
+                break 'rounds;
+            }
             let step = round * per_round + n + 1;
             eprint!("mcfs bench: [{step}/{total}] {} on {} ... ", cell.workload.name(), cell.target.name());
             let start = Instant::now();
@@ -379,10 +385,35 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     let failed: usize = cells.iter().map(|c| c.failures().count()).sum();
+    let ran: usize = cells.iter().map(|c| c.runs.len()).sum();
+    if ran < total {
+        return Err(format!("interrupted after {ran} of {total} measurements ({failed} failed)"));
+    }
     if failed > 0 {
         return Err(format!("{failed} of {total} measurements failed (see Errors above)"));
     }
     Ok(())
+}
+
+/// Set by SIGINT or SIGTERM: the run stops after the cell in progress, whose
+/// tear-down still runs, instead of dying with file systems still mounted.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn request_stop(_signal: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn stop_on_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = request_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
 }
 
 /// `bench-tools` beside the directory holding this program: target/release/mcfs

@@ -37,8 +37,9 @@ impl Cell {
         self.runs.iter().enumerate().filter_map(|(i, r)| r.as_ref().err().map(|e| (i, e)))
     }
 
+    /// False for a cell that never ran (an interrupted run): that is "-", not "error".
     fn all_failed(&self) -> bool {
-        self.runs.iter().all(Result::is_err)
+        !self.runs.is_empty() && self.runs.iter().all(Result::is_err)
     }
 }
 
@@ -234,6 +235,8 @@ mod tests {
         assert_eq!(fields[4], "11.0 [10.0-12.0]");
         assert_eq!(fields[5], "4.00 [3.00-5.00] (0.364x) (2/3 runs)");
         assert!(table.contains("- postmark on mcfs (run 2 of 3): daemon died"), "{table}");
+        let never_ran = Cell { workload: WorkloadName::Postmark, target: TargetKind::Mcfs, runs: vec![] };
+        assert_eq!(value_cell(&[never_ran], Metric::PostmarkSeconds, TargetKind::Mcfs), "-");
     }
 
     #[test]
