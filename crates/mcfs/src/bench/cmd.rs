@@ -1,5 +1,6 @@
 //! Running the external tools the harness drives (mkfs.ext4, losetup, mount,
-//! fio and the mcfs binary itself). A call either returns the tool's stdout or
+//! fio, postmark, dbench, git, the tools `scripts/bench-setup.sh` builds and
+//! the mcfs binary itself). A call either returns the tool's stdout or
 //! an error naming the command line, its exit status and what it said on
 //! stderr, so a failed set-up step explains itself.
 
@@ -13,14 +14,19 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let program = program.as_ref();
-    let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
-    let line = command_line(program, &args);
-    let out = Command::new(program)
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run `{line}`: {e}"))?;
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null());
+    run_command(&mut command)
+}
+
+/// Runs a prepared command (its own environment, working directory or
+/// stdin; stdin is /dev/null unless it sets one) to completion; the same
+/// errors as `run`.
+pub fn run_command(command: &mut Command) -> Result<String, String> {
+    let args: Vec<OsString> = command.get_args().map(OsStr::to_owned).collect();
+    let line = command_line(command.get_program(), &args);
+    // output() gives the child a closed stdin unless the command sets one.
+    let out = command.output().map_err(|e| format!("cannot run `{line}`: {e}"))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -43,7 +49,7 @@ pub fn require_tools(tools: &[&str]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "mcfs bench needs these programs on PATH: {} (Debian: apt-get install fio e2fsprogs mount fuse3)",
+            "mcfs bench needs these programs on PATH: {} (scripts/bench-setup.sh installs them all)",
             missing.join(", ")
         ))
     }
@@ -85,6 +91,15 @@ mod tests {
         assert!(err.contains("boom"), "{err}");
         let err = run("/nonexistent/tool", ["x"]).unwrap_err();
         assert!(err.starts_with("cannot run `/nonexistent/tool x`"), "{err}");
+    }
+
+    #[test]
+    fn a_prepared_command_keeps_its_environment_and_directory() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo $BENCH_VAR; pwd"]).env("BENCH_VAR", "set").current_dir("/");
+        assert_eq!(run_command(&mut command).unwrap(), "set\n/\n");
+        let err = run_command(Command::new("sh").args(["-c", "exit 4"])).unwrap_err();
+        assert!(err.contains("`sh -c exit 4` failed"), "{err}");
     }
 
     #[test]

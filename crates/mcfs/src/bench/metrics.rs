@@ -1,8 +1,9 @@
 //! What the benchmark measures and what the issue asks of mcfs: the metrics
 //! (each with its workload, unit and display scale), what one workload run
 //! on one target yields, and the goals with their pass/miss evaluation.
-//! Values are kept in base units (µs, bytes, per second, MB/s = 10^6 B/s);
-//! only the display scales them.
+//! Values are kept in base units (µs, seconds, bytes, per second, bytes per
+//! second, MB/s = 10^6 B/s where a tool reports that); only the display
+//! scales them.
 
 use super::targets::TargetKind;
 use super::WorkloadName;
@@ -23,10 +24,27 @@ pub enum Metric {
     RandReadMbps,
     PeakRssBytes,
     PeakRssWritersBytes,
+    SpeedtestWalSeconds,
+    SpeedtestDeleteSeconds,
+    MixedWriteSeconds,
+    MixedSelectSeconds,
+    PostmarkSeconds,
+    DbenchMbps,
+    DbenchMaxLatencyUs,
+    GitCloneSeconds,
+    GitGcSeconds,
+    SeqWriteBytesPerSec,
+    SeqColdReadBytesPerSec,
+    PwriteUs,
+    OpenCloseUs,
+    StatMissingUs,
+    PreadCachedUs,
+    StatUs,
+    FsyncAfterWriteUs,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 12] = [
+    pub const ALL: [Metric; 29] = [
         Metric::FsyncP50Us,
         Metric::FsyncP99Us,
         Metric::WriteClatP50Us,
@@ -39,6 +57,23 @@ impl Metric {
         Metric::RandReadMbps,
         Metric::PeakRssBytes,
         Metric::PeakRssWritersBytes,
+        Metric::SpeedtestWalSeconds,
+        Metric::SpeedtestDeleteSeconds,
+        Metric::MixedWriteSeconds,
+        Metric::MixedSelectSeconds,
+        Metric::PostmarkSeconds,
+        Metric::DbenchMbps,
+        Metric::DbenchMaxLatencyUs,
+        Metric::GitCloneSeconds,
+        Metric::GitGcSeconds,
+        Metric::SeqWriteBytesPerSec,
+        Metric::SeqColdReadBytesPerSec,
+        Metric::PwriteUs,
+        Metric::OpenCloseUs,
+        Metric::StatMissingUs,
+        Metric::PreadCachedUs,
+        Metric::StatUs,
+        Metric::FsyncAfterWriteUs,
     ];
 
     pub fn workload(self) -> WorkloadName {
@@ -53,6 +88,18 @@ impl Metric {
             Metric::SeqReadMbps | Metric::RandReadMbps => WorkloadName::Reads,
             Metric::PeakRssBytes => WorkloadName::Rss,
             Metric::PeakRssWritersBytes => WorkloadName::RssWriters,
+            Metric::SpeedtestWalSeconds | Metric::SpeedtestDeleteSeconds => WorkloadName::Speedtest,
+            Metric::MixedWriteSeconds | Metric::MixedSelectSeconds => WorkloadName::SqliteMixed,
+            Metric::PostmarkSeconds => WorkloadName::Postmark,
+            Metric::DbenchMbps | Metric::DbenchMaxLatencyUs => WorkloadName::Dbench,
+            Metric::GitCloneSeconds | Metric::GitGcSeconds => WorkloadName::Git,
+            Metric::SeqWriteBytesPerSec | Metric::SeqColdReadBytesPerSec => WorkloadName::Seq,
+            Metric::PwriteUs
+            | Metric::OpenCloseUs
+            | Metric::StatMissingUs
+            | Metric::PreadCachedUs
+            | Metric::StatUs
+            | Metric::FsyncAfterWriteUs => WorkloadName::Percall,
         }
     }
 
@@ -70,6 +117,23 @@ impl Metric {
             Metric::RandReadMbps => "cached rand read 4k",
             Metric::PeakRssBytes => "daemon peak RSS",
             Metric::PeakRssWritersBytes => "peak RSS, 48 writers",
+            Metric::SpeedtestWalSeconds => "speedtest1, WAL",
+            Metric::SpeedtestDeleteSeconds => "speedtest1, DELETE",
+            Metric::MixedWriteSeconds => "insert+update transactions",
+            Metric::MixedSelectSeconds => "range selects",
+            Metric::PostmarkSeconds => "whole run",
+            Metric::DbenchMbps => "throughput",
+            Metric::DbenchMaxLatencyUs => "max latency",
+            Metric::GitCloneSeconds => "clone",
+            Metric::GitGcSeconds => "gc",
+            Metric::SeqWriteBytesPerSec => "write + fsync",
+            Metric::SeqColdReadBytesPerSec => "read, caches dropped",
+            Metric::PwriteUs => "pwrite 4k",
+            Metric::OpenCloseUs => "open+close",
+            Metric::StatMissingUs => "stat, missing name",
+            Metric::PreadCachedUs => "pread 4k, cached",
+            Metric::StatUs => "stat, existing file",
+            Metric::FsyncAfterWriteUs => "fsync after 4k write",
         }
     }
 
@@ -80,7 +144,22 @@ impl Metric {
             Metric::WriteIops => ("IOPS", 1.0),
             Metric::SqliteWalTps | Metric::SqliteDeleteTps => ("tx/s", 1.0),
             Metric::MobifsDeviceBytes | Metric::PeakRssBytes | Metric::PeakRssWritersBytes => ("MiB", MIB),
-            Metric::SeqReadMbps | Metric::RandReadMbps => ("MB/s", 1.0),
+            Metric::SeqReadMbps | Metric::RandReadMbps | Metric::DbenchMbps => ("MB/s", 1.0),
+            Metric::SpeedtestWalSeconds
+            | Metric::SpeedtestDeleteSeconds
+            | Metric::MixedWriteSeconds
+            | Metric::MixedSelectSeconds
+            | Metric::PostmarkSeconds
+            | Metric::GitCloneSeconds
+            | Metric::GitGcSeconds => ("s", 1.0),
+            Metric::DbenchMaxLatencyUs => ("ms", 1000.0),
+            Metric::SeqWriteBytesPerSec | Metric::SeqColdReadBytesPerSec => ("MiB/s", MIB),
+            Metric::PwriteUs
+            | Metric::OpenCloseUs
+            | Metric::StatMissingUs
+            | Metric::PreadCachedUs
+            | Metric::StatUs
+            | Metric::FsyncAfterWriteUs => ("us", 1.0),
         }
     }
 
@@ -273,8 +352,18 @@ mod tests {
     }
 
     #[test]
+    fn every_metric_belongs_to_a_workload_and_has_a_unit() {
+        for metric in Metric::ALL {
+            assert!(!metric.label().is_empty() && !metric.unit().is_empty(), "{metric:?}");
+        }
+        assert!(Metric::ALL.windows(2).all(|w| w[0] < w[1]), "ALL lists each metric once, in declaration order");
+    }
+
+    #[test]
     fn values_are_shown_in_display_units() {
         assert_eq!(Metric::MobifsDeviceBytes.format(8.0 * MIB), "8.00");
+        assert_eq!(Metric::DbenchMaxLatencyUs.format(24_076.0), "24.1");
+        assert_eq!(Metric::SeqWriteBytesPerSec.format(512.0 * MIB), "512");
         assert_eq!(Metric::FsyncP50Us.format(1234.4), "1234");
         assert_eq!(format_number(0.2527), "0.253");
         assert_eq!(format_number(2.929), "2.93");

@@ -1,20 +1,24 @@
 //! The file systems a workload runs on, each set up fresh in its own scratch
-//! directory: ext4 on a loop device, tmpfs, and mcfs (memory or sync mode)
-//! whose backing directory lives on its own loop-mounted ext4, so that what
-//! the backing device really wrote can be read from /sys/block/loopN/stat.
+//! directory: ext4 on a loop device, tmpfs, the FUSE floor (libfuse's
+//! `passthrough_ll` example, with and without the writeback cache) and mcfs
+//! (memory or sync mode), the last two passing through to a directory on
+//! their own loop-mounted ext4, so that what the backing device really wrote
+//! can be read from /sys/block/loopN/stat.
 //!
 //! Invariant: whatever a `Target` set up is undone by guards in the reverse
-//! order (mcfs daemon, then the ext4 mount, then the loop device, then the
-//! scratch files), on success, on error and on panic alike.
+//! order (mcfs or passthrough daemon, then the ext4 mount, then the loop
+//! device, then the scratch files), on success, on error and on panic alike.
 
 use super::cmd;
 use serde::Serialize;
 use std::fs::{self, File};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -23,6 +27,11 @@ pub enum TargetKind {
     Ext4,
     /// tmpfs (memory only; no device).
     Tmpfs,
+    /// The FUSE floor: libfuse's passthrough_ll example over a loop-mounted
+    /// ext4, without the writeback cache (writes go through to the daemon).
+    FuseFloor,
+    /// The FUSE floor with the kernel's writeback cache (`-o writeback`).
+    FuseFloorWb,
     /// mcfs in memory-centric mode, backing directory on a loop-mounted ext4.
     Mcfs,
     /// mcfs with every app in sync mode (`mode = "sync"`).
@@ -33,13 +42,22 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
-    pub const ALL: [TargetKind; 5] =
-        [TargetKind::Ext4, TargetKind::Tmpfs, TargetKind::Mcfs, TargetKind::McfsSync, TargetKind::McfsTpl];
+    pub const ALL: [TargetKind; 7] = [
+        TargetKind::Ext4,
+        TargetKind::Tmpfs,
+        TargetKind::FuseFloor,
+        TargetKind::FuseFloorWb,
+        TargetKind::Mcfs,
+        TargetKind::McfsSync,
+        TargetKind::McfsTpl,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             TargetKind::Ext4 => "ext4",
             TargetKind::Tmpfs => "tmpfs",
+            TargetKind::FuseFloor => "fuse-floor",
+            TargetKind::FuseFloorWb => "fuse-floor-wb",
             TargetKind::Mcfs => "mcfs",
             TargetKind::McfsSync => "mcfs-sync",
             TargetKind::McfsTpl => "mcfs-tpl",
@@ -53,6 +71,10 @@ impl TargetKind {
     pub fn has_device(self) -> bool {
         self != TargetKind::Tmpfs
     }
+
+    pub fn is_fuse_floor(self) -> bool {
+        matches!(self, TargetKind::FuseFloor | TargetKind::FuseFloorWb)
+    }
 }
 
 /// What every target of one run shares.
@@ -64,6 +86,9 @@ pub struct TargetEnv<'a> {
     pub mcfs_bin: &'a Path,
     /// TOML lines added to every mcfs config (`--mcfs-option`).
     pub mcfs_options: &'a [String],
+    /// libfuse's passthrough_ll, built by scripts/bench-setup.sh; needed
+    /// only by the fuse-floor targets.
+    pub passthrough_bin: Option<&'a Path>,
 }
 
 /// One set-up file system. Fields drop in declaration order, which is the
@@ -73,6 +98,7 @@ pub struct Target {
     /// Directory the workload puts its files in.
     pub dir: PathBuf,
     mcfs: Option<McfsMount>,
+    floor: Option<PassthroughMount>,
     mount: Option<Mount>,
     device: Option<LoopDevice>,
     /// Root of the mounted ext4 (the device's file system), for syncfs.
@@ -92,7 +118,16 @@ impl Target {
         let mnt = make_dir(root.path(), "mnt")?;
         if kind == TargetKind::Tmpfs {
             let mount = Mount::attach("tmpfs", &mnt, "tmpfs", "size=4g")?;
-            return Ok(Target { kind, dir: mnt, mcfs: None, mount: Some(mount), device: None, device_fs: None, root });
+            return Ok(Target {
+                kind,
+                dir: mnt,
+                mcfs: None,
+                floor: None,
+                mount: Some(mount),
+                device: None,
+                device_fs: None,
+                root,
+            });
         }
         let device = LoopDevice::with_new_ext4(&root.path().join("ext4.img"), env.image_bytes)?;
         let mount = Mount::attach(&device.path.to_string_lossy(), &mnt, "ext4", "defaults")?;
@@ -101,6 +136,7 @@ impl Target {
             kind,
             dir: data,
             mcfs: None,
+            floor: None,
             mount: Some(mount),
             device: Some(device),
             device_fs: Some(mnt),
@@ -114,6 +150,13 @@ impl Target {
             let mountpoint = make_dir(target.root.path(), "mcfs")?;
             target.mcfs = Some(McfsMount::attach(env.mcfs_bin, &config, &target.dir, &mountpoint)?);
             target.dir = mountpoint;
+        } else if kind.is_fuse_floor() {
+            let bin = env.passthrough_bin.ok_or("no passthrough_ll binary was given for the fuse-floor targets")?;
+            let mountpoint = make_dir(target.root.path(), "fuse")?;
+            let log = target.root.path().join("passthrough_ll.log");
+            let writeback = kind == TargetKind::FuseFloorWb;
+            target.floor = Some(PassthroughMount::attach(bin, &target.dir, &mountpoint, writeback, &log)?);
+            target.dir = mountpoint;
         }
         Ok(target)
     }
@@ -125,11 +168,15 @@ impl Target {
     }
 
     /// Makes everything written so far reach the device: mcfs unmounts (its
-    /// final checkpoint), then the device's ext4 is synced. After this, for
-    /// mcfs, `dir` is no longer mounted.
+    /// final checkpoint) and so does the FUSE floor (its writeback cache),
+    /// then the device's ext4 is synced. After this, for those, `dir` is no
+    /// longer mounted.
     pub fn settle(&mut self) -> Result<(), String> {
         if let Some(mcfs) = self.mcfs.as_mut() {
             mcfs.unmount()?;
+        }
+        if let Some(floor) = self.floor.as_mut() {
+            floor.unmount()?;
         }
         self.sync_device_fs()
     }
@@ -167,6 +214,9 @@ impl Target {
         let mut first_error = None;
         if let Some(mcfs) = self.mcfs.as_mut() {
             first_error = first_error.or(mcfs.unmount().err());
+        }
+        if let Some(floor) = self.floor.as_mut() {
+            first_error = first_error.or(floor.unmount().err());
         }
         if let Some(mount) = self.mount.as_mut() {
             first_error = first_error.or(mount.unmount().err());
@@ -378,6 +428,119 @@ impl Drop for McfsMount {
     }
 }
 
+/// libfuse's passthrough_ll in the foreground as our child, mirroring
+/// `source` at `mountpoint`; its output goes to a log beside the image.
+struct PassthroughMount {
+    mountpoint: PathBuf,
+    child: Child,
+    log: PathBuf,
+    mounted: bool,
+}
+
+/// How long a FUSE daemon may take to mount or to exit after its unmount.
+const DAEMON_PATIENCE: Duration = Duration::from_secs(10);
+
+impl PassthroughMount {
+    fn attach(
+        bin: &Path,
+        source: &Path,
+        mountpoint: &Path,
+        writeback: bool,
+        log: &Path,
+    ) -> Result<PassthroughMount, String> {
+        let log_file = File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let err_file = log_file.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut options = format!("source={}", source.display());
+        if writeback {
+            options.push_str(",writeback");
+        }
+        let child = Command::new(bin)
+            .args(["-f".as_ref(), "-o".as_ref(), options.as_ref(), mountpoint.as_os_str()])
+            .stdin(Stdio::null())
+            .stdout(log_file)
+            .stderr(err_file)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+        let mut floor =
+            PassthroughMount { mountpoint: mountpoint.to_path_buf(), child, log: log.to_path_buf(), mounted: false };
+        let start = Instant::now();
+        while !is_mount_point(mountpoint) {
+            if let Ok(Some(status)) = floor.child.try_wait() {
+                return Err(format!("{} exited ({status}) before mounting: {}", bin.display(), floor.log_tail()));
+            }
+            if start.elapsed() > DAEMON_PATIENCE {
+                return Err(format!(
+                    "{} did not mount within {DAEMON_PATIENCE:?}: {}",
+                    bin.display(),
+                    floor.log_tail()
+                ));
+            }
+            sleep(Duration::from_millis(10));
+        }
+        floor.mounted = true;
+        Ok(floor)
+    }
+
+    fn log_tail(&self) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        format!("{} (log: {})", lines[lines.len().saturating_sub(4)..].join(" | "), self.log.display())
+    }
+
+    /// Unmounts and waits for the daemon to exit, which closes its
+    /// descriptors on the ext4 below; kills it if it does not.
+    fn unmount(&mut self) -> Result<(), String> {
+        if !self.mounted {
+            return Ok(());
+        }
+        self.mounted = false;
+        let unmounted = cmd::run("umount", [self.mountpoint.as_os_str()]);
+        if unmounted.is_err() {
+            cmd::run("umount", ["-l".as_ref(), self.mountpoint.as_os_str()]).ok();
+        }
+        let start = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) if status.success() => break,
+                Ok(Some(status)) => return Err(format!("passthrough_ll exited with {status}: {}", self.log_tail())),
+                Ok(None) if start.elapsed() < DAEMON_PATIENCE => sleep(Duration::from_millis(10)),
+                _ => {
+                    self.child.kill().ok();
+                    self.child.wait().ok();
+                    return Err(format!("passthrough_ll did not exit after its unmount; killed: {}", self.log_tail()));
+                }
+            }
+        }
+        unmounted.map(drop).map_err(|e| format!("{e} (detached lazily instead)"))
+    }
+}
+
+impl Drop for PassthroughMount {
+    fn drop(&mut self) {
+        if let Err(e) = self.unmount() {
+            eprintln!("mcfs bench: cleanup: {e}");
+        }
+        // Mounting failed: the daemon may still run.
+        if let Ok(None) = self.child.try_wait() {
+            self.child.kill().ok();
+            self.child.wait().ok();
+        }
+    }
+}
+
+/// A directory is a mount point when it sits on another device than its
+/// parent (a statfs type check would not do: the scratch directory may
+/// itself be on a FUSE file system, the flash emulator).
+fn is_mount_point(dir: &Path) -> bool {
+    let Some(parent) = dir.parent() else {
+        return false;
+    };
+    match (fs::metadata(dir), fs::metadata(parent)) {
+        (Ok(d), Ok(p)) => d.dev() != p.dev(),
+        _ => false,
+    }
+}
+
 fn find_mount_process(mountpoint: &Path) -> Option<u32> {
     let me = std::process::id();
     let wanted = mountpoint.as_os_str().as_bytes();
@@ -414,6 +577,15 @@ mod tests {
         assert_eq!(sectors_written(stat), Some(20560));
         assert_eq!(sectors_written("1 2 3"), None);
         assert_eq!(sectors_written("1 2 3 4 5 6 x"), None);
+    }
+
+    #[test]
+    fn mount_points_are_told_by_their_device() {
+        assert!(is_mount_point(Path::new("/proc")));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!is_mount_point(dir.path()));
+        assert!(!is_mount_point(&dir.path().join("missing")));
+        assert!(!is_mount_point(Path::new("/")));
     }
 
     #[test]
