@@ -45,6 +45,37 @@ pub enum Command {
     Sim(crate::commands::sim::SimArgs),
     /// Mount a pass-through of BACKING whose files behave like phone flash (see docs/FLASHDEV.md).
     Flashdev(crate::commands::flashdev::FlashdevArgs),
+    /// Configuration files: check one as `mcfs mount` would, without mounting.
+    Config(ConfigArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Validate a config file and `-o` options exactly as `mcfs mount` does; exit 1 naming what is wrong.
+    #[command(after_help = CONFIG_CHECK_EXAMPLES)]
+    Check(ConfigCheckArgs),
+}
+
+const CONFIG_CHECK_EXAMPLES: &str = "\
+Examples:
+  mcfs config check /etc/mcfs.toml
+  mcfs config check /etc/mcfs.toml -o cache_size=256M,fasttrack.aging_ms=200
+  mcfs config check -o max_stale_seconds=30";
+
+#[derive(Args, Debug)]
+pub struct ConfigCheckArgs {
+    /// The TOML config file (docs/CONFIG.md); without it, the defaults with the -o options.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Mount options, as `mcfs mount -o` takes them (config keys and `config=FILE` among them).
+    #[arg(short = 'o', value_name = "OPT[,OPT...]")]
+    pub options: Vec<String>,
 }
 
 /// Shown after `mcfs mount --help`.

@@ -63,6 +63,7 @@ fn main() {
         Command::Trace(args) => with_logging(|| commands::trace::run(args)),
         Command::Sim(args) => with_logging(|| commands::sim::run(args)),
         Command::Flashdev(args) => commands::flashdev::run(args),
+        Command::Config(args) => with_logging(|| commands::config::run(args)),
     };
     if let Err(message) = result {
         // The journal reads a leading "<3>" as the line's priority: err.

@@ -1,5 +1,6 @@
 //! One module per subcommand; each `run` returns the error text main prints.
 
+pub mod config;
 pub mod ctl;
 pub mod flashdev;
 pub mod mount;

@@ -56,7 +56,12 @@ pub fn run(args: MountArgs) -> Result<(), String> {
 const DEFAULT_THREADS: u32 = 16;
 
 /// The value given by a flag or by its `-o` twin; both at once is an error.
-fn one_of<T>(flag: &str, from_flag: Option<T>, option: &str, from_option: Option<T>) -> Result<Option<T>, String> {
+pub(crate) fn one_of<T>(
+    flag: &str,
+    from_flag: Option<T>,
+    option: &str,
+    from_option: Option<T>,
+) -> Result<Option<T>, String> {
     match (from_flag, from_option) {
         (Some(_), Some(_)) => Err(format!("{flag} and -o {option}= both given; use one")),
         (flag, option) => Ok(flag.or(option)),
