@@ -47,6 +47,24 @@ pub enum Command {
     Flashdev(crate::commands::flashdev::FlashdevArgs),
     /// Configuration files: check one as `mcfs mount` would, without mounting.
     Config(ConfigArgs),
+    /// Print a shell completion script for mcfs (e.g. `mcfs completions bash > /etc/bash_completion.d/mcfs`).
+    Completions(CompletionsArgs),
+    /// Write man pages for mcfs and each subcommand (mcfs.1, mcfs-mount.1, ...) into a directory.
+    Manpages(ManpagesArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManpagesArgs {
+    /// Existing directory to write the pages into (e.g. /usr/local/share/man/man1).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -64,6 +64,8 @@ fn main() {
         Command::Sim(args) => with_logging(|| commands::sim::run(args)),
         Command::Flashdev(args) => commands::flashdev::run(args),
         Command::Config(args) => with_logging(|| commands::config::run(args)),
+        Command::Completions(args) => commands::shell_docs::completions(args),
+        Command::Manpages(args) => commands::shell_docs::manpages(args),
     };
     if let Err(message) = result {
         // The journal reads a leading "<3>" as the line's priority: err.

@@ -6,6 +6,7 @@ pub mod flashdev;
 pub mod mount;
 pub mod recover;
 pub mod report;
+pub mod shell_docs;
 pub mod sim;
 pub mod stat;
 pub mod trace;
