@@ -31,32 +31,10 @@ for arg in "$@"; do
     esac
 done
 
-say() { printf '==> %s\n' "$*"; }
+SCRIPT_NAME=bench-setup.sh
+# shellcheck source=lib/packages.sh
+source "$repo/scripts/lib/packages.sh"
 die() { echo "bench-setup.sh: $*" >&2; exit 1; }
-
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    elif command -v sudo >/dev/null 2>&1; then
-        sudo "$@"
-    else
-        die "'$*' needs root; run this script as root or install sudo"
-    fi
-}
-
-install_packages() {
-    local missing=()
-    for p in "${PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-    done
-    if [ ${#missing[@]} -eq 0 ]; then
-        say "system packages present: ${PACKAGES[*]}"
-        return
-    fi
-    say "installing ${missing[*]}"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
 
 # apt-get with a private list of deb-src entries made from the system's own
 # deb entries (deb822 .sources files and one-line .list files alike).

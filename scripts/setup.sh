@@ -27,32 +27,9 @@ for arg in "$@"; do
     esac
 done
 
-say() { printf '==> %s\n' "$*"; }
-
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    elif command -v sudo >/dev/null 2>&1; then
-        sudo "$@"
-    else
-        echo "setup.sh: '$*' needs root; run this script as root or install sudo" >&2
-        exit 1
-    fi
-}
-
-install_packages() {
-    local missing=()
-    for p in "${PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-    done
-    if [ ${#missing[@]} -eq 0 ]; then
-        say "system packages present: ${PACKAGES[*]}"
-        return
-    fi
-    say "installing ${missing[*]}"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
+SCRIPT_NAME=setup.sh
+# shellcheck source=lib/packages.sh
+source "$repo/scripts/lib/packages.sh"
 
 # Lets a non-root mounter use --allow-other (root may always).
 allow_other_for_users() {

@@ -11,6 +11,7 @@ use super::metrics::{Metric, Outcome};
 use super::spread::summarize;
 use super::Sizes;
 use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Instant;
@@ -152,53 +153,48 @@ fn stat_expect(path: &CString, exists: bool) -> Result<(), String> {
     }
 }
 
-/// A raw descriptor, closed on drop.
-struct Fd {
-    fd: libc::c_int,
-    path: CString,
+/// A raw descriptor (closed on drop) and the path it was opened by, for
+/// errors; the path is borrowed, so the timed open+close allocates nothing.
+struct Fd<'p> {
+    fd: OwnedFd,
+    path: &'p CString,
 }
 
-impl Fd {
-    fn open(path: &CString, flags: libc::c_int) -> Result<Fd, String> {
+impl<'p> Fd<'p> {
+    fn open(path: &'p CString, flags: libc::c_int) -> Result<Fd<'p>, String> {
         // SAFETY: a NUL-terminated path; the mode is used only with O_CREAT.
         let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
         if fd < 0 {
             return Err(os_error("open", path));
         }
-        Ok(Fd { fd, path: path.clone() })
+        // SAFETY: a descriptor just opened, owned by nothing else.
+        Ok(Fd { fd: unsafe { OwnedFd::from_raw_fd(fd) }, path })
     }
 
     fn pwrite(&self, data: &[u8], offset: u64) -> Result<(), String> {
         // SAFETY: writes from a live slice of the stated length.
-        let n = unsafe { libc::pwrite(self.fd, data.as_ptr().cast(), data.len(), offset as libc::off_t) };
+        let n = unsafe { libc::pwrite(self.fd.as_raw_fd(), data.as_ptr().cast(), data.len(), offset as libc::off_t) };
         if n != data.len() as isize {
-            return Err(if n < 0 { os_error("pwrite", &self.path) } else { format!("short pwrite: {n} bytes") });
+            return Err(if n < 0 { os_error("pwrite", self.path) } else { format!("short pwrite: {n} bytes") });
         }
         Ok(())
     }
 
     fn pread(&self, buf: &mut [u8], offset: u64) -> Result<(), String> {
         // SAFETY: reads into a live mutable slice of the stated length.
-        let n = unsafe { libc::pread(self.fd, buf.as_mut_ptr().cast(), buf.len(), offset as libc::off_t) };
+        let n = unsafe { libc::pread(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), offset as libc::off_t) };
         if n != buf.len() as isize {
-            return Err(if n < 0 { os_error("pread", &self.path) } else { format!("short pread: {n} bytes") });
+            return Err(if n < 0 { os_error("pread", self.path) } else { format!("short pread: {n} bytes") });
         }
         Ok(())
     }
 
     fn fsync(&self) -> Result<(), String> {
         // SAFETY: fsync of a descriptor we own.
-        if unsafe { libc::fsync(self.fd) } != 0 {
-            return Err(os_error("fsync", &self.path));
+        if unsafe { libc::fsync(self.fd.as_raw_fd()) } != 0 {
+            return Err(os_error("fsync", self.path));
         }
         Ok(())
-    }
-}
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        // SAFETY: closes the descriptor this value owns, once.
-        unsafe { libc::close(self.fd) };
     }
 }
 
