@@ -80,8 +80,11 @@ rust_toolchain() {
         exit 1
     }
     if command -v rustup >/dev/null 2>&1; then
-        rustup component list --installed 2>/dev/null | grep -q '^rustfmt' \
-            || { say "adding rustfmt"; rustup component add rustfmt; }
+        # rustfmt and clippy are stages of the test command.
+        for component in rustfmt clippy; do
+            rustup component list --installed 2>/dev/null | grep -q "^$component" \
+                || { say "adding $component"; rustup component add "$component"; }
+        done
     fi
     say "$(cargo --version)"
 }

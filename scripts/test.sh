@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The README's test command: sets the machine up (scripts/setup.sh
-# --pjdfstest), runs every unit and integration test of the workspace in
-# release mode (including the end-to-end tests that mount mcfs, kill it and
-# recover), then the pjdfstest POSIX suite against ext4 (scripts/pjdfstest.sh).
+# --pjdfstest), runs every unit and integration test of the workspace
+# (including the end-to-end tests that mount mcfs, kill it and recover) in the
+# `checked` profile (release optimisation with debug
+# assertions and overflow checks on), clippy with warnings as errors, the
+# formatting check, then the pjdfstest POSIX suite against ext4
+# (scripts/pjdfstest.sh).
 # Every stage runs even if an earlier test stage failed; the exit status is
 # non-zero if any stage failed. Needs root and FUSE.
 set -euo pipefail
@@ -26,9 +29,19 @@ stage() {
     return 0
 }
 
+# The tests in the checked profile; fstab and mount(8) tests run the helper
+# links, so they must lead to the checked binary under test.
+checked_tests() {
+    cargo build --workspace --profile checked --bins
+    scripts/install-helpers.sh "${CARGO_TARGET_DIR:-$repo/target}/checked/mcfs"
+    cargo test --workspace --profile checked --no-fail-fast
+}
+
 stage setup scripts/setup.sh --pjdfstest
 if [ ${#failed[@]} -eq 0 ]; then
-    stage "cargo test" cargo test --workspace --release --no-fail-fast
+    stage "cargo test" checked_tests
+    stage clippy cargo clippy --workspace --all-targets --release -- -D warnings
+    stage fmt cargo fmt --all -- --check
     stage pjdfstest scripts/pjdfstest.sh
 fi
 

@@ -95,7 +95,8 @@ impl Fsx {
         let limit = (self.model.len() as u64 + 2 * PAGE).min(MAX_FILE - 1);
         let (offset, len) = match r.gen_range(0..4) {
             0 => (r.gen_range(0..limit / PAGE + 1) * PAGE, PAGE * r.gen_range(1..=max_len.div_ceil(PAGE))),
-            1 => (r.gen_range(1..PAGE * 8) / PAGE * PAGE - r.gen_range(1..64), r.gen_range(2..256)),
+            // Just below one of the first page boundaries, crossing it.
+            1 => (r.gen_range(1..8) * PAGE - r.gen_range(1..64), r.gen_range(2..256)),
             _ => (r.gen_range(0..=limit), r.gen_range(1..=max_len)),
         };
         let offset = offset.min(MAX_FILE - 1);
