@@ -230,6 +230,12 @@ impl Dispatcher {
         Admission { dispatcher: self, work, outer }
     }
 
+    /// Whether a request of `class` may wait, at admission or at a segment
+    /// boundary, for FG work: a BG request while request preemption is on.
+    pub fn may_hold_back(&self, class: IoClass) -> bool {
+        class == IoClass::Background && self.switches.preempt_requests
+    }
+
     /// Runs `f` as the engine's own background work (a checkpoint the ticker
     /// starts): it holds back for FG requests at its segment boundaries.
     pub fn background_work<T>(&self, f: impl FnOnce() -> T) -> T {
@@ -385,7 +391,8 @@ impl Dispatcher {
 
     fn fg_leaves(&self) {
         let mut gate = self.gate.lock();
-        gate.fg_in_flight = gate.fg_in_flight.saturating_sub(1);
+        debug_assert!(gate.fg_in_flight > 0, "an FG request left that never came in");
+        gate.fg_in_flight -= 1;
         if gate.fg_in_flight == 0 {
             gate.last_fg_end = Some(self.clock.now());
             self.fg_done.notify_all();

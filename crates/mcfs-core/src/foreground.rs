@@ -59,6 +59,20 @@ impl Engine {
         self.dispatch.admit(class, caller.uid)
     }
 
+    /// Admits a request of `caller` at once if it can never be held back for
+    /// FG work (an FG or system request, or any request while request
+    /// preemption is off). A BG request that may be held back comes back as
+    /// `HeldBack`: the front end serves it with `admit` on a thread of its
+    /// own, so a held request never keeps a thread that reads new requests
+    /// (the FG request it waits for may be the next one read).
+    pub fn admit_at_once(&self, caller: Caller) -> Result<Admission<'_>, HeldBack> {
+        let class = self.io_class(caller.uid);
+        if self.dispatch.may_hold_back(class) {
+            return Err(HeldBack);
+        }
+        Ok(self.dispatch.admit(class, caller.uid))
+    }
+
     /// How the front end sets threads' I/O priorities, so that a background
     /// commit an FG request waits for can run at FG priority (`dispatch`).
     pub fn set_io_priorities(&self, priorities: Box<dyn IoPriorities>) {
@@ -75,6 +89,57 @@ impl Engine {
     }
 }
 
+/// A BG request that may wait for FG work: serve it on a thread that reads
+/// no requests (`Engine::admit_at_once`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldBack;
+
 fn foreground_name(st: &State) -> Option<String> {
     st.status.foreground().map(|a| st.apps.list[a].name.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, ManualClock, MemBackend};
+    use std::sync::Arc;
+
+    const FG: Caller = Caller { uid: 10001, gid: 0, pid: 1 };
+    const BG: Caller = Caller { uid: 10002, gid: 0, pid: 2 };
+    /// A system service (uid below 10000): never held back.
+    const SERVICE: Caller = Caller { uid: 1000, gid: 0, pid: 3 };
+
+    fn engine(preempt: bool) -> Engine {
+        let mut config = Config::default();
+        config.fasttrack.preempt = preempt;
+        let engine = Engine::start(Arc::new(MemBackend::new()), Arc::new(ManualClock::new()), config).expect("starts");
+        engine.set_foreground(Some("uid:10001")).expect("foreground");
+        engine
+    }
+
+    #[test]
+    fn only_a_background_request_that_may_wait_is_held_back() {
+        let engine = engine(true);
+        assert!(engine.admit_at_once(FG).is_ok());
+        assert!(engine.admit_at_once(SERVICE).is_ok());
+        assert_eq!(engine.admit_at_once(BG).err(), Some(HeldBack));
+        // Held back even with no FG request in flight: it could wait at a segment boundary.
+        assert_eq!(engine.dispatch_stats().fg_requests, 1);
+    }
+
+    #[test]
+    fn without_request_preemption_nothing_is_held_back() {
+        let engine = engine(false);
+        assert!(engine.admit_at_once(BG).is_ok());
+        assert_eq!(engine.dispatch_stats().bg_requests, 1);
+    }
+
+    #[test]
+    fn an_admission_at_once_counts_as_in_flight_until_dropped() {
+        let engine = engine(true);
+        let admission = engine.admit_at_once(FG).expect("FG is never held");
+        assert_eq!(engine.dispatch.fg_in_flight(), 1);
+        drop(admission);
+        assert_eq!(engine.dispatch.fg_in_flight(), 0);
+    }
 }

@@ -45,6 +45,7 @@ pub use backend::{Backend, DirBackend, MemBackend};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{AppConfig, Config, FastTrackConfig, SyncMode};
 pub use engine::Engine;
+pub use foreground::HeldBack;
 pub use split_writes::Piece;
 pub use stats::{AppStats, Stats};
 pub use types::*;

@@ -4,11 +4,13 @@
 //! across an engine call. An observer, if set, is told of each file
 //! operation the engine carried out (see `observer`).
 //!
-//! Every request that reaches the engine is admitted first (`admitted`):
-//! a background app's request waits while foreground ones are in flight,
-//! and the serving thread's I/O priority follows the request's class
-//! (FastTrack). Reference drops (forget, release), directory handles,
-//! flush and statfs touch no file data and are not admitted.
+//! Every request that reaches the engine is admitted first (`serve`): a
+//! background app's request waits while foreground ones are in flight, and
+//! the serving thread's I/O priority follows the request's class
+//! (FastTrack). A request that may be held back waits on a thread of
+//! `held_requests`, never on a thread that reads requests, so an FG request
+//! always finds a reader. Reference drops (forget, release), directory
+//! handles, flush and statfs touch no file data and are not admitted.
 //!
 //! Invariants: every request is answered exactly once, no request panics,
 //! and every kernel reference the engine counts (lookup, create, mknod,
@@ -16,6 +18,7 @@
 //! a reference whose reply could not carry it is forgotten at once.
 
 use crate::dir_handles::{items_from, DirHandles};
+use crate::held_requests::{HeldRequests, HELD_REQUEST_THREADS};
 use crate::io_priority;
 use crate::observer::{RequestObserver, ServedOp};
 use crate::translate::{self, caller, errno, file_attr, file_type};
@@ -24,7 +27,8 @@ use fuser::{
     RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
     ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, RenameMode};
+use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, HeldBack, RenameMode};
+use std::borrow::Borrow;
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -48,42 +52,91 @@ const GENERATION: Generation = Generation(0);
 const FILE_HANDLE: FileHandle = FileHandle(0);
 
 pub struct McfsFs {
+    served: Arc<Served>,
+    held: HeldRequests,
+    /// Pages the kernel puts in one write request at most (`translate::write_piece`).
+    pages_per_write: u64,
+}
+
+/// What serving a request needs, shared with the threads of held-back requests.
+struct Served {
     engine: Arc<Engine>,
     dirs: DirHandles,
     observer: Option<Arc<dyn RequestObserver>>,
     /// `fasttrack.dispatch`: serving threads take the I/O priority of each request's class.
     tags_io_priority: bool,
-    /// Pages the kernel puts in one write request at most (`translate::write_piece`).
-    pages_per_write: u64,
 }
 
 impl McfsFs {
-    pub fn new(engine: Arc<Engine>) -> McfsFs {
+    /// Serves `engine`, telling `observer` (if any) about every file operation served.
+    pub fn new(engine: Arc<Engine>, observer: Option<Arc<dyn RequestObserver>>) -> McfsFs {
         let tags_io_priority = engine.tags_io_priority();
         if tags_io_priority {
             // A BG commit an FG request waits for runs at FG priority meanwhile.
             engine.set_io_priorities(Box::new(io_priority::ThreadPriorities));
         }
-        let pages_per_write = crate::kernel_config::pages_per_write();
-        McfsFs { engine, dirs: DirHandles::default(), observer: None, tags_io_priority, pages_per_write }
+        McfsFs {
+            served: Arc::new(Served { engine, dirs: DirHandles::default(), observer, tags_io_priority }),
+            held: HeldRequests::start(HELD_REQUEST_THREADS),
+            pages_per_write: crate::kernel_config::pages_per_write(),
+        }
     }
 
-    /// Tells `observer` about every file operation served from now on.
-    pub fn with_observer(self, observer: Arc<dyn RequestObserver>) -> McfsFs {
-        McfsFs { observer: Some(observer), ..self }
+    /// Serves one request of `caller` that is admitted first: `work` (its
+    /// engine calls and its reply) runs at once on this thread, or, if
+    /// FastTrack may hold the request back, on a thread of `held` with its
+    /// own copy of `input` (a name, a write's data) once the engine admits it.
+    fn serve<I>(&self, caller: Caller, input: &I, work: impl FnOnce(&Served, &I) + Send + 'static)
+    where
+        I: ToOwned + ?Sized,
+        I::Owned: Send + 'static,
+    {
+        match self.served.engine.admit_at_once(caller) {
+            Ok(_admission) => {
+                self.served.follow_class();
+                work(&self.served, input);
+            }
+            Err(HeldBack) => {
+                let (served, input) = (Arc::clone(&self.served), input.to_owned());
+                self.held.hand_over(Box::new(move || {
+                    let _admission = served.engine.admit(caller);
+                    served.follow_class();
+                    work(&served, input.borrow());
+                }));
+            }
+        }
     }
+}
 
-    /// Runs `work` (one request's engine calls) as an admitted request of
-    /// `caller`: it starts once the engine admits it and ends when `work`
-    /// returns, on a thread at the I/O priority of the request's class.
-    fn admitted<T>(&self, caller: Caller, work: impl FnOnce() -> T) -> T {
-        let _admission = self.engine.admit(caller);
+impl Served {
+    /// Gives this thread the I/O priority of the class of the request it runs.
+    fn follow_class(&self) {
         if self.tags_io_priority {
             if let Some(running) = mcfs_core::dispatch::current() {
                 io_priority::follow_class(running.class);
             }
         }
-        work()
+    }
+
+    /// create(2): a non-exclusive create may open a file that exists; O_TRUNC
+    /// then empties it (the kernel leaves that to us: to it the file is new).
+    /// The open is undone if that fails.
+    fn create_truncated(
+        &self,
+        caller: Caller,
+        parent: u64,
+        name: &OsStr,
+        perm: mcfs_core::NewPerm,
+        flags: i32,
+    ) -> FsResult<Attr> {
+        let attr = self.engine.create(caller, parent, name, perm, translate::exclusive(flags))?;
+        if translate::truncates(flags) && attr.size > 0 {
+            return self.engine.setattr(caller, attr.ino, &translate::open_truncation()).inspect_err(|_| {
+                self.engine.release(attr.ino);
+                self.engine.forget(attr.ino, 1);
+            });
+        }
+        Ok(attr)
     }
 
     /// Passes `result` through, telling the observer (if any) about the
@@ -180,16 +233,16 @@ impl Filesystem for McfsFs {
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let caller = caller(req);
-        reply_lookup(reply, self.admitted(caller, || self.engine.lookup(caller, parent.0, name)));
+        self.serve(caller, name, move |fs, name| reply_lookup(reply, fs.engine.lookup(caller, parent.0, name)));
     }
 
     // batch_forget: fuser's default calls this once per inode.
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.engine.forget(ino.0, nlookup);
+        self.served.engine.forget(ino.0, nlookup);
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        reply_attr(reply, self.admitted(caller(req), || self.engine.getattr(ino.0)));
+        self.serve(caller(req), &(), move |fs, ()| reply_attr(reply, fs.engine.getattr(ino.0)));
     }
 
     fn setattr(
@@ -213,56 +266,67 @@ impl Filesystem for McfsFs {
         let caller = caller(req);
         let set = translate::set_attr(mode, uid, gid, size, atime, mtime);
         // A setattr with nothing the engine keeps (only ctime or a lock owner) changes nothing.
-        let result = self.admitted(caller, || {
-            if set == mcfs_core::SetAttr::default() {
-                self.engine.getattr(ino.0)
+        self.serve(caller, &(), move |fs, ()| {
+            let result = if set == mcfs_core::SetAttr::default() {
+                fs.engine.getattr(ino.0)
             } else {
-                self.engine.setattr(caller, ino.0, &set)
-            }
+                fs.engine.setattr(caller, ino.0, &set)
+            };
+            let result = match set.size {
+                Some(size) => fs.observed(Some(caller), result, |_| ServedOp::Truncate { ino: ino.0, size }),
+                None => result,
+            };
+            reply_attr(reply, result);
         });
-        let result = match set.size {
-            Some(size) => self.observed(Some(caller), result, |_| ServedOp::Truncate { ino: ino.0, size }),
-            None => result,
-        };
-        reply_attr(reply, result);
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        match self.admitted(caller(req), || self.engine.readlink(ino.0)) {
+        self.serve(caller(req), &(), move |fs, ()| match fs.engine.readlink(ino.0) {
             Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(errno(e)),
-        }
+        });
     }
 
     fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
         let (caller, perm) = (caller(req), translate::new_perm(mode, umask));
-        let result = translate::mknod_kind(mode)
-            .and_then(|kind| self.admitted(caller, || self.engine.mknod(caller, parent.0, name, kind, perm, rdev)));
-        reply_entry(reply, result);
+        match translate::mknod_kind(mode) {
+            Ok(kind) => self.serve(caller, name, move |fs, name| {
+                reply_entry(reply, fs.engine.mknod(caller, parent.0, name, kind, perm, rdev))
+            }),
+            Err(e) => reply.error(errno(e)),
+        }
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let (caller, perm) = (caller(req), translate::new_perm(mode, umask));
-        let result = self.admitted(caller, || self.engine.mkdir(caller, parent.0, name, perm));
-        reply_entry(reply, self.observed(Some(caller), result, |attr| ServedOp::Mkdir { ino: attr.ino }));
+        self.serve(caller, name, move |fs, name| {
+            let result = fs.engine.mkdir(caller, parent.0, name, perm);
+            reply_entry(reply, fs.observed(Some(caller), result, |attr| ServedOp::Mkdir { ino: attr.ino }));
+        });
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let caller = caller(req);
-        let result = self.admitted(caller, || self.engine.unlink(caller, parent.0, name));
-        reply_empty(reply, self.observed(Some(caller), result, |()| ServedOp::Unlink { parent: parent.0, name }));
+        self.serve(caller, name, move |fs, name| {
+            let result = fs.engine.unlink(caller, parent.0, name);
+            reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Unlink { parent: parent.0, name }));
+        });
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let caller = caller(req);
-        let result = self.admitted(caller, || self.engine.rmdir(caller, parent.0, name));
-        reply_empty(reply, self.observed(Some(caller), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
+        self.serve(caller, name, move |fs, name| {
+            let result = fs.engine.rmdir(caller, parent.0, name);
+            reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
+        });
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
         let caller = caller(req);
-        let result = self.admitted(caller, || self.engine.symlink(caller, parent.0, link_name, target.as_os_str()));
-        reply_entry(reply, result);
+        let target = target.as_os_str().to_os_string();
+        self.serve(caller, link_name, move |fs, link_name| {
+            reply_entry(reply, fs.engine.symlink(caller, parent.0, link_name, &target))
+        });
     }
 
     fn rename(
@@ -276,36 +340,43 @@ impl Filesystem for McfsFs {
         reply: ReplyEmpty,
     ) {
         let caller = caller(req);
-        let result = translate::rename_mode(flags).and_then(|mode| {
-            self.admitted(caller, || self.engine.rename(caller, parent.0, name, newparent.0, newname, mode))
-                .map(|()| mode)
+        let mode = match translate::rename_mode(flags) {
+            Ok(mode) => mode,
+            Err(e) => return reply.error(errno(e)),
+        };
+        let newname = newname.to_os_string();
+        self.serve(caller, name, move |fs, name| {
+            let result = fs.engine.rename(caller, parent.0, name, newparent.0, &newname, mode);
+            let result = fs.observed(Some(caller), result, |()| ServedOp::Rename {
+                parent: parent.0,
+                name,
+                new_parent: newparent.0,
+                new_name: &newname,
+                exchange: mode == RenameMode::Exchange,
+            });
+            reply_empty(reply, result);
         });
-        let result = self.observed(Some(caller), result, |mode| ServedOp::Rename {
-            parent: parent.0,
-            name,
-            new_parent: newparent.0,
-            new_name: newname,
-            exchange: *mode == RenameMode::Exchange,
-        });
-        reply_empty(reply, result.map(drop));
     }
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
         let caller = caller(req);
-        reply_entry(reply, self.admitted(caller, || self.engine.link(caller, ino.0, newparent.0, newname)));
+        self.serve(caller, newname, move |fs, newname| {
+            reply_entry(reply, fs.engine.link(caller, ino.0, newparent.0, newname))
+        });
     }
 
     fn open(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         // O_TRUNC never arrives here (no FUSE_ATOMIC_O_TRUNC): the kernel truncates with a setattr.
         let caller = caller(req);
-        let result = self.admitted(caller, || self.engine.open_file(ino.0));
-        let result = self.observed(Some(caller), result, |()| ServedOp::Open { ino: ino.0 });
-        match result {
-            // KEEP_CACHE: the kernel's cached pages stay valid across opens,
-            // since every write to the file comes through this mount.
-            Ok(()) => reply.opened(FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.serve(caller, &(), move |fs, ()| {
+            let result = fs.engine.open_file(ino.0);
+            match fs.observed(Some(caller), result, |()| ServedOp::Open { ino: ino.0 }) {
+                // KEEP_CACHE: the kernel's cached pages stay valid across opens,
+                // since every write to the file comes through this mount.
+                Ok(()) => reply.opened(FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
     }
 
     fn create(
@@ -321,23 +392,15 @@ impl Filesystem for McfsFs {
         let caller = caller(req);
         let perm = translate::new_perm(mode, umask);
         let truncated = translate::truncates(flags);
-        let result = self.admitted(caller, || {
-            let attr = self.engine.create(caller, parent.0, name, perm, translate::exclusive(flags))?;
-            // A non-exclusive create may open a file that exists; O_TRUNC then empties it
-            // (the kernel leaves that to us: to it the file is new). Undo the open if that fails.
-            if truncated && attr.size > 0 {
-                return self.engine.setattr(caller, attr.ino, &translate::open_truncation()).inspect_err(|_| {
-                    self.engine.release(attr.ino);
-                    self.engine.forget(attr.ino, 1);
-                });
+        self.serve(caller, name, move |fs, name| {
+            let result = fs.create_truncated(caller, parent.0, name, perm, flags);
+            match fs.observed(Some(caller), result, |attr| ServedOp::Create { ino: attr.ino, truncated }) {
+                Ok(attr) => {
+                    reply.created(&TTL, &file_attr(&attr), GENERATION, FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE)
+                }
+                Err(e) => reply.error(errno(e)),
             }
-            Ok(attr)
         });
-        let result = self.observed(Some(caller), result, |attr| ServedOp::Create { ino: attr.ino, truncated });
-        match result {
-            Ok(attr) => reply.created(&TTL, &file_attr(&attr), GENERATION, FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE),
-            Err(e) => reply.error(errno(e)),
-        }
     }
 
     fn read(
@@ -352,13 +415,17 @@ impl Filesystem for McfsFs {
         reply: ReplyData,
     ) {
         let caller = caller(req);
-        let result = self.admitted(caller, || self.engine.read(ino.0, offset, size));
-        let result =
-            self.observed(Some(caller), result, |data| ServedOp::Read { ino: ino.0, offset, len: data.len() as u64 });
-        match result {
-            Ok(data) => reply.data(&data),
-            Err(e) => reply.error(errno(e)),
-        }
+        self.serve(caller, &(), move |fs, ()| {
+            let result = fs.engine.read(ino.0, offset, size);
+            match fs.observed(Some(caller), result, |data| ServedOp::Read {
+                ino: ino.0,
+                offset,
+                len: data.len() as u64,
+            }) {
+                Ok(data) => reply.data(&data),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
     }
 
     fn write(
@@ -375,16 +442,17 @@ impl Filesystem for McfsFs {
     ) {
         let caller = translate::write_caller(req, write_flags);
         let piece = translate::write_piece(offset, data.len(), self.pages_per_write);
-        let write = || self.engine.write_piece(caller, ino.0, offset, data, piece);
-        let result = match caller {
-            Some(writer) => self.admitted(writer, write),
-            // Kernel writeback (only with the writeback cache, which is off) has no app to class.
-            None => write(),
+        let write = move |fs: &Served, data: &[u8]| {
+            let result = fs.engine.write_piece(caller, ino.0, offset, data, piece);
+            match fs.observed(caller, result, |n| ServedOp::Write { ino: ino.0, offset, len: u64::from(*n) }) {
+                Ok(written) => reply.written(written),
+                Err(e) => reply.error(errno(e)),
+            }
         };
-        let result = self.observed(caller, result, |n| ServedOp::Write { ino: ino.0, offset, len: u64::from(*n) });
-        match result {
-            Ok(written) => reply.written(written),
-            Err(e) => reply.error(errno(e)),
+        match caller {
+            Some(writer) => self.serve(writer, data, write),
+            // Kernel writeback (only with the writeback cache, which is off) has no app to class.
+            None => write(&self.served, data),
         }
     }
 
@@ -395,10 +463,10 @@ impl Filesystem for McfsFs {
     /// in order with the caller's other calls (a release may come any time later).
     fn flush(&self, req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
         let caller = caller(req);
-        if let Some(observer) = &self.observer {
+        if let Some(observer) = &self.served.observer {
             observer.served(Some(caller), ServedOp::Close { ino: ino.0 });
         }
-        reply_empty(reply, self.engine.flush(Some(caller), ino.0));
+        reply_empty(reply, self.served.engine.flush(Some(caller), ino.0));
     }
 
     fn release(
@@ -411,7 +479,7 @@ impl Filesystem for McfsFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.engine.release(ino.0);
+        self.served.engine.release(ino.0);
         reply.ok();
     }
 
@@ -419,26 +487,29 @@ impl Filesystem for McfsFs {
     /// caller's app gets (a VCT boundary, or a real commit in sync mode).
     fn fsync(&self, req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
         let caller = caller(req);
-        let result = self.admitted(caller, || self.engine.fsync(Some(caller), ino.0));
-        reply_empty(reply, self.observed(Some(caller), result, |()| ServedOp::Fsync { ino: ino.0, datasync }));
+        self.serve(caller, &(), move |fs, ()| {
+            let result = fs.engine.fsync(Some(caller), ino.0);
+            reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Fsync { ino: ino.0, datasync }));
+        });
     }
 
     fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        reply.opened(FileHandle(self.dirs.open()), FopenFlags::empty());
+        reply.opened(FileHandle(self.served.dirs.open()), FopenFlags::empty());
     }
 
     fn readdir(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let listing = self.admitted(caller(req), || self.dirs.listing(fh.0, offset, || self.engine.readdir(ino.0)));
-        let listing = match listing {
-            Ok(listing) => listing,
-            Err(e) => return reply.error(errno(e)),
-        };
-        for item in items_from(ino.0, &listing, offset) {
-            if reply.add(INodeNo(item.ino), item.offset, file_type(item.kind), item.name) {
-                break;
+        self.serve(caller(req), &(), move |fs, ()| {
+            let listing = match fs.dirs.listing(fh.0, offset, || fs.engine.readdir(ino.0)) {
+                Ok(listing) => listing,
+                Err(e) => return reply.error(errno(e)),
+            };
+            for item in items_from(ino.0, &listing, offset) {
+                if reply.add(INodeNo(item.ino), item.offset, file_type(item.kind), item.name) {
+                    break;
+                }
             }
-        }
-        reply.ok();
+            reply.ok();
+        });
     }
 
     /// Like readdir, with each entry's attributes. The kernel counts a
@@ -446,18 +517,15 @@ impl Filesystem for McfsFs {
     /// are looked up (taking that reference) rather than stat'ed.
     fn readdirplus(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
         let caller = caller(req);
-        self.admitted(caller, || {
-            let listing = match self.dirs.listing(fh.0, offset, || self.engine.readdir(ino.0)) {
+        self.serve(caller, &(), move |fs, ()| {
+            let listing = match fs.dirs.listing(fh.0, offset, || fs.engine.readdir(ino.0)) {
                 Ok(listing) => listing,
                 Err(e) => return reply.error(errno(e)),
             };
             let mut sent_any = false;
             for item in items_from(ino.0, &listing, offset) {
-                let attr = if item.is_dot() {
-                    self.engine.getattr(ino.0)
-                } else {
-                    self.engine.lookup(caller, ino.0, item.name)
-                };
+                let attr =
+                    if item.is_dot() { fs.engine.getattr(ino.0) } else { fs.engine.lookup(caller, ino.0, item.name) };
                 let attr = match attr {
                     Ok(attr) => attr,
                     // Removed since the listing was taken: not part of the directory any more.
@@ -468,28 +536,28 @@ impl Filesystem for McfsFs {
                 };
                 if reply.add(INodeNo(attr.ino), item.offset, item.name, &TTL, &file_attr(&attr), GENERATION) {
                     if !item.is_dot() {
-                        self.engine.forget(attr.ino, 1);
+                        fs.engine.forget(attr.ino, 1);
                     }
                     break;
                 }
                 sent_any = true;
             }
             reply.ok();
-        })
+        });
     }
 
     fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
-        self.dirs.release(fh.0);
+        self.served.dirs.release(fh.0);
         reply.ok();
     }
 
     fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         let caller = caller(req);
-        reply_empty(reply, self.admitted(caller, || self.engine.sync_app(Some(caller))));
+        self.serve(caller, &(), move |fs, ()| reply_empty(reply, fs.engine.sync_app(Some(caller))));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        match self.engine.statfs() {
+        match self.served.engine.statfs() {
             Ok(s) => reply.statfs(s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.bsize),
             Err(e) => reply.error(errno(e)),
         }
@@ -507,28 +575,33 @@ impl Filesystem for McfsFs {
     ) {
         let caller = caller(req);
         // `position` is a macOS resource-fork offset; Linux always sends 0.
-        let result = if position != 0 { Err(Errno::EINVAL) } else { translate::xattr_mode(flags) }
-            .and_then(|mode| self.admitted(caller, || self.engine.setxattr(caller, ino.0, name, value, mode)));
-        reply_empty(reply, result);
+        let mode = match if position != 0 { Err(Errno::EINVAL) } else { translate::xattr_mode(flags) } {
+            Ok(mode) => mode,
+            Err(e) => return reply.error(errno(e)),
+        };
+        let name = name.to_os_string();
+        self.serve(caller, value, move |fs, value| {
+            reply_empty(reply, fs.engine.setxattr(caller, ino.0, &name, value, mode))
+        });
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        match self.admitted(caller(req), || self.engine.getxattr(ino.0, name)) {
+        self.serve(caller(req), name, move |fs, name| match fs.engine.getxattr(ino.0, name) {
             Ok(value) => reply_xattr(reply, &value, size),
             Err(e) => reply.error(errno(e)),
-        }
+        });
     }
 
     fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        match self.admitted(caller(req), || self.engine.listxattr(ino.0)) {
+        self.serve(caller(req), &(), move |fs, ()| match fs.engine.listxattr(ino.0) {
             Ok(names) => reply_xattr(reply, &translate::xattr_name_list(&names), size),
             Err(e) => reply.error(errno(e)),
-        }
+        });
     }
 
     fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let caller = caller(req);
-        reply_empty(reply, self.admitted(caller, || self.engine.removexattr(caller, ino.0, name)));
+        self.serve(caller, name, move |fs, name| reply_empty(reply, fs.engine.removexattr(caller, ino.0, name)));
     }
 
     // access: not implemented — the mount uses default_permissions, so the
@@ -565,17 +638,19 @@ impl Filesystem for McfsFs {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        reply_empty(reply, self.admitted(caller(req), || self.engine.fallocate(ino.0, offset, length, mode)));
+        self.serve(caller(req), &(), move |fs, ()| {
+            reply_empty(reply, fs.engine.fallocate(ino.0, offset, length, mode))
+        });
     }
 
     /// Only SEEK_DATA and SEEK_HOLE reach here; the kernel answers the others.
     fn lseek(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
-        let result = u64::try_from(offset)
-            .map_err(|_| Errno::ENXIO)
-            .and_then(|offset| self.admitted(caller(req), || self.engine.lseek(ino.0, offset, whence)));
-        match result.and_then(|at| i64::try_from(at).map_err(|_| Errno::EINVAL)) {
-            Ok(at) => reply.offset(at),
-            Err(e) => reply.error(errno(e)),
-        }
+        let Ok(offset) = u64::try_from(offset) else { return reply.error(errno(Errno::ENXIO)) };
+        self.serve(caller(req), &(), move |fs, ()| {
+            match fs.engine.lseek(ino.0, offset, whence).and_then(|at| i64::try_from(at).map_err(|_| Errno::EINVAL)) {
+                Ok(at) => reply.offset(at),
+                Err(e) => reply.error(errno(e)),
+            }
+        });
     }
 }

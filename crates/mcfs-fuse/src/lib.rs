@@ -6,7 +6,8 @@
 //! the session to end or unmounts it. Pure request translations live in
 //! `translate`, directory stream state in `dir_handles`, the mount(2) call
 //! that keeps the `fuse.SUBTYPE` type in `kernel_mount`, the serving threads'
-//! I/O priority in `io_priority`; `observer` is the hook that lets the
+//! I/O priority in `io_priority`, the threads that serve background requests
+//! FastTrack may hold back in `held_requests`; `observer` is the hook that lets the
 //! mounting program watch what is served (recording); `session_thread`
 //! serves a mounted session and lets go of the mount without unmounting it
 //! twice, and `mount_error` names the file a failed mount tripped on (both
@@ -14,6 +15,7 @@
 
 mod dir_handles;
 mod filesystem;
+mod held_requests;
 mod io_priority;
 mod kernel_config;
 mod kernel_mount;

@@ -103,7 +103,7 @@ impl MountOptions {
 /// Mounts `engine` at `mountpoint` and serves it on background threads. The
 /// error names the mount point and the cause.
 pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
-    mount_fs(McfsFs::new(engine), mountpoint, opts)
+    mount_fs(McfsFs::new(engine, None), mountpoint, opts)
 }
 
 /// `mount` for a file system set up by the caller (with an observer, say).

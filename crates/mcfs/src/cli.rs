@@ -131,9 +131,9 @@ pub struct MountArgs {
     /// connected stderr to the journal, else stderr with --foreground, else file.
     #[arg(long, value_name = "WHERE")]
     pub log: Option<LogArg>,
-    /// Threads serving FUSE requests (default 16; same as -o threads=N). A background request that
-    /// FastTrack holds back keeps its thread meanwhile, so the default leaves threads for the
-    /// foreground app while a dozen are held.
+    /// Threads reading and serving FUSE requests (default: one per CPU, at least 2; same as
+    /// -o threads=N). A background request FastTrack holds back waits on a thread of its own,
+    /// not on one of these, so they need not outnumber the cores.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::mount_options::MAX_THREADS as i64))]
     pub threads: Option<u32>,
     /// Let users other than the mounting one use the mount (always on when mounted by root;

@@ -39,10 +39,7 @@ pub fn start(
         flags: settings.flags,
     };
     // mcfs-fuse errors already name the mount point and the cause.
-    let fs = match observer {
-        Some(observer) => McfsFs::new(engine).with_observer(observer),
-        None => McfsFs::new(engine),
-    };
+    let fs = McfsFs::new(engine, observer);
     mcfs_fuse::mount_fs(fs, mountpoint, &options).map(LiveMount).map_err(|e| e.to_string())
 }
 

@@ -18,7 +18,7 @@ pub fn run(args: MountArgs) -> Result<(), String> {
     let notify = Notifier::from_env();
     let options = mount_options::parse(&args.options)?;
     let config_file = one_of("--config", args.config, "config", options.config_file)?;
-    let threads = one_of("--threads", args.threads, "threads", options.threads)?.unwrap_or(DEFAULT_THREADS);
+    let threads = one_of("--threads", args.threads, "threads", options.threads)?.unwrap_or_else(default_threads);
     let mut plan = preflight::check(&args.backing, &args.mountpoint, config_file.as_deref(), &options.overrides)?;
     plan.virtual_clock = args.virtual_clock;
     plan.device = DeviceProfile::load(&args.device_profile)?;
@@ -52,8 +52,12 @@ pub fn run(args: MountArgs) -> Result<(), String> {
     std::process::exit(daemon::serve(plan, fuse, capture, report, notify))
 }
 
-/// Threads serving FUSE requests unless `--threads` or `-o threads=` says otherwise.
-const DEFAULT_THREADS: u32 = 16;
+/// Threads serving FUSE requests unless `--threads` or `-o threads=` says
+/// otherwise: as many as the mount's defaults (one per CPU, at least 2).
+fn default_threads() -> u32 {
+    let max = crate::mount_options::MAX_THREADS;
+    u32::try_from(mcfs_fuse::MountOptions::default().threads).map_or(max, |n| n.min(max))
+}
 
 /// The value given by a flag or by its `-o` twin; both at once is an error.
 pub(crate) fn one_of<T>(
