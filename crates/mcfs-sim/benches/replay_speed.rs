@@ -40,7 +40,7 @@ fn replay(label: &str, config: &Config, events: impl Iterator<Item = TraceEvent>
     let start = Instant::now();
     let mut replayer = Replayer::new(options).expect("replayer starts");
     for event in events {
-        replayer.replay(&event);
+        replayer.push(event);
     }
     let metrics = replayer.finish().expect("replay finishes");
     let seconds = start.elapsed().as_secs_f64();
