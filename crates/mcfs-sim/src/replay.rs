@@ -120,7 +120,11 @@ impl Replayer {
             return Err(ReplayError::Options("sample_every must be longer than zero".into()));
         }
         let clock = Arc::new(ManualClock::new());
-        let backend = Arc::new(SimBackend::new(options.device, clock.clone()));
+        let backend = Arc::new(if options.keep_data {
+            SimBackend::new(options.device, clock.clone())
+        } else {
+            SimBackend::dataless(options.device, clock.clone())
+        });
         let config = options.config;
         let engine = Engine::start(backend.clone(), clock.clone(), config.clone()).map_err(ReplayError::Engine)?;
         Ok(Replayer {

@@ -13,17 +13,22 @@ pub struct ReplayOptions {
     pub config: Config,
     pub device: DeviceProfile,
     pub timing: Timing,
+    /// Keep every written byte in the simulated store (`SimBackend::new`) instead of marks for the pages
+    /// that hold the replay's pattern (`SimBackend::dataless`, the default). The engine decides the same
+    /// either way; the data-less store needs memory for metadata only.
+    pub keep_data: bool,
     /// Period of the bytes-at-risk series, in virtual time (positive).
     pub sample_every: Duration,
 }
 
 impl Default for ReplayOptions {
-    /// The default configuration on the eMMC profile, closed loop, sampled every second.
+    /// The default configuration on the eMMC profile, closed loop, data-less, sampled every second.
     fn default() -> ReplayOptions {
         ReplayOptions {
             config: Config::default(),
             device: DeviceProfile::builtin("emmc").expect("the built-in eMMC profile parses (unit-tested)"),
             timing: Timing::default(),
+            keep_data: false,
             sample_every: Duration::from_secs(1),
         }
     }

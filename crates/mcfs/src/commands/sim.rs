@@ -1,4 +1,4 @@
-//! `mcfs sim --trace FILE [--config FILE] [--device PROFILE] [--open-loop] [--json] [--sample-every SECONDS]`:
+//! `mcfs sim --trace FILE [--config FILE] [--device PROFILE] [--open-loop] [--keep-data] [--json] [--sample-every SECONDS]`:
 //! replays a trace through the real engine in virtual time, on a simulated device (`mcfs_sim::replay`),
 //! closed loop unless `--open-loop`, and prints the metrics — JSON for machines, a table for people.
 //!
@@ -43,6 +43,10 @@ pub struct SimArgs {
     /// previous one completed plus the recorded think time (closed loop, the default).
     #[arg(long = "open-loop", conflicts_with = "fasttrack")]
     pub open_loop: bool,
+    /// Keep every written byte in the simulated store instead of marks for pages of the replay's pattern
+    /// (same metrics, more memory; for checking the data-less store).
+    #[arg(long = "keep-data", conflicts_with = "fasttrack")]
+    pub keep_data: bool,
     /// Print the metrics as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -61,7 +65,7 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     let device_name = device.name.clone();
     let mut input = TraceInput::open(trace)?;
     let timing = if args.open_loop { Timing::OpenLoop } else { Timing::ClosedLoop };
-    let options = ReplayOptions { config, device, timing, sample_every: args.sample_every };
+    let options = ReplayOptions { config, device, timing, keep_data: args.keep_data, sample_every: args.sample_every };
     let mut replayer = Replayer::new(options).map_err(|e| format!("cannot start the replay: {e}"))?;
     let mut progress = progress::Progress::new(input.size());
     while let Some(event) = input.next() {
