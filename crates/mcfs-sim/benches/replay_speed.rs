@@ -74,7 +74,7 @@ fn main() {
     let defaults = Config::default();
     let from_binary = || BinaryReader::new(binary.as_slice()).map(|e| e.expect("binary event"));
     let from_text = || TextReader::new(text.as_slice()).map(|e| e.expect("text event"));
-    replay("binary, MobiFS policies", &mobifs, false, from_binary(), count);
+    replay("binary, MobiFS policies, data-less", &mobifs, false, from_binary(), count);
     replay("binary, MobiFS policies, data kept", &mobifs, true, from_binary(), count);
     replay("text, MobiFS policies", &mobifs, false, from_text(), count);
     replay("binary, default policies", &defaults, false, from_binary(), count);

@@ -48,9 +48,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 type InodeId = u64;
 type Page = [u8; PAGE_SIZE as usize];
 
-/// Fills a buffer with the content of file offsets `offset..offset + buf.len()`
-/// (`MemBackend::with_known_content`).
-pub type KnownContent = fn(offset: u64, buf: &mut [u8]);
+/// Content of files a store can recreate (`MemBackend::with_known_content`):
+/// `fill` writes the bytes of file offsets `offset..offset + buf.len()`,
+/// `matches` says whether `data` holds them.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownContent {
+    pub fill: fn(offset: u64, buf: &mut [u8]),
+    pub matches: fn(offset: u64, data: &[u8]) -> bool,
+}
 
 /// A stored page: its bytes, or a mark that it holds the known content of
 /// its offsets.
@@ -63,8 +68,8 @@ enum Slot {
 /// The known content of page `index` (zeros without one).
 fn known_page(known: Option<KnownContent>, index: u64) -> Page {
     let mut page = [0; PAGE_SIZE as usize];
-    if let Some(fill) = known {
-        fill(index * PAGE_SIZE, &mut page);
+    if let Some(known) = known {
+        (known.fill)(index * PAGE_SIZE, &mut page);
     }
     page
 }
@@ -129,7 +134,7 @@ impl FileData {
             let dst = &mut buf[done..done + len];
             match (self.pages.get(&index), self.known) {
                 (Some(Slot::Bytes(page)), _) => dst.copy_from_slice(&page[within..within + len]),
-                (Some(Slot::Known), Some(fill)) => fill(offset + done as u64, dst),
+                (Some(Slot::Known), Some(known)) => (known.fill)(offset + done as u64, dst),
                 _ => dst.fill(0),
             }
             done += len;
@@ -158,7 +163,7 @@ impl FileData {
     /// Marks page `index` as holding the known content if `piece` is all of
     /// it and is that content.
     fn keep_as_known(&mut self, index: u64, piece: &[u8]) -> bool {
-        if self.known.is_none() || piece.len() != PAGE_SIZE as usize || piece != known_page(self.known, index) {
+        if piece.len() != PAGE_SIZE as usize || !self.known.is_some_and(|k| (k.matches)(index * PAGE_SIZE, piece)) {
             return false;
         }
         self.pages.insert(index, Slot::Known);
@@ -219,6 +224,17 @@ impl FileData {
             self.size = self.size.max(end);
         }
         Ok(())
+    }
+
+    /// Bytes of `range` (within the size) that lie in stored pages: holes
+    /// left out.
+    fn stored_bytes(&self, range: Range<u64>) -> u64 {
+        let end = range.end.min(self.size);
+        if range.start >= end {
+            return 0;
+        }
+        let pages = self.pages.range(range.start / PAGE_SIZE..end.div_ceil(PAGE_SIZE));
+        pages.map(|(i, _)| ((i + 1) * PAGE_SIZE).min(end) - (i * PAGE_SIZE).max(range.start)).sum()
     }
 
     /// The data extents within the size: runs of stored pages.
@@ -798,12 +814,12 @@ impl MemBackend {
         MemBackend { tree: Mutex::new(Tree::new(limits)) }
     }
 
-    /// An empty tree whose files keep every whole page that holds `fill`'s
+    /// An empty tree whose files keep every whole page that holds `known`
     /// content for its offsets as a mark, not as bytes (reads give the same
     /// bytes back): the simulator's data-less store.
-    pub fn with_known_content(fill: KnownContent) -> MemBackend {
+    pub fn with_known_content(known: KnownContent) -> MemBackend {
         let backend = MemBackend::new();
-        backend.tree.lock().known = Some(fill);
+        backend.tree.lock().known = Some(known);
         backend
     }
 
@@ -811,6 +827,17 @@ impl MemBackend {
     /// writes that need more fail with ENOSPC, as a small file system's do.
     pub fn with_capacity(bytes: u64) -> MemBackend {
         MemBackend::with_limits(MemLimits { capacity: Some(bytes / PAGE_SIZE), ..MemLimits::EXT4 })
+    }
+
+    /// Bytes of `range` of the regular file at `path` that were written and
+    /// not since cut or punched (whole pages; holes and bytes past the end
+    /// left out): what a device would read for it.
+    pub fn stored_bytes(&self, path: &Path, range: Range<u64>) -> io::Result<u64> {
+        self.on_inode("seek data", path, |tree, id| {
+            let inode = tree.get(id);
+            inode.must_be_regular()?;
+            Ok(inode.data.stored_bytes(range))
+        })
     }
 
     /// The time stamp later calls give to what they change.
@@ -1081,6 +1108,11 @@ mod tests {
         buf.iter_mut().zip(offset..).for_each(|(b, o)| *b = (o % 251) as u8);
     }
 
+    const RAMP: KnownContent = KnownContent {
+        fill: ramp,
+        matches: |offset, data| data.iter().zip(offset..).all(|(b, o)| *b == (o % 251) as u8),
+    };
+
     /// Random writes (of the known content or not, aligned or not), truncations, punched and zeroed
     /// ranges on a plain store and on one made `with_known_content`: every read, extent list, stat and
     /// snapshot agrees, and the second keeps marks for the known whole pages. Seed: `MCFS_SEED`.
@@ -1095,7 +1127,7 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        let (plain, marked) = (MemBackend::new(), MemBackend::with_known_content(ramp));
+        let (plain, marked) = (MemBackend::new(), MemBackend::with_known_content(RAMP));
         let f = Path::new("f");
         for s in [&plain, &marked] {
             s.create(f, FileKind::File, 0o644, 0).unwrap();

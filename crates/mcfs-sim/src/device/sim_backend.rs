@@ -13,6 +13,7 @@ use super::metered::{MeteredStore, RequestSink, Store};
 use super::model::{Device, DeviceReport, Request};
 use super::profile::DeviceProfile;
 use crate::pattern;
+use mcfs_core::backend::KnownContent;
 use mcfs_core::{Clock, MemBackend};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -79,7 +80,11 @@ impl SimBackend {
     /// replay writes) is kept as a mark, not as its bytes, and reads back the same. Memory grows with the
     /// pages' count; anything else (the engine's journal, partial pages) keeps its bytes.
     pub fn dataless(profile: DeviceProfile, clock: Arc<dyn Clock>) -> SimBackend {
-        SimBackend::over(MemBackend::with_known_content(pattern::fill), profile, clock)
+        SimBackend::over(
+            MemBackend::with_known_content(KnownContent { fill: pattern::fill, matches: pattern::matches }),
+            profile,
+            clock,
+        )
     }
 }
 
