@@ -43,6 +43,11 @@ fn fsync_storm(rounds: u32, gap_ms: u32) -> String {
     t
 }
 
+/// com.db writes `bytes` and fsyncs them at 0, then the `rest` of the trace.
+fn one_fsync(bytes: u64, rest: &str) -> String {
+    format!("mcfs-trace 1\n0 com.db 1 create /db\n0 com.db 1 write /db 0 {bytes}\n0 com.db 1 fsync /db\n{rest}")
+}
+
 #[test]
 fn a_slow_device_delays_the_waiting_process_by_what_it_waited_and_keeps_its_think_time() {
     let m = replay(&fsync_storm(20, 1), Timing::ClosedLoop, &[FIRST_APP_UID]);
@@ -75,15 +80,9 @@ fn open_loop_keeps_recorded_times_and_piles_stalls_past_the_trace() {
 #[test]
 fn a_slow_app_does_not_delay_another() {
     // com.db (sync mode) fsyncs 1 MiB at 0; com.notes (memory mode) writes at 1 ms and 2 s.
-    let trace = "mcfs-trace 1\n\
-                 0     com.db 1 create /db\n\
-                 0     com.db 1 write /db 0 1048576\n\
-                 0     com.db 1 fsync /db\n\
-                 0.001 com.notes 2 create /n\n\
-                 0.002 com.db 1 close /db\n\
-                 2     com.notes 2 write /n 0 4096\n\
-                 2     com.notes 2 close /n\n";
-    let m = replay(trace, Timing::ClosedLoop, &[FIRST_APP_UID]);
+    let rest = "0.001 com.notes 2 create /n\n0.002 com.db 1 close /db\n\
+                2 com.notes 2 write /n 0 4096\n2 com.notes 2 close /n\n";
+    let m = replay(&one_fsync(1 << 20, rest), Timing::ClosedLoop, &[FIRST_APP_UID]);
     let (db, notes) = (&m.apps["com.db"], &m.apps["com.notes"]);
     assert!(db.delay_ns > 20 * MS && db.delay_ns == db.stall_ns, "{db:#?}");
     assert_eq!((notes.delay_ns, notes.stall_ns), (0, 0), "{notes:#?}");
@@ -93,12 +92,7 @@ fn a_slow_app_does_not_delay_another() {
 #[test]
 fn think_time_after_a_wait_is_the_recorded_gap() {
     // One fsync, then 3 s of think time before the close.
-    let trace = "mcfs-trace 1\n\
-                 0 com.db 1 create /db\n\
-                 0 com.db 1 write /db 0 65536\n\
-                 0 com.db 1 fsync /db\n\
-                 3 com.db 1 close /db\n";
-    let m = replay(trace, Timing::ClosedLoop, &[FIRST_APP_UID]);
+    let m = replay(&one_fsync(65536, "3 com.db 1 close /db\n"), Timing::ClosedLoop, &[FIRST_APP_UID]);
     let fsync = m.apps["com.db"].fsync_latency.max_ns;
     assert!(fsync > 0);
     assert_eq!(m.virtual_ns, 3_000 * MS + m.apps["com.db"].stall_ns);
