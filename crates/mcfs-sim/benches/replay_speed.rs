@@ -1,10 +1,11 @@
 //! Simulator speed: trace events replayed per second on one core, for the binary and the text form of the
 //! same trace, with the MobiFS policies on (TPL transactioning, state-machine idle prediction) and with
-//! the defaults. Run with `cargo bench -p mcfs-sim --bench replay_speed`; results go to
+//! the defaults, on the data-less store (the default) and on the one that keeps every byte; closed loop. Run with `cargo bench -p mcfs-sim --bench replay_speed`; results go to
 //! docs/BENCHMARKS.md. Measures wall time, so it prints and asserts nothing about speed.
 //!
 //! The trace is the synthetic suite (every entry, concatenated one after the other in time, each app its
 //! own), repeated until it holds at least `MCFS_BENCH_EVENTS` events (default 2 million).
+//! `MCFS_BENCH_ONLY=TEXT` runs only the rows whose label contains TEXT (to profile or count one alone).
 
 use mcfs_core::Config;
 use mcfs_sim::binary::{BinaryReader, BinaryWriter};
@@ -35,12 +36,15 @@ fn trace(min_events: usize) -> Vec<TraceEvent> {
     events
 }
 
-fn replay(label: &str, config: &Config, events: impl Iterator<Item = TraceEvent>, count: usize) {
-    let options = ReplayOptions { config: config.clone(), ..ReplayOptions::default() };
+fn replay(label: &str, config: &Config, keep_data: bool, events: impl Iterator<Item = TraceEvent>, count: usize) {
+    if std::env::var("MCFS_BENCH_ONLY").is_ok_and(|only| !label.contains(&only)) {
+        return;
+    }
+    let options = ReplayOptions { config: config.clone(), keep_data, ..ReplayOptions::default() };
     let start = Instant::now();
     let mut replayer = Replayer::new(options).expect("replayer starts");
     for event in events {
-        replayer.replay(&event);
+        replayer.push(event);
     }
     let metrics = replayer.finish().expect("replay finishes");
     let seconds = start.elapsed().as_secs_f64();
@@ -70,8 +74,9 @@ fn main() {
     let defaults = Config::default();
     let from_binary = || BinaryReader::new(binary.as_slice()).map(|e| e.expect("binary event"));
     let from_text = || TextReader::new(text.as_slice()).map(|e| e.expect("text event"));
-    replay("binary, MobiFS policies", &mobifs, from_binary(), count);
-    replay("text, MobiFS policies", &mobifs, from_text(), count);
-    replay("binary, default policies", &defaults, from_binary(), count);
-    replay("text, default policies", &defaults, from_text(), count);
+    replay("binary, MobiFS policies, data-less", &mobifs, false, from_binary(), count);
+    replay("binary, MobiFS policies, data kept", &mobifs, true, from_binary(), count);
+    replay("text, MobiFS policies", &mobifs, false, from_text(), count);
+    replay("binary, default policies", &defaults, false, from_binary(), count);
+    replay("text, default policies", &defaults, false, from_text(), count);
 }

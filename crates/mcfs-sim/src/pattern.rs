@@ -4,25 +4,41 @@
 //! however they cut requests into pieces — leave byte-identical files.
 
 /// The period of the pattern (a prime, so 4 KiB pages do not repeat).
-const PERIOD: u64 = 251;
+const PERIOD: usize = 251;
+/// Longest piece filled or compared at once.
+const SPAN: usize = 4096;
+/// The pattern from offset 0, one piece and one period long: the bytes of any piece are a slice of it.
+static RAMP: [u8; SPAN + PERIOD] = ramp();
 
-/// Fills `buf` with the pattern bytes of file offsets `offset..offset + buf.len()`. The first period is
-/// written byte by byte, the rest copied from it in doubling blocks (replays write gigabytes).
+const fn ramp() -> [u8; SPAN + PERIOD] {
+    let mut bytes = [0; SPAN + PERIOD];
+    let mut i = 0;
+    while i < bytes.len() {
+        bytes[i] = (i % PERIOD) as u8;
+        i += 1;
+    }
+    bytes
+}
+
+/// The pattern bytes of file offsets `offset..offset + len`, as slices of `RAMP` one after the other.
+fn pieces(offset: u64, len: usize) -> impl Iterator<Item = &'static [u8]> {
+    (0..len).step_by(SPAN).map(move |done| {
+        let phase = ((offset + done as u64) % PERIOD as u64) as usize;
+        &RAMP[phase..phase + SPAN.min(len - done)]
+    })
+}
+
+/// Fills `buf` with the pattern bytes of file offsets `offset..offset + buf.len()`.
 pub fn fill(offset: u64, buf: &mut [u8]) {
-    let mut value = (offset % PERIOD) as u8;
-    let first = buf.len().min(PERIOD as usize);
-    for byte in &mut buf[..first] {
-        *byte = value;
-        value = if u64::from(value) + 1 == PERIOD { 0 } else { value + 1 };
+    let len = buf.len();
+    for (dst, src) in buf.chunks_mut(SPAN).zip(pieces(offset, len)) {
+        dst.copy_from_slice(src);
     }
-    // Whole periods repeat, so any multiple of the period is a valid source length.
-    let mut done = first;
-    while done < buf.len() {
-        let block = done - done % PERIOD as usize;
-        let n = block.min(buf.len() - done);
-        buf.copy_within(..n, done);
-        done += n;
-    }
+}
+
+/// Whether `data` holds the pattern bytes of file offsets `offset..offset + data.len()`.
+pub fn matches(offset: u64, data: &[u8]) -> bool {
+    data.chunks(SPAN).zip(pieces(offset, data.len())).all(|(got, want)| got == want)
 }
 
 #[cfg(test)]
@@ -40,5 +56,8 @@ mod tests {
         assert_eq!(whole, pieces);
         assert_eq!(whole[0], (1_000_003 % 251) as u8);
         assert!(whole.windows(2).all(|w| w[1] == if w[0] == 250 { 0 } else { w[0] + 1 }));
+        assert!(matches(1_000_003, &whole) && matches(1_000_003 + 5000, &whole[5000..]));
+        whole[9_999] ^= 1;
+        assert!(!matches(1_000_003, &whole) && !matches(1_000_004, &whole[..10]));
     }
 }

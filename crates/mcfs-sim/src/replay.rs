@@ -13,6 +13,7 @@
 //! trace content makes the replay panic: an operation the replay cannot map (unknown path) or that the
 //! engine refuses is skipped and counted by kind and reason.
 
+mod closed_loop;
 mod latency;
 mod metrics;
 mod ops;
@@ -25,7 +26,7 @@ mod waits;
 pub(crate) use latency::LatencyHistogram;
 pub use latency::LatencySummary;
 pub use metrics::{AppMetrics, Metrics};
-pub use options::ReplayOptions;
+pub use options::{ReplayOptions, Timing};
 pub use prediction::COMPARED_PREDICTORS;
 pub use risk::BytesAtRisk;
 
@@ -33,6 +34,7 @@ use crate::device::SimBackend;
 use crate::error::TraceError;
 use crate::text::op_name;
 use crate::trace::{EventKind, TraceEvent};
+use closed_loop::ClosedLoop;
 use mcfs_core::{Caller, Clock, Config, Engine, Errno, ManualClock};
 use paths::PathTable;
 use prediction::InputTimes;
@@ -97,8 +99,11 @@ pub struct Replayer {
     origin_ns: Option<u64>,
     /// Virtual time since the first event.
     now_ns: u64,
-    /// Virtual time of the last event replayed.
-    last_event_ns: u64,
+    /// Latest recorded time read, relative to the first event's.
+    horizon_ns: u64,
+    timing: Timing,
+    /// Events waiting for their closed-loop issue time.
+    closed: ClosedLoop,
     paths: PathTable,
     uids: HashMap<String, u32>,
     waits: Waits,
@@ -115,7 +120,11 @@ impl Replayer {
             return Err(ReplayError::Options("sample_every must be longer than zero".into()));
         }
         let clock = Arc::new(ManualClock::new());
-        let backend = Arc::new(SimBackend::new(options.device, clock.clone()));
+        let backend = Arc::new(if options.keep_data {
+            SimBackend::new(options.device, clock.clone())
+        } else {
+            SimBackend::dataless(options.device, clock.clone())
+        });
         let config = options.config;
         let engine = Engine::start(backend.clone(), clock.clone(), config.clone()).map_err(ReplayError::Engine)?;
         Ok(Replayer {
@@ -125,7 +134,9 @@ impl Replayer {
             config,
             origin_ns: None,
             now_ns: 0,
-            last_event_ns: 0,
+            horizon_ns: 0,
+            timing: options.timing,
+            closed: ClosedLoop::default(),
             paths: PathTable::new(),
             uids: HashMap::new(),
             waits: Waits::default(),
@@ -142,20 +153,61 @@ impl Replayer {
     {
         let mut replayer = Replayer::new(options)?;
         for event in events {
-            replayer.replay(&event.map_err(ReplayError::Trace)?);
+            replayer.push(event.map_err(ReplayError::Trace)?);
         }
         replayer.finish()
     }
 
-    /// Replays one event at its time (running the background ticks due before it).
+    /// Takes the next event of the trace. Open loop replays it now, at its recorded time; closed loop
+    /// replays it (and others waiting) once its issue time is known and nothing unread can come first, so
+    /// what the engine shows between calls may lag the trace read so far (`finish` replays the rest).
+    pub fn push(&mut self, event: TraceEvent) {
+        let recorded_ns = self.recorded_ns(&event);
+        match self.timing {
+            Timing::OpenLoop => {
+                self.run_event(&event, recorded_ns);
+            }
+            Timing::ClosedLoop => {
+                self.closed.push(event, recorded_ns);
+                self.run_due(false);
+            }
+        }
+    }
+
+    /// `push` for a borrowed event (closed loop keeps a copy until it runs).
     pub fn replay(&mut self, event: &TraceEvent) {
+        match self.timing {
+            Timing::OpenLoop => {
+                let recorded_ns = self.recorded_ns(event);
+                self.run_event(event, recorded_ns);
+            }
+            Timing::ClosedLoop => self.push(event.clone()),
+        }
+    }
+
+    /// The event's recorded time relative to the first event's; counts it if the trace went back.
+    fn recorded_ns(&mut self, event: &TraceEvent) -> u64 {
         let origin = *self.origin_ns.get_or_insert(event.time_ns);
         let at = event.time_ns.saturating_sub(origin);
-        if event.time_ns < origin || at < self.now_ns {
+        if event.time_ns < origin || at < self.horizon_ns {
             self.metrics.out_of_order_events += 1;
         }
-        self.advance_to(at.max(self.now_ns));
-        self.last_event_ns = self.now_ns;
+        self.horizon_ns = self.horizon_ns.max(at);
+        at
+    }
+
+    /// Runs the closed-loop events that are due (all of them at the `end`).
+    fn run_due(&mut self, end: bool) {
+        while let Some(due) = self.closed.next_due(end) {
+            let done_ns = self.run_event(&due.event, due.issue_ns);
+            self.closed.completed(due.process, done_ns);
+        }
+    }
+
+    /// Replays one event at virtual time `at_ns` (or now, if that has passed), running the background
+    /// ticks due before it; returns when the call completed.
+    fn run_event(&mut self, event: &TraceEvent, at_ns: u64) -> u64 {
+        self.advance_to(at_ns.max(self.now_ns));
         if matches!(event.kind, EventKind::Input { .. }) {
             self.inputs.record(self.now_ns);
         }
@@ -166,6 +218,7 @@ impl Replayer {
         let fsync = matches!(event.kind, EventKind::Fsync { .. } | EventKind::Fdatasync { .. });
         self.waits.record(&event.app, cost.latency_ns, fsync && result.is_ok());
         self.observe_risk();
+        let done_ns = self.now_ns.saturating_add(cost.latency_ns);
         match result {
             Ok(()) => {
                 self.metrics.events_replayed += 1;
@@ -181,6 +234,7 @@ impl Replayer {
                 *self.metrics.skip_reasons.entry(reason).or_default() += 1;
             }
         }
+        done_ns
     }
 
     /// The engine being driven, to look at between events.
@@ -195,6 +249,7 @@ impl Replayer {
 
     /// Shuts the engine down (committing everything) and reports.
     pub fn finish(mut self) -> Result<Metrics, ReplayError> {
+        self.run_due(true);
         let during = self.engine.stats();
         self.metrics.checkpoints_before_shutdown = during.checkpoints;
         let m = &mut self.metrics;
@@ -203,20 +258,28 @@ impl Replayer {
         let stats = self.engine.stats();
         m.take_engine_stats(&stats);
         m.virtual_ns = self.now_ns;
+        m.trace_ns = self.horizon_ns;
+        m.timing = self.timing;
         (m.fsync_latency, m.stall_ns) = self.waits.of(None);
         m.device = self.backend.report();
         m.prediction = self.inputs.scores();
-        for (app, uid) in self.uids {
-            let engine_app = self.config.app_name_of(uid);
-            let waits = self.waits.of(Some(&app));
-            let per_app = AppMetrics::new(
-                uid,
+        let mut delays: HashMap<&str, u64> = HashMap::new();
+        for (app, delay_ns) in self.closed.delays() {
+            let d = delays.entry(app).or_default();
+            *d = (*d).max(delay_ns);
+        }
+        for (app, uid) in &self.uids {
+            let engine_app = self.config.app_name_of(*uid);
+            let waits = self.waits.of(Some(app));
+            let mut per_app = AppMetrics::new(
+                *uid,
                 engine_app.clone(),
                 stats.apps.get(&engine_app),
                 during.apps.get(&engine_app),
                 waits,
             );
-            m.apps.insert(app, per_app);
+            per_app.delay_ns = delays.get(app.as_str()).copied().unwrap_or(0);
+            m.apps.insert(app.clone(), per_app);
         }
         Ok(self.metrics)
     }

@@ -20,7 +20,7 @@ mod common;
 use common::{ctl, stats, Daemon, Dirs};
 use mcfs_core::Config;
 use mcfs_sim::live_replay::LiveReplayer;
-use mcfs_sim::replay::{ReplayOptions, Replayer};
+use mcfs_sim::replay::{ReplayOptions, Replayer, Timing};
 use mcfs_sim::synth::{generate, SynthSpec};
 use mcfs_sim::{EventKind, TraceEvent};
 use serde_json::Value;
@@ -87,7 +87,9 @@ fn page_aligned(mut event: TraceEvent) -> TraceEvent {
 /// The engine's stats after the simulator replayed `events` (before its final shutdown checkpoint).
 fn simulated(events: &[TraceEvent]) -> Value {
     let config = Config::from_toml(CONFIG).expect("config");
-    let mut replayer = Replayer::new(ReplayOptions { config, ..ReplayOptions::default() }).expect("replayer");
+    // Open loop: the mount below is driven at the recorded times, and stats are read before `finish`.
+    let options = ReplayOptions { config, timing: Timing::OpenLoop, ..ReplayOptions::default() };
+    let mut replayer = Replayer::new(options).expect("replayer");
     for event in events {
         replayer.replay(event);
     }

@@ -23,7 +23,11 @@
 //! starts at a fixed instant and moves only through `set_now`, so the same
 //! calls give the same tree. `sync` does nothing: memory has no cache to flush.
 //! File data is kept in shared 4 KiB pages that are copied on write, so a
-//! `clone()` of a whole tree (used for crash states) is cheap.
+//! `clone()` of a whole tree (used for crash states) is cheap. A store made
+//! `with_known_content` keeps a whole page whose bytes are that content's
+//! as a mark instead (the simulator's replays write a known function of the
+//! file offset): memory grows with the pages' count, not their bytes, and
+//! every call answers as if the bytes were kept.
 
 use super::error::{path_error, two_path_error};
 use super::relpath;
@@ -43,6 +47,32 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 type InodeId = u64;
 type Page = [u8; PAGE_SIZE as usize];
+
+/// Content of files a store can recreate (`MemBackend::with_known_content`):
+/// `fill` writes the bytes of file offsets `offset..offset + buf.len()`,
+/// `matches` says whether `data` holds them.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownContent {
+    pub fill: fn(offset: u64, buf: &mut [u8]),
+    pub matches: fn(offset: u64, data: &[u8]) -> bool,
+}
+
+/// A stored page: its bytes, or a mark that it holds the known content of
+/// its offsets.
+#[derive(Clone)]
+enum Slot {
+    Bytes(Arc<Page>),
+    Known,
+}
+
+/// The known content of page `index` (zeros without one).
+fn known_page(known: Option<KnownContent>, index: u64) -> Page {
+    let mut page = [0; PAGE_SIZE as usize];
+    if let Some(known) = known {
+        (known.fill)(index * PAGE_SIZE, &mut page);
+    }
+    page
+}
 
 const ROOT: InodeId = 1;
 /// What `stat` reports as a directory's size (one ext4 block).
@@ -83,11 +113,13 @@ impl MemLimits {
 }
 
 /// Bytes of a regular file: pages that were never written are holes.
-/// Invariant: stored bytes at or beyond `size` are zero.
+/// Invariant: stored bytes at or beyond `size` are zero, so a `Known` page
+/// lies wholly within `size`, and `Known` pages exist only with `known`.
 #[derive(Clone, Default)]
 struct FileData {
     size: u64,
-    pages: BTreeMap<u64, Arc<Page>>,
+    pages: BTreeMap<u64, Slot>,
+    known: Option<KnownContent>,
 }
 
 impl FileData {
@@ -100,9 +132,10 @@ impl FileData {
         while done < n {
             let (index, within, len) = page_span(offset + done as u64, n - done);
             let dst = &mut buf[done..done + len];
-            match self.pages.get(&index) {
-                Some(page) => dst.copy_from_slice(&page[within..within + len]),
-                None => dst.fill(0),
+            match (self.pages.get(&index), self.known) {
+                (Some(Slot::Bytes(page)), _) => dst.copy_from_slice(&page[within..within + len]),
+                (Some(Slot::Known), Some(known)) => (known.fill)(offset + done as u64, dst),
+                _ => dst.fill(0),
             }
             done += len;
         }
@@ -117,20 +150,46 @@ impl FileData {
         let mut done = 0;
         while done < data.len() {
             let (index, within, len) = page_span(offset + done as u64, data.len() - done);
-            let page = self.pages.entry(index).or_insert_with(|| Arc::new([0; PAGE_SIZE as usize]));
-            Arc::make_mut(page)[within..within + len].copy_from_slice(&data[done..done + len]);
+            let piece = &data[done..done + len];
+            if !self.keep_as_known(index, piece) {
+                self.page_mut(index)[within..within + len].copy_from_slice(piece);
+            }
             done += len;
         }
         self.size = self.size.max(end);
         Ok(())
     }
 
+    /// Marks page `index` as holding the known content if `piece` is all of
+    /// it and is that content.
+    fn keep_as_known(&mut self, index: u64, piece: &[u8]) -> bool {
+        if piece.len() != PAGE_SIZE as usize || !self.known.is_some_and(|k| (k.matches)(index * PAGE_SIZE, piece)) {
+            return false;
+        }
+        self.pages.insert(index, Slot::Known);
+        true
+    }
+
+    /// The bytes of page `index`, to change: a hole becomes zeros, a known
+    /// page its content.
+    fn page_mut(&mut self, index: u64) -> &mut Page {
+        let known = self.known;
+        let slot = self.pages.entry(index).or_insert_with(|| Slot::Bytes(Arc::new([0; PAGE_SIZE as usize])));
+        if matches!(slot, Slot::Known) {
+            *slot = Slot::Bytes(Arc::new(known_page(known, index)));
+        }
+        match slot {
+            Slot::Bytes(page) => Arc::make_mut(page),
+            Slot::Known => unreachable!("a known page was just made bytes"),
+        }
+    }
+
     fn set_len(&mut self, size: u64) {
         if size < self.size {
             self.pages.split_off(&size.div_ceil(PAGE_SIZE));
             let within = (size % PAGE_SIZE) as usize;
-            if let Some(page) = self.pages.get_mut(&(size / PAGE_SIZE)).filter(|_| within != 0) {
-                Arc::make_mut(page)[within..].fill(0);
+            if within != 0 && self.pages.contains_key(&(size / PAGE_SIZE)) {
+                self.page_mut(size / PAGE_SIZE)[within..].fill(0);
             }
         }
         self.size = size;
@@ -149,8 +208,7 @@ impl FileData {
             let page_start = index * PAGE_SIZE;
             let from = offset.max(page_start) - page_start;
             let to = end.min(page_start + PAGE_SIZE) - page_start;
-            let page = self.pages.get_mut(&index).expect("listed");
-            Arc::make_mut(page)[from as usize..to as usize].fill(0);
+            self.page_mut(index)[from as usize..to as usize].fill(0);
         }
     }
 
@@ -166,6 +224,17 @@ impl FileData {
             self.size = self.size.max(end);
         }
         Ok(())
+    }
+
+    /// Bytes of `range` (within the size) that lie in stored pages: holes
+    /// left out.
+    fn stored_bytes(&self, range: Range<u64>) -> u64 {
+        let end = range.end.min(self.size);
+        if range.start >= end {
+            return 0;
+        }
+        let pages = self.pages.range(range.start / PAGE_SIZE..end.div_ceil(PAGE_SIZE));
+        pages.map(|(i, _)| ((i + 1) * PAGE_SIZE).min(end) - (i * PAGE_SIZE).max(range.start)).sum()
     }
 
     /// The data extents within the size: runs of stored pages.
@@ -184,8 +253,11 @@ impl FileData {
 
     fn digest(&self) -> super::snapshot::ContentDigest {
         let mut hasher = ContentHasher::new();
-        for (index, page) in &self.pages {
-            hasher.page(*index, &page[..]);
+        for (index, slot) in &self.pages {
+            match slot {
+                Slot::Bytes(page) => hasher.page(*index, &page[..]),
+                Slot::Known => hasher.page(*index, &known_page(self.known, *index)),
+            }
         }
         hasher.finish(self.size)
     }
@@ -283,13 +355,15 @@ struct Tree {
     next_id: InodeId,
     now: SystemTime,
     limits: MemLimits,
+    /// What new files keep as marks (`MemBackend::with_known_content`).
+    known: Option<KnownContent>,
 }
 
 impl Tree {
     fn new(limits: MemLimits) -> Tree {
         let now = mem_epoch();
         let root = Inode::new(FileKind::Dir, 0o755, now);
-        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now, limits }
+        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now, limits, known: None }
     }
 
     fn used_blocks(&self) -> u64 {
@@ -415,6 +489,7 @@ impl Tree {
     fn add(&mut self, parent: InodeId, name: &OsStr, mut inode: Inode) {
         let id = self.next_id;
         self.next_id += 1;
+        inode.data.known = self.known;
         let dir = self.get_mut(parent);
         if dir.perm & libc::S_ISGID != 0 {
             inode.gid = dir.gid;
@@ -739,10 +814,30 @@ impl MemBackend {
         MemBackend { tree: Mutex::new(Tree::new(limits)) }
     }
 
+    /// An empty tree whose files keep every whole page that holds `known`
+    /// content for its offsets as a mark, not as bytes (reads give the same
+    /// bytes back): the simulator's data-less store.
+    pub fn with_known_content(known: KnownContent) -> MemBackend {
+        let backend = MemBackend::new();
+        backend.tree.lock().known = Some(known);
+        backend
+    }
+
     /// An empty tree that holds only `bytes` of file data (in 4 KiB blocks):
     /// writes that need more fail with ENOSPC, as a small file system's do.
     pub fn with_capacity(bytes: u64) -> MemBackend {
         MemBackend::with_limits(MemLimits { capacity: Some(bytes / PAGE_SIZE), ..MemLimits::EXT4 })
+    }
+
+    /// Bytes of `range` of the regular file at `path` that were written and
+    /// not since cut or punched (whole pages; holes and bytes past the end
+    /// left out): what a device would read for it.
+    pub fn stored_bytes(&self, path: &Path, range: Range<u64>) -> io::Result<u64> {
+        self.on_inode("seek data", path, |tree, id| {
+            let inode = tree.get(id);
+            inode.must_be_regular()?;
+            Ok(inode.data.stored_bytes(range))
+        })
     }
 
     /// The time stamp later calls give to what they change.
@@ -1007,6 +1102,70 @@ impl Backend for MemBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The known content of the known-content test: byte `o` is `o mod 251`.
+    fn ramp(offset: u64, buf: &mut [u8]) {
+        buf.iter_mut().zip(offset..).for_each(|(b, o)| *b = (o % 251) as u8);
+    }
+
+    const RAMP: KnownContent = KnownContent {
+        fill: ramp,
+        matches: |offset, data| data.iter().zip(offset..).all(|(b, o)| *b == (o % 251) as u8),
+    };
+
+    /// Random writes (of the known content or not, aligned or not), truncations, punched and zeroed
+    /// ranges on a plain store and on one made `with_known_content`: every read, extent list, stat and
+    /// snapshot agrees, and the second keeps marks for the known whole pages. Seed: `MCFS_SEED`.
+    #[test]
+    fn known_content_is_kept_as_marks_and_answers_as_bytes() {
+        let seed: u64 = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
+        println!("seed {seed}");
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let (plain, marked) = (MemBackend::new(), MemBackend::with_known_content(RAMP));
+        let f = Path::new("f");
+        for s in [&plain, &marked] {
+            s.create(f, FileKind::File, 0o644, 0).unwrap();
+        }
+        let marks = |s: &MemBackend| {
+            let tree = s.tree.lock();
+            tree.inodes.values().flat_map(|i| i.data.pages.values()).filter(|p| matches!(p, Slot::Known)).count()
+        };
+        let mut most_marks = 0;
+        for step in 0..400 {
+            let (offset, len) = (next(64) * 1024 + next(3) * 7, 1 + next(5) * 4096 + next(2) * next(4096));
+            let mut data = vec![0u8; len as usize];
+            ramp(offset, &mut data);
+            if next(4) == 0 {
+                data[next(len) as usize] ^= 1;
+            }
+            let op = next(6);
+            for s in [&plain, &marked] {
+                match op {
+                    0 => s.set_len(f, offset).unwrap(),
+                    1 => s.fallocate(f, FallocMode::PunchHole, offset, len).unwrap(),
+                    2 => s.fallocate(f, FallocMode::ZeroRange { keep_size: false }, offset, len).unwrap(),
+                    _ => s.write_at(f, offset, &data).unwrap(),
+                }
+            }
+            let mut bufs = [vec![0u8; 100_000], vec![0u8; 100_000]];
+            let reads: Vec<usize> =
+                [&plain, &marked].iter().zip(&mut bufs).map(|(s, b)| s.read_at(f, 0, b).unwrap()).collect();
+            assert_eq!((reads[0], &bufs[0]), (reads[1], &bufs[1]), "seed {seed}, step {step}");
+            assert_eq!(plain.data_extents(f).unwrap(), marked.data_extents(f).unwrap(), "seed {seed}, step {step}");
+            let (a, b) = (plain.stat(f).unwrap(), marked.stat(f).unwrap());
+            assert_eq!((a.size, a.blocks, a.mtime), (b.size, b.blocks, b.mtime), "seed {seed}, step {step}");
+            most_marks = most_marks.max(marks(&marked));
+        }
+        assert!(plain.snapshot() == marked.snapshot(), "seed {seed}");
+        assert!(most_marks > 0, "seed {seed}: some whole pages were the ramp");
+        assert_eq!(marks(&plain), 0, "a plain store keeps bytes");
+    }
 
     #[test]
     fn pages_are_copied_on_write_between_clones() {

@@ -22,7 +22,7 @@ pub mod snapshot;
 pub use dir::DirBackend;
 pub use error::{errno_of, BackendError};
 pub use limits::BackendLimits;
-pub use mem::{mem_epoch, MemBackend, MemLimits};
+pub use mem::{mem_epoch, KnownContent, MemBackend, MemLimits};
 pub use mutation::Mutation;
 pub use recording::{CrashState, Op, RecordingBackend};
 pub use snapshot::{ContentDigest, SnapshotEntry, TreeSnapshot};

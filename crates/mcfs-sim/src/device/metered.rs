@@ -2,7 +2,8 @@
 //! backend calls are mapped to requests. What happens to a request is the `RequestSink`'s business: the
 //! device timeline of `SimBackend`, or the FastTrack scenario's tap that tags it and sets it aside.
 //!
-//! Mapping (docs/DEVICE_MODEL.md): `read_at` reads the bytes it returns; `write_at` writes its bytes;
+//! Mapping (docs/DEVICE_MODEL.md): `read_at` reads the bytes it returns that the store holds data for
+//! (never-written ranges and holes are free); `write_at` writes its bytes;
 //! every call that changes metadata (create, symlink, link, remove, rename, set_len, set_owner, set_perm,
 //! set_times, set_xattr, remove_xattr, fallocate) writes one metadata block; `sync` is a flush. `stat`,
 //! `list_dir`, `read_link`, `get_xattr`, `list_xattr`, `data_extents` and `statfs` are served from the OS's
@@ -16,6 +17,7 @@ use mcfs_core::backend::{BackendAttr, BackendLimits};
 use mcfs_core::{Backend, Clock, DirBackend, FallocMode, FileKind, FsStats, MemBackend};
 use std::ffi::{OsStr, OsString};
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -29,15 +31,25 @@ pub trait RequestSink: Send + Sync {
 /// What a `MeteredStore` wraps: a backing store, told the virtual time if it stamps files itself.
 pub trait Store: Backend {
     fn set_now(&self, _now: SystemTime) {}
+
+    /// Bytes of `range` of `path` the store holds data for (holes and never-written ranges left out):
+    /// what the device reads for it. By default every byte.
+    fn stored_bytes(&self, _path: &Path, range: Range<u64>) -> u64 {
+        range.end - range.start
+    }
 }
 
 impl Store for MemBackend {
     fn set_now(&self, now: SystemTime) {
         MemBackend::set_now(self, now)
     }
+
+    fn stored_bytes(&self, path: &Path, range: Range<u64>) -> u64 {
+        MemBackend::stored_bytes(self, path, range.clone()).unwrap_or(range.end - range.start)
+    }
 }
 
-/// The real file system stamps its own times.
+/// The real file system stamps its own times; the live estimate charges every byte a read returns.
 impl Store for DirBackend {}
 
 pub struct MeteredStore<S, K> {
@@ -82,8 +94,9 @@ impl<S: Store, K: RequestSink> Backend for MeteredStore<S, K> {
 
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.store.read_at(path, offset, buf)?;
-        if n > 0 {
-            self.sink.issue(Request::Read(n as u64));
+        let stored = if n > 0 { self.store.stored_bytes(path, offset..offset + n as u64) } else { 0 };
+        if stored > 0 {
+            self.sink.issue(Request::Read(stored));
         }
         Ok(n)
     }
@@ -221,5 +234,21 @@ mod tests {
         s.remove_file(g).unwrap();
         use Request::{Flush, MetadataWrite as Meta, Read, Write};
         assert_eq!(*s.sink().0.lock(), [Meta, Meta, Write(300), Read(300), Meta, Meta, Flush, Meta]);
+    }
+
+    #[test]
+    fn reads_of_never_written_ranges_are_free() {
+        let s = MeteredStore::with_sink(MemBackend::new(), Arc::new(ManualClock::new()), Recorder::default());
+        let f = Path::new("f");
+        s.create(f, FileKind::File, 0o644, 0).unwrap();
+        s.write_at(f, 8192, &[1; 300]).unwrap();
+        s.set_len(f, 20_000).unwrap();
+        let mut buf = vec![0; 20_000];
+        assert_eq!(s.read_at(f, 0, &mut buf[..8192]).unwrap(), 8192, "a hole");
+        assert_eq!(s.read_at(f, 0, &mut buf).unwrap(), 20_000, "the hole, the written page, the grown tail");
+        s.fallocate(f, FallocMode::PunchHole, 8192, 4096).unwrap();
+        assert_eq!(s.read_at(f, 0, &mut buf).unwrap(), 20_000, "all holes now");
+        use Request::{MetadataWrite as Meta, Read, Write};
+        assert_eq!(*s.sink().0.lock(), [Meta, Write(300), Meta, Read(4096), Meta]);
     }
 }

@@ -12,6 +12,8 @@
 use super::metered::{MeteredStore, RequestSink, Store};
 use super::model::{Device, DeviceReport, Request};
 use super::profile::DeviceProfile;
+use crate::pattern;
+use mcfs_core::backend::KnownContent;
 use mcfs_core::{Clock, MemBackend};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -72,6 +74,17 @@ impl SimBackend {
     /// An empty store on a device of `profile`; virtual time zero is the clock's time now.
     pub fn new(profile: DeviceProfile, clock: Arc<dyn Clock>) -> SimBackend {
         SimBackend::over(MemBackend::new(), profile, clock)
+    }
+
+    /// `new`, but data-less: a whole page holding the replay's pattern (`crate::pattern`, what every
+    /// replay writes) is kept as a mark, not as its bytes, and reads back the same. Memory grows with the
+    /// pages' count; anything else (the engine's journal, partial pages) keeps its bytes.
+    pub fn dataless(profile: DeviceProfile, clock: Arc<dyn Clock>) -> SimBackend {
+        SimBackend::over(
+            MemBackend::with_known_content(KnownContent { fill: pattern::fill, matches: pattern::matches }),
+            profile,
+            clock,
+        )
     }
 }
 

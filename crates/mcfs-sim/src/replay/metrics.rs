@@ -7,6 +7,7 @@
 //! no wall-clock times), so the same inputs serialize to the same JSON, byte for byte.
 
 use super::latency::LatencySummary;
+use super::options::Timing;
 use super::risk::BytesAtRisk;
 use crate::device::DeviceReport;
 use mcfs_core::policy::prediction_score::PredictionScore;
@@ -25,8 +26,14 @@ pub struct Metrics {
     pub skip_reasons: BTreeMap<String, u64>,
     /// Events stamped earlier than one before them; they are replayed at the current virtual time.
     pub out_of_order_events: u64,
-    /// Virtual time from the first event to the last, in nanoseconds.
+    /// How events were issued: `closed-loop` (each process after its previous call completed, plus the
+    /// recorded think time) or `open-loop` (at their recorded times).
+    pub timing: Timing,
+    /// Virtual time from the first event to the issue of the last, in nanoseconds.
     pub virtual_ns: u64,
+    /// Recorded time from the first event to the last: closed loop stretches `virtual_ns` past it when the
+    /// device kept apps waiting.
+    pub trace_ns: u64,
     /// Background `tick`s run at the engine's deadlines.
     pub ticks: u64,
     pub bytes_written: u64,
@@ -69,6 +76,9 @@ pub struct AppMetrics {
     pub fsync_honoured: u64,
     pub fsync_latency: LatencySummary,
     pub stall_ns: u64,
+    /// Closed loop: how far behind its recorded time the app's most delayed process issued its last
+    /// event (0 in open loop).
+    pub delay_ns: u64,
     /// Intervals between two of the app's checkpoints while the trace ran (shutdown's final checkpoint,
     /// which only marks the end of the trace, is left out), their mean and the longest, in nanoseconds.
     pub checkpoint_intervals: u64,
@@ -113,6 +123,7 @@ impl AppMetrics {
             fsync_honoured: s.fsync_honoured,
             fsync_latency,
             stall_ns,
+            delay_ns: 0,
             checkpoint_intervals: during.checkpoint_intervals,
             checkpoint_interval_mean_ns: seconds_to_ns(during.checkpoint_interval_mean_seconds),
             checkpoint_interval_max_ns: seconds_to_ns(during.checkpoint_interval_max_seconds),

@@ -1,6 +1,6 @@
-//! `mcfs sim --trace FILE [--config FILE] [--device PROFILE] [--json] [--sample-every SECONDS]`: replays a
-//! trace through the real engine in virtual time, on a simulated device (`mcfs_sim::replay`), and prints
-//! the metrics — JSON for machines, a table for people.
+//! `mcfs sim --trace FILE [--config FILE] [--device PROFILE] [--open-loop] [--keep-data] [--json] [--sample-every SECONDS]`:
+//! replays a trace through the real engine in virtual time, on a simulated device (`mcfs_sim::replay`),
+//! closed loop unless `--open-loop`, and prints the metrics — JSON for machines, a table for people.
 //!
 //! `--fasttrack FG_DIR --bg DIR...` runs one point of the FastTrack study instead (`fasttrack`).
 //!
@@ -18,7 +18,7 @@ use crate::config_file;
 use crate::output::print;
 use clap::Args;
 use mcfs_sim::device::DeviceProfile;
-use mcfs_sim::replay::{ReplayOptions, Replayer};
+use mcfs_sim::replay::{ReplayOptions, Replayer, Timing};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -39,6 +39,14 @@ pub struct SimArgs {
     /// Device to simulate: a built-in profile (emmc, ufs) or a TOML profile file.
     #[arg(long, value_name = "PROFILE", default_value = "emmc")]
     pub device: String,
+    /// Issue every event at its recorded time (open loop) instead of each process's next event after its
+    /// previous one completed plus the recorded think time (closed loop, the default).
+    #[arg(long = "open-loop", conflicts_with = "fasttrack")]
+    pub open_loop: bool,
+    /// Keep every written byte in the simulated store instead of marks for pages of the replay's pattern
+    /// (same metrics, more memory; for checking the data-less store).
+    #[arg(long = "keep-data", conflicts_with = "fasttrack")]
+    pub keep_data: bool,
     /// Print the metrics as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -56,7 +64,8 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     let Some(trace) = &args.trace else { return Err("sim needs --trace FILE (or --fasttrack FG_DIR)".into()) };
     let device_name = device.name.clone();
     let mut input = TraceInput::open(trace)?;
-    let options = ReplayOptions { config, device, sample_every: args.sample_every };
+    let timing = if args.open_loop { Timing::OpenLoop } else { Timing::ClosedLoop };
+    let options = ReplayOptions { config, device, timing, keep_data: args.keep_data, sample_every: args.sample_every };
     let mut replayer = Replayer::new(options).map_err(|e| format!("cannot start the replay: {e}"))?;
     let mut progress = progress::Progress::new(input.size());
     while let Some(event) = input.next() {
@@ -67,7 +76,7 @@ pub fn run(args: SimArgs) -> Result<(), String> {
                 return Err(e);
             }
         };
-        replayer.replay(&event);
+        replayer.push(event);
         progress.update(input.consumed());
     }
     progress.finish();

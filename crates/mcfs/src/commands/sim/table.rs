@@ -65,7 +65,15 @@ pub fn render(trace: &str, device: &str, m: &Value) -> String {
         _ => String::new(),
     };
     let rows: Vec<(&str, String)> = vec![
-        ("virtual time", s("/virtual_ns", Unit::Nanos)),
+        (
+            "virtual time",
+            format!(
+                "{} ({}; recorded {})",
+                s("/virtual_ns", Unit::Nanos),
+                m.pointer("/timing").and_then(Value::as_str).unwrap_or("-"),
+                s("/trace_ns", Unit::Nanos)
+            ),
+        ),
         (
             "events",
             format!(
