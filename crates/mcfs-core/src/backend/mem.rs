@@ -833,7 +833,7 @@ impl MemBackend {
     /// not since cut or punched (whole pages; holes and bytes past the end
     /// left out): what a device would read for it.
     pub fn stored_bytes(&self, path: &Path, range: Range<u64>) -> io::Result<u64> {
-        self.on_inode("seek data", path, |tree, id| {
+        self.on_inode("count stored bytes of", path, |tree, id| {
             let inode = tree.get(id);
             inode.must_be_regular()?;
             Ok(inode.data.stored_bytes(range))
