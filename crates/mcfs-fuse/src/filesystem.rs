@@ -292,7 +292,9 @@ impl Filesystem for McfsFs {
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
         let caller = caller(req);
-        reply_entry(reply, self.admitted(caller, || self.engine.link(caller, ino.0, newparent.0, newname)));
+        let result = self.admitted(caller, || self.engine.link(caller, ino.0, newparent.0, newname));
+        let op = |_: &_| ServedOp::Link { ino: ino.0, new_parent: newparent.0, new_name: newname };
+        reply_entry(reply, self.observed(Some(caller), result, op));
     }
 
     fn open(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
