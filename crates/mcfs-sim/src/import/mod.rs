@@ -5,3 +5,4 @@
 
 pub mod csv;
 pub mod strace;
+mod workdirs;
