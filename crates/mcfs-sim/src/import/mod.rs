@@ -4,5 +4,6 @@
 //! number and reason, like the native readers.
 
 pub mod csv;
+pub mod gaps;
 pub mod strace;
 mod workdirs;
