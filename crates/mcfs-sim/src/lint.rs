@@ -13,8 +13,9 @@ use crate::timefmt::NANOS_PER_SECOND;
 const MIN_TRANSFERS: u64 = 16;
 /// Share (percent) of transfers that must look like sectors.
 const SECTOR_LIKE_PERCENT: u64 = 90;
-/// A gap shorter than this is never worth a warning.
-const MIN_WARNED_GAP_NS: u64 = 60 * NANOS_PER_SECOND;
+/// A gap shorter than an hour is never worth a warning: a user who shortened gaps (`--max-gap`) chose
+/// theirs, and real pauses of an app last minutes; the mistake is days of a since-boot clock.
+const MIN_WARNED_GAP_NS: u64 = 3600 * NANOS_PER_SECOND;
 /// A gap is warned about when it is at least this share (percent) of the trace's span.
 const GAP_SHARE_PERCENT: u64 = 50;
 

@@ -193,6 +193,16 @@ impl Replayer {
         &self.backend
     }
 
+    /// Events skipped so far.
+    pub fn events_skipped(&self) -> u64 {
+        self.metrics.events_skipped
+    }
+
+    /// Events skipped so far, by reason (as [`Metrics::skip_reasons`] will report them).
+    pub fn skip_reasons(&self) -> &std::collections::BTreeMap<String, u64> {
+        &self.metrics.skip_reasons
+    }
+
     /// Shuts the engine down (committing everything) and reports.
     pub fn finish(mut self) -> Result<Metrics, ReplayError> {
         let during = self.engine.stats();

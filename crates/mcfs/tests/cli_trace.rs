@@ -96,12 +96,13 @@ fn imports_a_csv_block_trace_with_units() {
     ];
     let out = mcfs(&[&args[..], &[s(&input), "-o", s(&output)]].concat());
     assert_ok(&out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 2 events"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 3 events"));
     let events = read_trace(&output);
-    assert_eq!(events.len(), 2);
-    assert_eq!((events[0].time_ns, events[0].app.as_str()), (12_500_000, "com.a"));
-    assert_eq!(events[0].kind, EventKind::Write { path: b"/blockdev".to_vec(), offset: 4096, len: 4096 });
-    assert_eq!(events[1].kind, EventKind::Read { path: b"/blockdev".to_vec(), offset: 8192, len: 512 });
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[0].kind, EventKind::Create { path: b"/blockdev".to_vec() }, "the device file is made first");
+    assert_eq!((events[1].time_ns, events[1].app.as_str()), (12_500_000, "com.a"));
+    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev".to_vec(), offset: 4096, len: 4096 });
+    assert_eq!(events[2].kind, EventKind::Read { path: b"/blockdev".to_vec(), offset: 8192, len: 512 });
 }
 
 #[test]
