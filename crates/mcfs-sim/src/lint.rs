@@ -6,8 +6,8 @@
 //! offset is a multiple of 8, and only one in 64 such numbers is also a multiple of 512 (a byte offset of
 //! a page always is); a length is 8, 16, 32... sectors, below 512 as bytes.
 
-use crate::trace::{EventKind, TraceEvent};
 use crate::timefmt::NANOS_PER_SECOND;
+use crate::trace::{EventKind, TraceEvent};
 
 /// Fewer transfers than this say nothing about units.
 const MIN_TRANSFERS: u64 = 16;
@@ -45,8 +45,8 @@ impl TraceLint {
         self.latest_ns = self.latest_ns.max(t);
         if let EventKind::Read { offset, len, .. } | EventKind::Write { offset, len, .. } = event.kind {
             self.transfers += 1;
-            self.sector_like_offsets += u64::from(offset % 8 == 0 && offset % 512 != 0);
-            self.sector_like_lengths += u64::from(len % 8 == 0 && (8..512).contains(&len));
+            self.sector_like_offsets += u64::from(offset.is_multiple_of(8) && !offset.is_multiple_of(512));
+            self.sector_like_lengths += u64::from(len.is_multiple_of(8) && (8..512).contains(&len));
         }
     }
 
@@ -54,7 +54,9 @@ impl TraceLint {
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         let span = self.latest_ns.saturating_sub(self.first_ns.unwrap_or(0));
-        if self.longest_gap_ns >= MIN_WARNED_GAP_NS && self.longest_gap_ns.saturating_mul(100) >= span * GAP_SHARE_PERCENT {
+        if self.longest_gap_ns >= MIN_WARNED_GAP_NS
+            && self.longest_gap_ns.saturating_mul(100) >= span * GAP_SHARE_PERCENT
+        {
             out.push(format!(
                 "an idle gap of {} s (ending at {} s on the trace's clock) is {} % of the trace's {} s: it \
                  dominates every time-weighted metric; import with --max-gap SECONDS to shorten such gaps",

@@ -38,7 +38,7 @@ pub fn parse_decimal_exact(text: &str, unit_ns: u64) -> Result<(u64, bool), Stri
         // numerator < 10^30 and unit_ns < 2^64: the product fits in u128.
         let scaled = numerator * u128::from(unit_ns);
         total += scaled / denominator;
-        lost = scaled % denominator != 0 || beyond.bytes().any(|b| b != b'0');
+        lost = !scaled.is_multiple_of(denominator) || beyond.bytes().any(|b| b != b'0');
     }
     Ok((u64::try_from(total).map_err(|_| too_big())?, lost))
 }

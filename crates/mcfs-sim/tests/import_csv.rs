@@ -118,7 +118,10 @@ fn an_imported_block_trace_replays_every_row() {
 fn a_comm_tid_process_column_gives_app_and_pid() {
     let events = import(PHONE_ROWS, phone_options()).unwrap();
     let who: Vec<(&str, u32)> = events.iter().map(|e| (e.app.as_str(), e.pid)).collect();
-    assert_eq!(who, [("com.whatsapp", 4711), ("com.whatsapp", 4711), ("com.android.chrome", 902), ("com.whatsapp", 4712)]);
+    assert_eq!(
+        who,
+        [("com.whatsapp", 4711), ("com.whatsapp", 4711), ("com.android.chrome", 902), ("com.whatsapp", 4712)]
+    );
     assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev".to_vec(), offset: 2048 * 512, len: 4096 });
     let err = import("chrome,W,0,8,1\n", phone_options()).unwrap_err();
     assert_eq!(err.position, Position::Line(1));

@@ -415,13 +415,19 @@ mod tests {
         check_recording(&record_some("trace.bin"));
     }
 
+    /// A recorder over a fresh engine, writing `DIR/t`.
+    fn recording(dir: &Path) -> (PathBuf, Arc<Engine>, Recorder) {
+        let path = dir.join("t");
+        let engine = engine();
+        let file = TraceFile::create(&path, &dir.join("m"), &dir.join("b")).unwrap();
+        let recorder = Recorder::start(file, engine.clone(), &config()).unwrap();
+        (path, engine, recorder)
+    }
+
     #[test]
     fn paths_follow_a_renamed_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t");
-        let engine = engine();
-        let file = TraceFile::create(&path, &dir.path().join("m"), &dir.path().join("b")).unwrap();
-        let recorder = Recorder::start(file, engine.clone(), &config()).unwrap();
+        let (path, engine, recorder) = recording(dir.path());
         let c = Caller { uid: 1, gid: 1, pid: 1 };
         let d = engine.mkdir(c, ROOT_INO, OsStr::new("d"), 0o755).unwrap();
         let f = engine.create(c, d.ino, OsStr::new("f"), 0o644, false).unwrap();
@@ -455,10 +461,7 @@ mod tests {
     #[test]
     fn links_are_recorded_with_the_name_the_file_had() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t");
-        let engine = engine();
-        let file = TraceFile::create(&path, &dir.path().join("m"), &dir.path().join("b")).unwrap();
-        let recorder = Recorder::start(file, engine.clone(), &config()).unwrap();
+        let (path, engine, recorder) = recording(dir.path());
         let c = Caller { uid: 1, gid: 1, pid: 1 };
         let objects = engine.mkdir(c, ROOT_INO, OsStr::new("objects"), 0o755).unwrap();
         let ab = engine.mkdir(c, objects.ino, OsStr::new("ab"), 0o755).unwrap();

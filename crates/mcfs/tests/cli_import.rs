@@ -2,16 +2,14 @@
 //! stdin, imported with a COMM-TID process column, a file per app and a cap on idle gaps, then replayed
 //! with nothing skipped; unit mistakes warned about; a replay that skips most of its trace fails.
 
-use mcfs_sim::binary::{BinaryReader, MAGIC};
-use mcfs_sim::text::TextReader;
-use mcfs_sim::{EventKind, TraceEvent};
+use mcfs_sim::EventKind;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 mod common;
 
-use common::{mcfs_bin, run_cli as mcfs, stderr_of as stderr};
+use common::{mcfs_bin, read_trace, run_cli as mcfs, stderr_of as stderr};
 
 fn assert_ok(out: &Output) {
     assert!(out.status.success(), "status {:?}, stderr: {}", out.status, stderr(out));
@@ -23,16 +21,6 @@ fn s(path: &Path) -> &str {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn read_trace(path: &Path) -> Vec<TraceEvent> {
-    let bytes = std::fs::read(path).unwrap();
-    let events: Result<Vec<_>, _> = if bytes.starts_with(MAGIC) {
-        BinaryReader::new(bytes.as_slice()).collect()
-    } else {
-        TextReader::new(bytes.as_slice()).collect()
-    };
-    events.unwrap()
 }
 
 fn mcfs_with_stdin(args: &[&str], input: &[u8]) -> Output {
@@ -95,7 +83,10 @@ fn a_gzipped_phone_trace_on_stdin_imports_and_replays_whole() {
     let who: Vec<(&str, u32)> = events.iter().map(|e| (e.app.as_str(), e.pid)).collect();
     assert_eq!(who[..3], [("com.whatsapp", 4711), ("com.whatsapp", 4711), ("com.android.chrome", 902)]);
     assert_eq!(events[5].time_ns, 161_000_000_000, "two days became 60 s after the event at 101 s");
-    assert_eq!(events[5].kind, EventKind::Write { path: b"/blockdev/com.whatsapp".to_vec(), offset: 2056 * 512, len: 4096 });
+    assert_eq!(
+        events[5].kind,
+        EventKind::Write { path: b"/blockdev/com.whatsapp".to_vec(), offset: 2056 * 512, len: 4096 }
+    );
 
     let out = mcfs(&["sim", "--trace", s(&output), "--json"]);
     assert_ok(&out);

@@ -2,15 +2,14 @@
 //! conversion, failed imports that name the line and leave no file, deterministic synthesis and replay,
 //! and the errors a user sees for a bad device or a bad trace.
 
-use mcfs_sim::binary::{BinaryReader, MAGIC};
-use mcfs_sim::text::TextReader;
+use mcfs_sim::binary::MAGIC;
 use mcfs_sim::{EventKind, TraceEvent};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
 
-use common::{run_cli as mcfs, stderr_of as stderr};
+use common::{read_trace, run_cli as mcfs, stderr_of as stderr};
 
 fn assert_ok(out: &Output) {
     assert!(out.status.success(), "status {:?}, stderr: {}", out.status, stderr(out));
@@ -22,16 +21,6 @@ fn s(path: &Path) -> &str {
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcfs-sim/tests/fixtures").join(name)
-}
-
-fn read_trace(path: &Path) -> Vec<TraceEvent> {
-    let bytes = std::fs::read(path).unwrap();
-    let events: Result<Vec<_>, _> = if bytes.starts_with(MAGIC) {
-        BinaryReader::new(bytes.as_slice()).collect()
-    } else {
-        TextReader::new(bytes.as_slice()).collect()
-    };
-    events.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn names_in(dir: &Path) -> Vec<String> {

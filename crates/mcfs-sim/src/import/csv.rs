@@ -57,7 +57,9 @@ impl FromStr for ColumnSpec {
                 "pid" => &mut pid,
                 "path" => &mut path,
                 other => {
-                    return Err(bad(format!("unknown field '{other}' (known: time app process op offset size pid path)")))
+                    return Err(bad(format!(
+                        "unknown field '{other}' (known: time app process op offset size pid path)"
+                    )))
                 }
             };
             if slot.replace(column).is_some() {
@@ -145,7 +147,9 @@ impl ProcessFormat {
         match self {
             ProcessFormat::Comm => Ok((field.to_string(), 0)),
             ProcessFormat::CommTid => {
-                let split = field.rsplit_once('-').filter(|(_, tid)| !tid.is_empty() && tid.bytes().all(|b| b.is_ascii_digit()));
+                let split = field
+                    .rsplit_once('-')
+                    .filter(|(_, tid)| !tid.is_empty() && tid.bytes().all(|b| b.is_ascii_digit()));
                 let (comm, tid) = split.ok_or_else(|| format!("process '{field}' is not COMM-TID"))?;
                 let tid = tid.parse().map_err(|_| format!("process '{field}': TID {tid} is not a 32-bit number"))?;
                 Ok((comm.to_string(), tid))
@@ -422,7 +426,8 @@ mod tests {
             assert!(split(bad).is_err(), "{bad}");
         }
         assert_eq!(ProcessFormat::Comm.split("a-1"), Ok(("a-1".into(), 0)));
-        let names: Vec<PathBytes> = ["a/b", "a%2Fb", "", ".", "..", "ok"].iter().map(|a| per_app_path(b"/d", a)).collect();
+        let names: Vec<PathBytes> =
+            ["a/b", "a%2Fb", "", ".", "..", "ok"].iter().map(|a| per_app_path(b"/d", a)).collect();
         assert_eq!(names[0], b"/d/a%2Fb");
         assert_eq!(names[5], b"/d/ok");
         let distinct: HashSet<&PathBytes> = names.iter().collect();

@@ -64,7 +64,9 @@ mod tests {
     #[test]
     fn long_gaps_shrink_to_the_bound_and_short_ones_stay() {
         let secs = [0u64, 1, 2, 86_400 * 3, 86_400 * 3 + 5, 86_400 * 3 + 4, 86_400 * 4];
-        let events = secs.iter().map(|&s| Ok(TraceEvent { time_ns: s * 1_000_000_000, app: "a".into(), pid: 1, kind: EventKind::Exit }));
+        let events = secs
+            .iter()
+            .map(|&s| Ok(TraceEvent { time_ns: s * 1_000_000_000, app: "a".into(), pid: 1, kind: EventKind::Exit }));
         let mut cap = GapCap::new(events, 60 * 1_000_000_000);
         let out: Vec<u64> = cap.by_ref().map(|e| e.unwrap().time_ns / 1_000_000_000).collect();
         assert_eq!(out, [0, 1, 2, 62, 67, 66, 127], "the last gap counts from the latest event (67)");

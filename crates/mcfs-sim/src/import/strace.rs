@@ -331,7 +331,11 @@ impl<R: BufRead> StraceImporter<R> {
                 }
             }
             "symlink" | "symlinkat" => {
-                let path = if call.name == "symlink" { self.path_arg(call, None, 1)? } else { self.path_arg(call, Some(1), 2)? };
+                let path = if call.name == "symlink" {
+                    self.path_arg(call, None, 1)?
+                } else {
+                    self.path_arg(call, Some(1), 2)?
+                };
                 match path {
                     Ok(path) => {
                         self.skip_kept(&path, skip::SYMLINK);

@@ -185,13 +185,7 @@ fn write_imported(
     let name = input_name(&args.input);
     let max_gap_ns = args.max_gap.map_or(u64::MAX, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let mut capped = GapCap::new(events, max_gap_ns);
-    let shown = capped.by_ref().map(|r| {
-        r.map(|event| {
-            lint.add(&event);
-            event
-        })
-        .map_err(|e| format!("{name}: {e}"))
-    });
+    let shown = capped.by_ref().map(|r| r.inspect(|event| lint.add(event)).map_err(|e| format!("{name}: {e}")));
     let count = write_trace(&args.output, form, shown)?;
     Ok((count, capped.report()))
 }
