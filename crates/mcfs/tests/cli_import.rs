@@ -148,3 +148,31 @@ fn a_replay_that_skips_most_of_its_trace_fails_and_names_why() {
     assert_ok(&out);
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 }
+
+#[test]
+fn an_strace_log_on_stdin_resolves_relative_paths_and_counts_what_it_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("git.trace");
+    let log = "1 10:00:00.000000 mkdir(\"d\", 0777) = 0\n1 10:00:00.000001 symlink(\"t\", \"/x/s\") = 0\n";
+    let args = ["trace", "import", "--format", "strace", "--cwd", "/home/u", "-", "-o", s(&output)];
+    let out = mcfs_with_stdin(&args, log.as_bytes());
+    assert_ok(&out);
+    let text = stdout(&out);
+    assert!(text.contains("imported 1 events from stdin into"), "{text}");
+    assert!(text.contains("skipped 1 call(s): symbolic link"), "{text}");
+    assert_eq!(read_trace(&output)[0].kind, EventKind::Mkdir { path: b"/home/u/d".to_vec() });
+}
+
+#[test]
+fn options_that_do_not_fit_the_columns_are_usage_errors() {
+    let csv = ["trace", "import", "--format", "csv", "in.csv", "-o", "out.trace", "--columns"];
+    for (extra, why) in [
+        (&["time=1,app=2,op=3,offset=4,size=5,path=6", "--file-per-app"][..], "--file-per-app"),
+        (&["time=1,app=2,op=3,offset=4,size=5", "--process-format", "comm"][..], "process=N"),
+        (&["time=1,app=2,op=3,offset=4,size=5", "--cwd", "/"][..], "--cwd"),
+    ] {
+        let out = mcfs(&[&csv[..], extra].concat());
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{extra:?}: {}", stderr(&out));
+    }
+}
