@@ -361,7 +361,9 @@ impl Filesystem for McfsFs {
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
         let caller = caller(req);
         self.serve(caller, newname, move |fs, newname| {
-            reply_entry(reply, fs.engine.link(caller, ino.0, newparent.0, newname))
+            let result = fs.engine.link(caller, ino.0, newparent.0, newname);
+            let op = |_: &_| ServedOp::Link { ino: ino.0, new_parent: newparent.0, new_name: newname };
+            reply_entry(reply, fs.observed(Some(caller), result, op));
         });
     }
 

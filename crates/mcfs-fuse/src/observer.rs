@@ -59,6 +59,12 @@ pub enum ServedOp<'a> {
         new_name: &'a OsStr,
         exchange: bool,
     },
+    /// `new_name` in `new_parent` became another name of the file `ino` (a hard link).
+    Link {
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &'a OsStr,
+    },
     Mkdir {
         ino: Ino,
     },

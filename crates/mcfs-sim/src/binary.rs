@@ -11,7 +11,10 @@ use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read, Write};
 
 use crate::error::{Position, TraceError};
-use crate::trace::{EventKind, InputKind, TraceEvent, FORMAT_VERSION, MAX_BATTERY_PERCENT};
+use crate::trace::{
+    check_kind_in_version, version_is_known, EventKind, InputKind, TraceEvent, FORMAT_VERSION, MAX_BATTERY_PERCENT,
+    OLDEST_FORMAT_VERSION,
+};
 
 /// First bytes of every binary trace.
 pub const MAGIC: &[u8; 8] = b"MCFSTRAC";
@@ -34,6 +37,8 @@ mod tag {
     pub const MKDIR: u8 = 0x19;
     pub const RMDIR: u8 = 0x1a;
     pub const CLOSE: u8 = 0x1b;
+    /// Version 2 on.
+    pub const LINK: u8 = 0x1c;
     pub const TAP: u8 = 0x20;
     pub const DRAG: u8 = 0x21;
     pub const LAUNCH: u8 = 0x30;
@@ -45,7 +50,7 @@ mod tag {
 
     /// Whether `t` starts an event record (checked before its body, so a bad tag is named as such).
     pub fn is_event(t: u8) -> bool {
-        matches!(t, OPEN..=CLOSE | TAP..=DRAG | LAUNCH..=EXIT | BATTERY..=SCREEN)
+        matches!(t, OPEN..=LINK | TAP..=DRAG | LAUNCH..=EXIT | BATTERY..=SCREEN)
     }
 }
 
@@ -122,6 +127,7 @@ impl<W: Write> BinaryWriter<W> {
             EventKind::Write { path, offset, len } => (tag::WRITE, [Some(path), None], [Some(*offset), Some(*len)]),
             EventKind::Truncate { path, size } => (tag::TRUNCATE, [Some(path), None], [Some(*size), None]),
             EventKind::Rename { from, to } => (tag::RENAME, [Some(from), Some(to)], [None, None]),
+            EventKind::Link { from, to } => (tag::LINK, [Some(from), Some(to)], [None, None]),
             EventKind::Input { input: InputKind::Tap, duration_ns } => {
                 (tag::TAP, [None, None], [Some(*duration_ns), None])
             }
@@ -160,7 +166,8 @@ pub struct BinaryReader<R: Read> {
     offset: u64,
     strings: Vec<Vec<u8>>,
     last_time_ns: u64,
-    header_seen: bool,
+    /// The version the header gave; `None` until it is read.
+    version: Option<u32>,
     done: bool,
 }
 
@@ -178,7 +185,7 @@ impl From<String> for Bad {
 
 impl<R: Read> BinaryReader<R> {
     pub fn new(input: R) -> Self {
-        BinaryReader { input, offset: 0, strings: Vec::new(), last_time_ns: 0, header_seen: false, done: false }
+        BinaryReader { input, offset: 0, strings: Vec::new(), last_time_ns: 0, version: None, done: false }
     }
 
     /// One byte, or `None` at a clean end of input.
@@ -239,7 +246,7 @@ impl<R: Read> BinaryReader<R> {
         Ok(())
     }
 
-    fn check_header(&mut self) -> Result<(), Bad> {
+    fn check_header(&mut self) -> Result<u32, Bad> {
         let mut magic = [0u8; 8];
         for slot in magic.iter_mut() {
             *slot = self.byte_or_end()?.ok_or_else(|| Bad::Msg("input too short for the magic".into()))?;
@@ -248,27 +255,33 @@ impl<R: Read> BinaryReader<R> {
             return Err(Bad::Msg("not an mcfs binary trace (bad magic)".into()));
         }
         let version = self.varint("version")?;
-        if version != u64::from(FORMAT_VERSION) {
+        if !version_is_known(version) {
             return Err(Bad::Msg(format!(
-                "unsupported binary trace version {version} (this reader reads version {FORMAT_VERSION})"
+                "unsupported binary trace version {version} (this reader reads versions {OLDEST_FORMAT_VERSION} to \
+                 {FORMAT_VERSION})"
             )));
         }
-        Ok(())
+        Ok(version as u32)
     }
 
     /// Reads records until the next event; `None` at a clean end of input (between records).
     fn read_next(&mut self) -> Result<Option<TraceEvent>, Bad> {
-        if !self.header_seen {
-            self.check_header()?;
-            self.header_seen = true;
-        }
+        let version = match self.version {
+            Some(v) => v,
+            None => {
+                let v = self.check_header()?;
+                *self.version.insert(v)
+            }
+        };
         loop {
             let Some(tag) = self.byte_or_end()? else { return Ok(None) };
             if tag == TAG_STRING {
                 self.define_string()?;
                 continue;
             }
-            return self.event(tag).map(Some);
+            let event = self.event(tag)?;
+            check_kind_in_version(&event.kind, version)?;
+            return Ok(Some(event));
         }
     }
 
@@ -301,6 +314,7 @@ impl<R: Read> BinaryReader<R> {
             },
             tag::TRUNCATE => EventKind::Truncate { path: self.string("path")?, size: self.varint("size")? },
             tag::RENAME => EventKind::Rename { from: self.string("source path")?, to: self.string("target path")? },
+            tag::LINK => EventKind::Link { from: self.string("source path")?, to: self.string("target path")? },
             tag::TAP => EventKind::Input { input: InputKind::Tap, duration_ns: self.varint("duration")? },
             tag::DRAG => EventKind::Input { input: InputKind::Drag, duration_ns: self.varint("duration")? },
             tag::LAUNCH => EventKind::Launch,
@@ -382,10 +396,29 @@ mod tests {
         let err = BinaryReader::new(bad.as_slice()).find_map(Result::err).unwrap();
         assert_eq!(err.position, Position::Byte(bytes.len() as u64));
         assert!(err.reason.contains("unknown record tag 0x7f"), "{err}");
-        let err = BinaryReader::new(&b"MCFSTRAC\x02"[..]).find_map(Result::err).unwrap();
-        assert!(err.reason.contains("version 2"), "{err}");
+        let err = BinaryReader::new(&b"MCFSTRAC\x03"[..]).find_map(Result::err).unwrap();
+        assert!(err.reason.contains("version 3"), "{err}");
         let err = BinaryReader::new(&b"NOTATRACE"[..]).find_map(Result::err).unwrap();
         assert!(err.reason.contains("magic"), "{err}");
+    }
+
+    #[test]
+    fn version_1_traces_still_read_but_may_not_hold_links() {
+        let link = TraceEvent {
+            time_ns: 5,
+            app: "git".into(),
+            pid: 1,
+            kind: EventKind::Link { from: b"/a".to_vec(), to: b"/b".to_vec() },
+        };
+        let mut bytes = encode(&[write(1, b"/a"), link.clone()]);
+        assert_eq!(bytes[MAGIC.len()], FORMAT_VERSION as u8);
+        let back: Vec<_> = BinaryReader::new(bytes.as_slice()).collect::<Result<_, _>>().unwrap();
+        assert_eq!(back[1], link);
+        bytes[MAGIC.len()] = 1;
+        let mut reader = BinaryReader::new(bytes.as_slice());
+        assert_eq!(reader.next().unwrap().unwrap(), write(1, b"/a"), "a version 1 event reads");
+        let err = reader.next().unwrap().unwrap_err();
+        assert!(err.reason.contains("'link' needs mcfs-trace version 2"), "{err}");
     }
 
     #[test]

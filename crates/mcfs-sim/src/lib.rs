@@ -14,6 +14,7 @@ pub mod fasttrack;
 mod file_calls;
 pub mod import;
 mod lines;
+pub mod lint;
 pub mod live_replay;
 pub mod pattern;
 pub mod replay;

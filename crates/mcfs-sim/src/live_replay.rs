@@ -251,6 +251,7 @@ impl LiveReplayer {
             EventKind::Unlink { path } => self.unlink(path),
             EventKind::Rmdir { path } => self.inside(path).and_then(|rel| fs::remove_dir(self.removable(&rel)?)),
             EventKind::Rename { from, to } => self.rename(from, to),
+            EventKind::Link { from, to } => self.link(from, to),
             EventKind::Mkdir { path } => self.mkdir(path),
             EventKind::Close { path } => self.close(path),
             EventKind::Input { .. }
@@ -414,6 +415,12 @@ impl LiveReplayer {
             }
         }
         Ok(())
+    }
+
+    fn link(&self, from: &[u8], to: &[u8]) -> io::Result<()> {
+        let (from, to) = (self.inside(from)?, self.inside(to)?);
+        self.make_parents(&to)?;
+        fs::hard_link(self.removable(&from)?, self.removable(&to)?)
     }
 }
 
@@ -633,7 +640,7 @@ mod tests {
             let (from, to) = (p(names[rng.gen_range(0..names.len())]), p(names[rng.gen_range(0..names.len())]));
             let (offset, len) = (rng.gen_range(0..100_000), rng.gen_range(0..20_000));
             let path = || from.clone();
-            let kind = match rng.gen_range(0..13) {
+            let kind = match rng.gen_range(0..14) {
                 0 => EventKind::Open { path: path() },
                 1 => EventKind::Create { path: path() },
                 2 => EventKind::Read { path: path(), offset, len },
@@ -646,6 +653,7 @@ mod tests {
                 9 => EventKind::Mkdir { path: path() },
                 10 => EventKind::Rmdir { path: path() },
                 11 => EventKind::Close { path: path() },
+                12 => EventKind::Link { from: path(), to },
                 _ => EventKind::Screen { on: true },
             };
             replayer.apply(&ev(kind));

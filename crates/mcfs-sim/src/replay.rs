@@ -32,7 +32,7 @@ pub use risk::BytesAtRisk;
 
 use crate::device::SimBackend;
 use crate::error::TraceError;
-use crate::text::op_name;
+use crate::text::{format_event, op_name};
 use crate::trace::{EventKind, TraceEvent};
 use closed_loop::ClosedLoop;
 use mcfs_core::{Caller, Clock, Config, Engine, Errno, ManualClock};
@@ -231,6 +231,11 @@ impl Replayer {
                     Skip::UnknownPath => "unknown path".to_string(),
                     Skip::Refused(e) => e.to_string(),
                 };
+                self.metrics.skip_examples.entry(reason.clone()).or_insert_with(|| {
+                    let mut line = Vec::new();
+                    format_event(event, &mut line);
+                    String::from_utf8_lossy(&line).trim_end().to_string()
+                });
                 *self.metrics.skip_reasons.entry(reason).or_default() += 1;
             }
         }

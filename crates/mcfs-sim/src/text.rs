@@ -11,7 +11,10 @@ use crate::error::TraceError;
 use crate::escape::{escape_into, unescape};
 use crate::lines::LineReader;
 use crate::timefmt::{format_seconds, parse_decimal, NANOS_PER_SECOND};
-use crate::trace::{EventKind, InputKind, TraceEvent, FORMAT_NAME, FORMAT_VERSION, MAX_BATTERY_PERCENT};
+use crate::trace::{
+    check_kind_in_version, version_is_known, EventKind, InputKind, TraceEvent, FORMAT_NAME, FORMAT_VERSION,
+    MAX_BATTERY_PERCENT, OLDEST_FORMAT_VERSION,
+};
 
 /// Writes events in the canonical text form.
 pub struct TextWriter<W: Write> {
@@ -69,7 +72,7 @@ pub fn format_event(event: &TraceEvent, out: &mut Vec<u8>) {
             path(out, p);
             number(out, *size);
         }
-        EventKind::Rename { from, to } => {
+        EventKind::Rename { from, to } | EventKind::Link { from, to } => {
             path(out, from);
             path(out, to);
         }
@@ -95,6 +98,7 @@ pub fn op_name(kind: &EventKind) -> &'static str {
         EventKind::Truncate { .. } => "truncate",
         EventKind::Unlink { .. } => "unlink",
         EventKind::Rename { .. } => "rename",
+        EventKind::Link { .. } => "link",
         EventKind::Mkdir { .. } => "mkdir",
         EventKind::Rmdir { .. } => "rmdir",
         EventKind::Close { .. } => "close",
@@ -112,13 +116,14 @@ pub fn op_name(kind: &EventKind) -> &'static str {
 /// Streams events out of a text trace.
 pub struct TextReader<R: BufRead> {
     lines: LineReader<R>,
-    header_seen: bool,
+    /// The version the header gave; `None` until it is read.
+    version: Option<u32>,
     done: bool,
 }
 
 impl<R: BufRead> TextReader<R> {
     pub fn new(input: R) -> Self {
-        TextReader { lines: LineReader::new(input), header_seen: false, done: false }
+        TextReader { lines: LineReader::new(input), version: None, done: false }
     }
 
     /// Tokens of the next line with content (comments and blank lines skipped), or `None` at end of input.
@@ -138,31 +143,34 @@ impl<R: BufRead> TextReader<R> {
     }
 
     fn read_next(&mut self) -> Result<Option<TraceEvent>, TraceError> {
-        if !self.header_seen {
-            let Some(tokens) = self.next_content_line()? else {
-                return Err(TraceError::at(self.lines.position(), "empty input: missing header"));
-            };
-            check_header(&tokens).map_err(|r| TraceError::at(self.lines.position(), r))?;
-            self.header_seen = true;
-        }
-        match self.next_content_line()? {
-            None => Ok(None),
-            Some(tokens) => parse_event(&tokens).map(Some).map_err(|r| TraceError::at(self.lines.position(), r)),
-        }
+        let version = match self.version {
+            Some(v) => v,
+            None => {
+                let Some(tokens) = self.next_content_line()? else {
+                    return Err(TraceError::at(self.lines.position(), "empty input: missing header"));
+                };
+                let v = check_header(&tokens).map_err(|r| TraceError::at(self.lines.position(), r))?;
+                *self.version.insert(v)
+            }
+        };
+        let Some(tokens) = self.next_content_line()? else { return Ok(None) };
+        let event = parse_event(&tokens).and_then(|e| check_kind_in_version(&e.kind, version).map(|()| e));
+        event.map(Some).map_err(|r| TraceError::at(self.lines.position(), r))
     }
 }
 
-fn check_header(tokens: &[Vec<u8>]) -> Result<(), String> {
+/// The version of a header line `mcfs-trace N`.
+fn check_header(tokens: &[Vec<u8>]) -> Result<u32, String> {
     let expected = format!("{FORMAT_NAME} {FORMAT_VERSION}");
     match tokens {
         [name, version] if name == FORMAT_NAME.as_bytes() => {
-            if version == FORMAT_VERSION.to_string().as_bytes() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "unsupported {FORMAT_NAME} version '{}' (this reader reads version {FORMAT_VERSION})",
+            match std::str::from_utf8(version).ok().and_then(|v| v.parse::<u32>().ok()) {
+                Some(v) if version_is_known(u64::from(v)) && version.iter().all(u8::is_ascii_digit) => Ok(v),
+                _ => Err(format!(
+                    "unsupported {FORMAT_NAME} version '{}' (this reader reads versions {OLDEST_FORMAT_VERSION} to \
+                     {FORMAT_VERSION})",
                     String::from_utf8_lossy(version)
-                ))
+                )),
             }
         }
         _ => Err(format!("missing header: the first line must be '{expected}'")),
@@ -247,9 +255,14 @@ fn parse_event(tokens: &[Vec<u8>]) -> Result<TraceEvent, String> {
             arity(2)?;
             EventKind::Truncate { path: path(&args[0])?, size: number(&args[1], "size")? }
         }
-        "rename" => {
+        "rename" | "link" => {
             arity(2)?;
-            EventKind::Rename { from: path(&args[0])?, to: path(&args[1])? }
+            let (from, to) = (path(&args[0])?, path(&args[1])?);
+            if op == "rename" {
+                EventKind::Rename { from, to }
+            } else {
+                EventKind::Link { from, to }
+            }
         }
         "tap" | "drag" => {
             arity(1)?;
@@ -314,10 +327,13 @@ mod tests {
     #[test]
     fn bad_lines_report_their_number_and_reason() {
         let cases = [
-            ("mcfs-trace 2\n", 1, "unsupported"),
+            ("mcfs-trace 3\n", 1, "unsupported"),
+            ("mcfs-trace +2\n", 1, "unsupported"),
+            ("mcfs-trace 1\n1 a 1 link /x /y\n", 2, "needs mcfs-trace version 2"),
             ("hello\n", 1, "missing header"),
             ("", 1, "missing header"),
             ("mcfs-trace 1\n1 a 1 open /x\n1 a 1 write /x 1\n", 3, "takes 3"),
+            ("mcfs-trace 2\n1 a 1 link /x\n", 2, "takes 2"),
             ("mcfs-trace 1\n1 a 1 frobnicate\n", 2, "unknown operation"),
             ("mcfs-trace 1\n1 a -1 exit\n", 2, "pid"),
             ("mcfs-trace 1\n1 a 1 battery 101\n", 2, "above 100"),

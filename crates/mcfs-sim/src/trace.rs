@@ -6,8 +6,16 @@
 
 /// Name of the format, written in the text header and implied by the binary magic.
 pub const FORMAT_NAME: &str = "mcfs-trace";
-/// Version of the format; readers reject other versions (see docs/TRACE_FORMAT.md, "Version policy").
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the format the writers write; readers read it and every older one (see docs/TRACE_FORMAT.md,
+/// "Version policy").
+pub const FORMAT_VERSION: u32 = 2;
+/// Oldest version the readers still read.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+
+/// Whether readers read `version`.
+pub fn version_is_known(version: u64) -> bool {
+    (u64::from(OLDEST_FORMAT_VERSION)..=u64::from(FORMAT_VERSION)).contains(&version)
+}
 
 /// A file path as raw bytes (not necessarily UTF-8).
 pub type PathBytes = Vec<u8>;
@@ -63,6 +71,11 @@ pub enum EventKind {
         from: PathBytes,
         to: PathBytes,
     },
+    /// A new name `to` for the file named `from` (a hard link, `link(2)`); both names stay. Version 2 on.
+    Link {
+        from: PathBytes,
+        to: PathBytes,
+    },
     Mkdir {
         path: PathBytes,
     },
@@ -107,6 +120,29 @@ impl EventKind {
                 | EventKind::Screen { .. }
         )
     }
+}
+
+impl EventKind {
+    /// First format version that has this kind of event; a reader refuses it in an older trace.
+    pub fn since_version(&self) -> u32 {
+        match self {
+            EventKind::Link { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Refuses an event kind the trace's `version` does not have (a reader would otherwise accept a file that
+/// an older reader, for which it claims to be written, cannot read).
+pub(crate) fn check_kind_in_version(kind: &EventKind, version: u32) -> Result<(), String> {
+    let since = kind.since_version();
+    if since > version {
+        return Err(format!(
+            "'{}' needs {FORMAT_NAME} version {since}, but the trace is version {version}",
+            crate::text::op_name(kind)
+        ));
+    }
+    Ok(())
 }
 
 /// Kind of a user-input operation.

@@ -91,11 +91,23 @@ fn binary_reader_survives_mutations_and_noise() {
 }
 
 const STRACE_SAMPLE: &str = include_str!("fixtures/sqlite3_create_insert.strace");
+/// The calls of working directories, links and deleted files, in both spellings of `(deleted)`.
+const STRACE_PATHS: &str = "\
+1 10:00:00.000000 chdir(\"sub/../d\") = 0
+1 10:00:00.000001 fchdir(3</tmp>) = 0
+1 10:00:00.000002 mkdir(\"d\", 0777) = 0
+1 10:00:00.000003 link(\"a\", \"b\") = 0
+1 10:00:00.000004 linkat(AT_FDCWD</r>, \"\", 4</r/#1>(deleted), \"x\", AT_EMPTY_PATH) = 0
+1 10:00:00.000005 symlinkat(\"t\", AT_FDCWD</r>, \"s\") = 0
+1 10:00:00.000006 renameat2(AT_FDCWD</r>, \"s\", 5</r/d (deleted)>, \"u\", RENAME_EXCHANGE) = 0
+1 10:00:00.000007 write(3</r/x.db-wal>(deleted), \"\", 8) = 8
+1 10:00:00.000008 openat(AT_FDCWD</r>, \"t\", O_RDWR|O_TMPFILE, 0600) = 6</r/#2 (deleted)>
+";
 
 #[test]
 fn strace_importer_survives_mutations() {
     let mut rng = common::seeded_rng("strace_importer_survives_mutations");
-    let lines: Vec<&str> = STRACE_SAMPLE.lines().collect();
+    let lines: Vec<&str> = STRACE_SAMPLE.lines().chain(STRACE_PATHS.lines()).collect();
     for _ in 0..CASES {
         let start = rng.gen_range(0..lines.len());
         let end = (start + rng.gen_range(1..12)).min(lines.len());
@@ -112,6 +124,20 @@ fn csv_importer_survives_mutations() {
     for _ in 0..CASES {
         let rows: String = (0..rng.gen_range(1..10))
             .map(|i| format!("{i}.25,app{i},{},{},{},{},\"/f,{i}\"\n", ["R", "W"][i % 2], i * 8, 4096, 100 + i))
+            .collect();
+        let input = mutate(&mut rng, rows.as_bytes());
+        drain("csv", &input, CsvImporter::new(input.as_slice(), options.clone()));
+    }
+}
+
+#[test]
+fn csv_importer_with_a_process_column_and_a_file_per_app_survives_mutations() {
+    let mut rng = common::seeded_rng("csv_importer_with_a_process_column_and_a_file_per_app_survives_mutations");
+    let columns = "process=1,op=2,offset=3,size=4,time=5".parse().unwrap();
+    let options = CsvOptions { file_per_app: true, offset_unit: 512, ..CsvOptions::new(columns) };
+    for _ in 0..CASES {
+        let rows: String = (0..rng.gen_range(1..10))
+            .map(|i| format!("app/{i}-{},{},{},8,{i}.5\n", 100 + i, ["R", "W"][i % 2], i * 8))
             .collect();
         let input = mutate(&mut rng, rows.as_bytes());
         drain("csv", &input, CsvImporter::new(input.as_slice(), options.clone()));

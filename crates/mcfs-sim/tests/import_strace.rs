@@ -142,3 +142,119 @@ fn bad_lines_stop_the_import_with_their_number() {
         assert!(err.to_string().contains(reason), "{log:?}: {err}");
     }
 }
+
+fn importer(log: &str, options: StraceOptions) -> (Vec<TraceEvent>, std::collections::BTreeMap<&'static str, u64>) {
+    let mut importer = StraceImporter::new(log.as_bytes(), options);
+    let events = importer.by_ref().collect::<Result<Vec<_>, _>>().unwrap();
+    (events, importer.skipped().clone())
+}
+
+fn kinds(events: &[TraceEvent]) -> Vec<EventKind> {
+    events.iter().map(|e| e.kind.clone()).collect()
+}
+
+/// SQLite unlinks its WAL and keeps using the descriptor: strace 5.x prints `3</x>(deleted)`, older ones
+/// `3</x (deleted)>`. Those calls have no name to replay on; they are counted, not refused with a wrong hint.
+#[test]
+fn calls_on_files_deleted_while_open_are_skipped_and_counted() {
+    let log = "\
+1 10:00:00.000000 openat(AT_FDCWD</d>, \"/d/x.db-wal\", O_RDWR|O_CREAT, 0644) = 3</d/x.db-wal>
+1 10:00:00.000001 pwrite64(3</d/x.db-wal>, \"\"..., 4096, 0) = 4096
+1 10:00:00.000002 unlink(\"/d/x.db-wal\") = 0
+1 10:00:00.000003 fsync(3</d/x.db-wal>(deleted)) = 0
+1 10:00:00.000004 pwrite64(3</d/x.db-wal (deleted)>, \"\"..., 10, 0) = 10
+1 10:00:00.000005 close(3</d/x.db-wal>(deleted)) = 0
+1 10:00:00.000006 openat(AT_FDCWD</d>, \"/d\", O_RDWR|O_TMPFILE, 0600) = 4</d/#1234>(deleted)
+";
+    let (events, skipped) = importer(log, StraceOptions::default());
+    assert_eq!(
+        kinds(&events),
+        [
+            EventKind::Create { path: p("/d/x.db-wal") },
+            EventKind::Write { path: p("/d/x.db-wal"), offset: 0, len: 4096 },
+            EventKind::Unlink { path: p("/d/x.db-wal") },
+        ]
+    );
+    assert_eq!(skipped.get(mcfs_sim::import::strace::skip::DELETED), Some(&4), "{skipped:?}");
+    let err = StraceImporter::new("1 10:00:00.0 fsync(3</x>junk) = 0\n".as_bytes(), StraceOptions::default())
+        .find_map(Result::err)
+        .unwrap();
+    assert!(err.to_string().contains("run strace with -y"), "{err}");
+}
+
+/// git calls `mkdir("d")` and `unlink(".git/...")` with paths relative to its working directory, which the
+/// log shows through `AT_FDCWD</dir>`, `chdir` and `fchdir` and children inherit.
+#[test]
+fn relative_paths_resolve_against_each_process_working_directory() {
+    let log = "\
+1 10:00:00.000000 mkdir(\"early\", 0777) = 0
+1 10:00:00.000001 openat(AT_FDCWD</repo>, \"f\", O_RDONLY) = 3</repo/f>
+1 10:00:00.000002 mkdir(\"d\", 0777) = 0
+1 10:00:00.000003 unlink(\".git/index.lock\") = 0
+1 10:00:00.000004 chdir(\"sub\") = 0
+1 10:00:00.000005 clone(child_stack=NULL, flags=SIGCHLD) = 2
+2 10:00:00.000006 rmdir(\"../d\") = 0
+1 10:00:00.000007 fchdir(3</tmp>) = 0
+1 10:00:00.000008 rename(\"a\", \"/x/b\") = 0
+1 10:00:00.000009 unlinkat(AT_FDCWD, \"c\", 0) = 0
+";
+    let (events, skipped) = importer(log, StraceOptions::default());
+    assert_eq!(
+        kinds(&events),
+        [
+            EventKind::Open { path: p("/repo/f") },
+            EventKind::Mkdir { path: p("/repo/d") },
+            EventKind::Unlink { path: p("/repo/.git/index.lock") },
+            EventKind::Rmdir { path: p("/repo/d") },
+            EventKind::Rename { from: p("/tmp/a"), to: p("/x/b") },
+            EventKind::Unlink { path: p("/tmp/c") },
+        ]
+    );
+    assert_eq!(skipped.get(mcfs_sim::import::strace::skip::UNKNOWN_CWD), Some(&1), "the first mkdir: {skipped:?}");
+    let given = StraceOptions { cwd: Some(p("/start")), ..StraceOptions::default() };
+    let (events, skipped) = importer(log, given);
+    assert_eq!(events[0].kind, EventKind::Mkdir { path: p("/start/early") });
+    assert!(skipped.is_empty(), "{skipped:?}");
+}
+
+/// git writes an object to a temporary name, links it to its final one and unlinks the first: the link is
+/// an event, so a replay keeps the object's data. Symbolic links and name swaps have no event: counted.
+#[test]
+fn links_symlinks_and_rename_flags() {
+    use mcfs_sim::import::strace::skip;
+    let log = "\
+1 10:00:00.000000 openat(AT_FDCWD</r>, \".git/objects/tmp_obj\", O_RDWR|O_CREAT|O_EXCL, 0444) = 3</r/.git/objects/tmp_obj>
+1 10:00:00.000001 write(3</r/.git/objects/tmp_obj>, \"x\"..., 65536) = 65536
+1 10:00:00.000002 close(3</r/.git/objects/tmp_obj>) = 0
+1 10:00:00.000003 link(\".git/objects/tmp_obj\", \".git/objects/ab/cdef\") = 0
+1 10:00:00.000004 unlink(\".git/objects/tmp_obj\") = 0
+1 10:00:00.000005 linkat(AT_FDCWD</r>, \"/r/.git/objects/ab/cdef\", 4</r/.git>, \"copy\", 0) = 0
+1 10:00:00.000006 symlink(\"target\", \"sl\") = 0
+1 10:00:00.000007 renameat2(AT_FDCWD</r>, \"sl\", AT_FDCWD</r>, \"sl2\", RENAME_NOREPLACE) = 0
+1 10:00:00.000008 unlink(\"/r/sl2\") = 0
+1 10:00:00.000009 renameat2(AT_FDCWD</r>, \"a\", AT_FDCWD</r>, \"b\", RENAME_EXCHANGE) = 0
+1 10:00:00.000010 renameat2(AT_FDCWD</r>, \"a\", AT_FDCWD</r>, \"c\", RENAME_NOREPLACE) = 0
+";
+    let (events, skipped) = importer(log, StraceOptions::default());
+    let obj = p("/r/.git/objects/ab/cdef");
+    assert_eq!(
+        kinds(&events[3..]),
+        [
+            EventKind::Link { from: p("/r/.git/objects/tmp_obj"), to: obj.clone() },
+            EventKind::Unlink { path: p("/r/.git/objects/tmp_obj") },
+            EventKind::Link { from: obj.clone(), to: p("/r/.git/copy") },
+            EventKind::Rename { from: p("/r/a"), to: p("/r/c") },
+        ]
+    );
+    assert_eq!(skipped.get(skip::SYMLINK), Some(&3), "made, renamed, removed: {skipped:?}");
+    assert_eq!(skipped.get(skip::EXCHANGE), Some(&1), "{skipped:?}");
+
+    // Replayed, the object's data stays and nothing is skipped.
+    let replay = mcfs_sim::replay::Replayer::run(
+        mcfs_sim::replay::ReplayOptions::default(),
+        events.into_iter().filter(|e| !matches!(&e.kind, EventKind::Rename { .. })).map(Ok),
+    )
+    .unwrap();
+    assert_eq!(replay.events_skipped, 0, "{replay:#?}");
+    assert!(replay.bytes_flushed >= 65536, "{replay:#?}");
+}

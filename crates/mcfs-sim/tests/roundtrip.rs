@@ -51,11 +51,12 @@ fn binary_is_smaller_than_text_for_realistic_traces() {
     assert!(binary.len() * 2 < text.len(), "binary {} bytes, text {} bytes", binary.len(), text.len());
 }
 
+/// A version 1 trace reads and is written back in the current version.
 #[test]
 fn hand_written_text_reads_and_normalizes() {
     let text = b"mcfs-trace 1\n# comment\n1.5\tapp 7 write /f 0 10   # trailing\n2 app 7 fsync /f\n";
     let events = from_text(text);
     assert_eq!(events.len(), 2);
     let canonical = to_text(&events);
-    assert_eq!(canonical, b"mcfs-trace 1\n1.500000000 app 7 write /f 0 10\n2.000000000 app 7 fsync /f\n");
+    assert_eq!(canonical, b"mcfs-trace 2\n1.500000000 app 7 write /f 0 10\n2.000000000 app 7 fsync /f\n");
 }

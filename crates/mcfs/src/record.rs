@@ -236,7 +236,11 @@ impl RequestObserver for Recorder {
 
 /// The trace events of one served operation; `None` when one of its paths
 /// is unknown (the file was unlinked meanwhile) or the format has no event
-/// for it (`RENAME_EXCHANGE`).
+/// for it (`RENAME_EXCHANGE`). The source of a link is the file's path as
+/// resolved before (cached) or now; when that is the new name itself (a
+/// second name in the same directory that sorts first, and the file not
+/// resolved before), the link is not written rather than written as a
+/// link of a name to itself.
 fn trace_events(op: ServedOp<'_>, path_of: impl Fn(Ino) -> Option<PathBytes>) -> Option<Vec<EventKind>> {
     let entry = |parent: Ino, name: &OsStr| {
         let mut path = path_of(parent)?;
@@ -268,6 +272,13 @@ fn trace_events(op: ServedOp<'_>, path_of: impl Fn(Ino) -> Option<PathBytes>) ->
         ServedOp::Rename { parent, name, new_parent, new_name, exchange: false } => {
             vec![EventKind::Rename { from: entry(parent, name)?, to: entry(new_parent, new_name)? }]
         }
+        ServedOp::Link { ino, new_parent, new_name } => {
+            let (from, to) = (path_of(ino)?, entry(new_parent, new_name)?);
+            if from == to {
+                return None;
+            }
+            vec![EventKind::Link { from, to }]
+        }
         ServedOp::Mkdir { ino } => vec![EventKind::Mkdir { path: path_of(ino)? }],
         ServedOp::Rmdir { parent, name } => vec![EventKind::Rmdir { path: entry(parent, name)? }],
         ServedOp::Close { ino } => vec![EventKind::Close { path: path_of(ino)? }],
@@ -283,6 +294,7 @@ fn inode_of(op: ServedOp<'_>) -> Option<Ino> {
         | ServedOp::Write { ino, .. }
         | ServedOp::Fsync { ino, .. }
         | ServedOp::Truncate { ino, .. }
+        | ServedOp::Link { ino, .. }
         | ServedOp::Mkdir { ino }
         | ServedOp::Close { ino } => Some(ino),
         ServedOp::Unlink { .. } | ServedOp::Rename { .. } | ServedOp::Rmdir { .. } => None,
@@ -403,13 +415,19 @@ mod tests {
         check_recording(&record_some("trace.bin"));
     }
 
+    /// A recorder over a fresh engine, writing `DIR/t`.
+    fn recording(dir: &Path) -> (PathBuf, Arc<Engine>, Recorder) {
+        let path = dir.join("t");
+        let engine = engine();
+        let file = TraceFile::create(&path, &dir.join("m"), &dir.join("b")).unwrap();
+        let recorder = Recorder::start(file, engine.clone(), &config()).unwrap();
+        (path, engine, recorder)
+    }
+
     #[test]
     fn paths_follow_a_renamed_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t");
-        let engine = engine();
-        let file = TraceFile::create(&path, &dir.path().join("m"), &dir.path().join("b")).unwrap();
-        let recorder = Recorder::start(file, engine.clone(), &config()).unwrap();
+        let (path, engine, recorder) = recording(dir.path());
         let c = Caller { uid: 1, gid: 1, pid: 1 };
         let d = engine.mkdir(c, ROOT_INO, OsStr::new("d"), 0o755).unwrap();
         let f = engine.create(c, d.ino, OsStr::new("f"), 0o644, false).unwrap();
@@ -434,6 +452,40 @@ mod tests {
                 EventKind::Write { path: p("/d/f"), offset: 0, len: 1 },
                 EventKind::Rename { from: p("/d"), to: p("/e") },
                 EventKind::Write { path: p("/e/f"), offset: 0, len: 1 },
+            ]
+        );
+    }
+
+    /// git's pattern: an object written under a temporary name, linked to its final name, the first name
+    /// unlinked; and a second name in the same directory that sorts before the first one, unresolved.
+    #[test]
+    fn links_are_recorded_with_the_name_the_file_had() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, engine, recorder) = recording(dir.path());
+        let c = Caller { uid: 1, gid: 1, pid: 1 };
+        let objects = engine.mkdir(c, ROOT_INO, OsStr::new("objects"), 0o755).unwrap();
+        let ab = engine.mkdir(c, objects.ino, OsStr::new("ab"), 0o755).unwrap();
+        let tmp = engine.create(c, objects.ino, OsStr::new("tmp_obj"), 0o644, false).unwrap();
+        recorder.served(Some(c), ServedOp::Create { ino: tmp.ino, truncated: false });
+        let link = |ino, new_parent, new_name| {
+            engine.link(c, ino, new_parent, OsStr::new(new_name)).unwrap();
+            recorder.served(Some(c), ServedOp::Link { ino, new_parent, new_name: OsStr::new(new_name) });
+        };
+        link(tmp.ino, ab.ino, "cdef");
+        engine.unlink(c, objects.ino, OsStr::new("tmp_obj")).unwrap();
+        recorder.served(Some(c), ServedOp::Unlink { parent: objects.ino, name: OsStr::new("tmp_obj") });
+        // Nothing resolved `other` before its link, and its new name sorts first in the same directory.
+        let other = engine.create(c, objects.ino, OsStr::new("zz"), 0o644, false).unwrap();
+        link(other.ino, objects.ino, "aa");
+        recorder.finish().unwrap();
+        let kinds: Vec<EventKind> = read_back(&path).into_iter().map(|e| e.kind).collect();
+        let p = |s: &str| s.as_bytes().to_vec();
+        assert_eq!(
+            kinds,
+            [
+                EventKind::Create { path: p("/objects/tmp_obj") },
+                EventKind::Link { from: p("/objects/tmp_obj"), to: p("/objects/ab/cdef") },
+                EventKind::Unlink { path: p("/objects/tmp_obj") },
             ]
         );
     }

@@ -2,15 +2,14 @@
 //! conversion, failed imports that name the line and leave no file, deterministic synthesis and replay,
 //! and the errors a user sees for a bad device or a bad trace.
 
-use mcfs_sim::binary::{BinaryReader, MAGIC};
-use mcfs_sim::text::TextReader;
+use mcfs_sim::binary::MAGIC;
 use mcfs_sim::{EventKind, TraceEvent};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
 
-use common::{run_cli as mcfs, stderr_of as stderr};
+use common::{read_trace, run_cli as mcfs, stderr_of as stderr};
 
 fn assert_ok(out: &Output) {
     assert!(out.status.success(), "status {:?}, stderr: {}", out.status, stderr(out));
@@ -22,16 +21,6 @@ fn s(path: &Path) -> &str {
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcfs-sim/tests/fixtures").join(name)
-}
-
-fn read_trace(path: &Path) -> Vec<TraceEvent> {
-    let bytes = std::fs::read(path).unwrap();
-    let events: Result<Vec<_>, _> = if bytes.starts_with(MAGIC) {
-        BinaryReader::new(bytes.as_slice()).collect()
-    } else {
-        TextReader::new(bytes.as_slice()).collect()
-    };
-    events.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
@@ -48,7 +37,7 @@ fn imports_an_strace_log_in_both_forms() {
     let input = fixture("sqlite3_create_insert.strace");
     assert_ok(&mcfs(&["trace", "import", "--format", "strace", s(&input), "-o", s(&text)]));
     assert_ok(&mcfs(&["trace", "import", "--format", "strace", s(&input), "-o", s(&binary)]));
-    assert!(std::fs::read(&text).unwrap().starts_with(b"mcfs-trace 1\n"));
+    assert!(std::fs::read(&text).unwrap().starts_with(b"mcfs-trace 2\n"));
     assert!(std::fs::read(&binary).unwrap().starts_with(MAGIC), "a .bin name gives the binary form");
     let events = read_trace(&text);
     assert_eq!(events, read_trace(&binary));
@@ -62,7 +51,7 @@ fn imports_an_strace_log_in_both_forms() {
     let only_db = dir.path().join("db.bin");
     let args = ["trace", "import", "--format", "strace", "--path-prefix", "/tmp/", "--to", "text"];
     assert_ok(&mcfs(&[&args[..], &[s(&input), "-o", s(&only_db)]].concat()));
-    assert!(std::fs::read(&only_db).unwrap().starts_with(b"mcfs-trace 1\n"));
+    assert!(std::fs::read(&only_db).unwrap().starts_with(b"mcfs-trace 2\n"));
     let kept = read_trace(&only_db);
     assert!(!kept.is_empty() && kept.len() < events.len());
 }
@@ -96,12 +85,13 @@ fn imports_a_csv_block_trace_with_units() {
     ];
     let out = mcfs(&[&args[..], &[s(&input), "-o", s(&output)]].concat());
     assert_ok(&out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 2 events"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 3 events"));
     let events = read_trace(&output);
-    assert_eq!(events.len(), 2);
-    assert_eq!((events[0].time_ns, events[0].app.as_str()), (12_500_000, "com.a"));
-    assert_eq!(events[0].kind, EventKind::Write { path: b"/blockdev".to_vec(), offset: 4096, len: 4096 });
-    assert_eq!(events[1].kind, EventKind::Read { path: b"/blockdev".to_vec(), offset: 8192, len: 512 });
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[0].kind, EventKind::Create { path: b"/blockdev".to_vec() }, "the device file is made first");
+    assert_eq!((events[1].time_ns, events[1].app.as_str()), (12_500_000, "com.a"));
+    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev".to_vec(), offset: 4096, len: 4096 });
+    assert_eq!(events[2].kind, EventKind::Read { path: b"/blockdev".to_vec(), offset: 8192, len: 512 });
 }
 
 #[test]

@@ -74,6 +74,12 @@ fn workload(mnt: &Path) {
 
     write_pattern(&File::create(mnt.join("junk")).unwrap(), 0, 5000);
     fs::remove_file(mnt.join("junk")).unwrap();
+
+    // git's object store: written under a temporary name, linked to its final one, the first unlinked.
+    write_pattern(&File::create(mnt.join("docs/tmp_obj")).unwrap(), 0, 6000);
+    fs::create_dir(mnt.join("docs/ab")).unwrap();
+    fs::hard_link(mnt.join("docs/tmp_obj"), mnt.join("docs/ab/cdef")).unwrap();
+    fs::remove_file(mnt.join("docs/tmp_obj")).unwrap();
     fs::create_dir(mnt.join("empty")).unwrap();
     fs::remove_dir(mnt.join("empty")).unwrap();
 
@@ -150,6 +156,7 @@ fn namespace_ops(events: &[TraceEvent]) -> Vec<String> {
             EventKind::Truncate { path, size } => Some(format!("truncate {} {size}", s(path))),
             EventKind::Unlink { path } => Some(format!("unlink {}", s(path))),
             EventKind::Rename { from, to } => Some(format!("rename {} {}", s(from), s(to))),
+            EventKind::Link { from, to } => Some(format!("link {} {}", s(from), s(to))),
             EventKind::Mkdir { path } => Some(format!("mkdir {}", s(path))),
             EventKind::Rmdir { path } => Some(format!("rmdir {}", s(path))),
             _ => None,
@@ -274,6 +281,10 @@ fn record_then_replay_reproduces_the_tree_and_input_reaches_engine_and_trace() {
         "rename /docs/c.tmp /docs/c",
         "create /junk",
         "unlink /junk",
+        "create /docs/tmp_obj",
+        "mkdir /docs/ab",
+        "link /docs/tmp_obj /docs/ab/cdef",
+        "unlink /docs/tmp_obj",
         "mkdir /empty",
         "rmdir /empty",
         "create /docs/a2",
@@ -312,6 +323,7 @@ fn record_then_replay_reproduces_the_tree_and_input_reaches_engine_and_trace() {
     // Replaying into an empty directory rebuilds the tree the mount left.
     let left = tree(&dirs.backing);
     assert_eq!(left[Path::new("docs/a")].as_ref().map(Vec::len), Some(53_000));
+    assert_eq!(left[Path::new("docs/ab/cdef")].as_ref().map(Vec::len), Some(6000), "the linked object");
     assert!(!left.contains_key(Path::new("junk")) && !left.contains_key(Path::new("empty")));
     let scratch = tempfile::tempdir().unwrap();
     let output = replay(&dirs, &trace, scratch.path());

@@ -4,20 +4,28 @@
 //! offset and length are the row's values times the configured units (512 for sector offsets). Rows whose
 //! operation is neither the read nor the write code stop the import unless `skip_other_ops` is set, so a
 //! wrong `--op-read` is noticed at the first row rather than silently producing an empty trace.
+//!
+//! The trace replays as it is: the first row that touches a file is preceded by a `create` of it, by that
+//! row's app (a file's data is charged to the app that created it, so `file_per_app` gives every app a file
+//! of its own, and per-app results do not depend on which app's row comes first). A process column in the
+//! `comm-TID` form of eBPF block tracers gives app and pid.
 
+use std::collections::HashSet;
 use std::io::BufRead;
 use std::str::FromStr;
 
 use crate::error::{Position, TraceError};
 use crate::lines::LineReader;
-use crate::timefmt::parse_decimal;
+use crate::timefmt::parse_decimal_exact;
 use crate::trace::{EventKind, PathBytes, TraceEvent};
 
-/// Which column (1-based) holds each field.
+/// Which column (1-based) holds each field. Exactly one of `app` and `process` is set; `pid` only with `app`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnSpec {
     pub time: usize,
-    pub app: usize,
+    pub app: Option<usize>,
+    /// App and pid in one field, split by [`ProcessFormat`].
+    pub process: Option<usize>,
     pub op: usize,
     pub offset: usize,
     pub size: usize,
@@ -28,11 +36,11 @@ pub struct ColumnSpec {
 impl FromStr for ColumnSpec {
     type Err = TraceError;
 
-    /// Parses `time=N,app=N,op=N,offset=N,size=N[,pid=N][,path=N]`.
+    /// Parses `time=N,op=N,offset=N,size=N` with `app=N[,pid=N]` or `process=N`, and `[,path=N]`.
     fn from_str(spec: &str) -> Result<Self, TraceError> {
         let bad = |reason: String| TraceError::at(Position::None, format!("column spec '{spec}': {reason}"));
-        let (mut time, mut app, mut op, mut offset, mut size, mut pid, mut path) =
-            (None, None, None, None, None, None, None);
+        let (mut time, mut app, mut process, mut op, mut offset, mut size, mut pid, mut path) =
+            (None, None, None, None, None, None, None, None);
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (name, number) = item.split_once('=').ok_or_else(|| bad(format!("'{item}' is not NAME=COLUMN")))?;
             let column: usize = match number.trim().parse() {
@@ -42,21 +50,33 @@ impl FromStr for ColumnSpec {
             let slot = match name.trim() {
                 "time" => &mut time,
                 "app" => &mut app,
+                "process" => &mut process,
                 "op" => &mut op,
                 "offset" => &mut offset,
                 "size" => &mut size,
                 "pid" => &mut pid,
                 "path" => &mut path,
-                other => return Err(bad(format!("unknown field '{other}' (known: time app op offset size pid path)"))),
+                other => {
+                    return Err(bad(format!(
+                        "unknown field '{other}' (known: time app process op offset size pid path)"
+                    )))
+                }
             };
             if slot.replace(column).is_some() {
                 return Err(bad(format!("field '{name}' given twice")));
             }
         }
         let need = |v: Option<usize>, name: &str| v.ok_or_else(|| bad(format!("field '{name}' is required")));
+        match (app, process, pid) {
+            (None, None, _) => return Err(bad("field 'app' (or 'process') is required".into())),
+            (Some(_), Some(_), _) => return Err(bad("give 'app' or 'process', not both".into())),
+            (None, Some(_), Some(_)) => return Err(bad("'process' gives the pid: drop 'pid'".into())),
+            _ => {}
+        }
         Ok(ColumnSpec {
             time: need(time, "time")?,
-            app: need(app, "app")?,
+            app,
+            process,
             op: need(op, "op")?,
             offset: need(offset, "offset")?,
             size: need(size, "size")?,
@@ -100,6 +120,44 @@ impl FromStr for TimeUnit {
     }
 }
 
+/// How a process field names app and pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessFormat {
+    /// `COMM-TID` (`com.android.chrome-4711`, `kworker/u8:2-77`): the app is everything before the last
+    /// `-`, the pid the decimal number after it (`^(.*)-([0-9]+)$`).
+    CommTid,
+    /// The whole field is the app; the pid is 0.
+    Comm,
+}
+
+impl FromStr for ProcessFormat {
+    type Err = TraceError;
+
+    fn from_str(s: &str) -> Result<Self, TraceError> {
+        match s {
+            "comm-tid" => Ok(ProcessFormat::CommTid),
+            "comm" => Ok(ProcessFormat::Comm),
+            _ => Err(TraceError::at(Position::None, format!("process format '{s}' is not one of comm-tid, comm"))),
+        }
+    }
+}
+
+impl ProcessFormat {
+    fn split(self, field: &str) -> Result<(String, u32), String> {
+        match self {
+            ProcessFormat::Comm => Ok((field.to_string(), 0)),
+            ProcessFormat::CommTid => {
+                let split = field
+                    .rsplit_once('-')
+                    .filter(|(_, tid)| !tid.is_empty() && tid.bytes().all(|b| b.is_ascii_digit()));
+                let (comm, tid) = split.ok_or_else(|| format!("process '{field}' is not COMM-TID"))?;
+                let tid = tid.parse().map_err(|_| format!("process '{field}': TID {tid} is not a 32-bit number"))?;
+                Ok((comm.to_string(), tid))
+            }
+        }
+    }
+}
+
 /// How to read the rows.
 #[derive(Debug, Clone)]
 pub struct CsvOptions {
@@ -120,6 +178,9 @@ pub struct CsvOptions {
     pub skip_other_ops: bool,
     /// File of every event when there is no path column (a block trace addresses one device).
     pub default_path: PathBytes,
+    /// Without a path column: one file per app, `DEFAULT_PATH/APP` (see [`per_app_path`]).
+    pub file_per_app: bool,
+    pub process_format: ProcessFormat,
 }
 
 impl CsvOptions {
@@ -136,8 +197,19 @@ impl CsvOptions {
             has_header: false,
             skip_other_ops: false,
             default_path: b"/blockdev".to_vec(),
+            file_per_app: false,
+            process_format: ProcessFormat::CommTid,
         }
     }
+}
+
+/// What an import did beyond turning rows into reads and writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CsvReport {
+    /// Files created before their first row.
+    pub files_created: u64,
+    /// Rows whose time is finer than a nanosecond: it was truncated.
+    pub times_truncated: u64,
 }
 
 /// Streams events out of a CSV trace.
@@ -145,16 +217,52 @@ pub struct CsvImporter<R: BufRead> {
     lines: LineReader<R>,
     options: CsvOptions,
     header_pending: bool,
+    /// Files the trace has created so far.
+    created: HashSet<PathBytes>,
+    /// The row's event, held back while the `create` before it goes out.
+    pending: Option<TraceEvent>,
+    report: CsvReport,
     done: bool,
 }
 
 impl<R: BufRead> CsvImporter<R> {
     pub fn new(input: R, options: CsvOptions) -> Self {
         let header_pending = options.has_header;
-        CsvImporter { lines: LineReader::new(input), options, header_pending, done: false }
+        CsvImporter {
+            lines: LineReader::new(input),
+            options,
+            header_pending,
+            created: HashSet::new(),
+            pending: None,
+            report: CsvReport::default(),
+            done: false,
+        }
+    }
+
+    pub fn report(&self) -> &CsvReport {
+        &self.report
     }
 
     fn read_next(&mut self) -> Result<Option<TraceEvent>, TraceError> {
+        if let Some(event) = self.pending.take() {
+            return Ok(Some(event));
+        }
+        let Some(row) = self.read_row()? else { return Ok(None) };
+        let path = match &row.kind {
+            EventKind::Read { path, .. } | EventKind::Write { path, .. } => path,
+            _ => return Ok(Some(row)),
+        };
+        if self.created.contains(path) {
+            return Ok(Some(row));
+        }
+        self.created.insert(path.clone());
+        self.report.files_created += 1;
+        let create = TraceEvent { kind: EventKind::Create { path: path.clone() }, ..row.clone() };
+        self.pending = Some(row);
+        Ok(Some(create))
+    }
+
+    fn read_row(&mut self) -> Result<Option<TraceEvent>, TraceError> {
         loop {
             let Some(line) = self.lines.next_line()? else { return Ok(None) };
             let line = std::str::from_utf8(line).map_err(|_| "row is not valid UTF-8".to_string());
@@ -168,7 +276,10 @@ impl<R: BufRead> CsvImporter<R> {
                 parse_row(line, &self.options)
             });
             match result {
-                Ok(Some(event)) => return Ok(Some(event)),
+                Ok(Some((event, truncated))) => {
+                    self.report.times_truncated += u64::from(truncated);
+                    return Ok(Some(event));
+                }
                 Ok(None) => continue,
                 Err(reason) => return Err(TraceError::at(self.lines.position(), reason)),
             }
@@ -188,8 +299,8 @@ impl<R: BufRead> Iterator for CsvImporter<R> {
     }
 }
 
-/// One row to an event; `None` for a skipped operation.
-fn parse_row(line: &str, options: &CsvOptions) -> Result<Option<TraceEvent>, String> {
+/// One row to an event and whether its time was truncated; `None` for a skipped operation.
+fn parse_row(line: &str, options: &CsvOptions) -> Result<Option<(TraceEvent, bool)>, String> {
     let fields = split_fields(line, options.delimiter)?;
     let field = |column: usize, name: &str| {
         fields
@@ -210,8 +321,8 @@ fn parse_row(line: &str, options: &CsvOptions) -> Result<Option<TraceEvent>, Str
             options.op_write.join("|")
         ));
     }
-    let time_ns =
-        parse_decimal(field(columns.time, "time")?, options.time_unit.nanos()).map_err(|e| format!("time: {e}"))?;
+    let (time_ns, truncated) = parse_decimal_exact(field(columns.time, "time")?, options.time_unit.nanos())
+        .map_err(|e| format!("time: {e}"))?;
     let scaled = |name: &str, column: usize, unit: u64| -> Result<u64, String> {
         let text = field(column, name)?;
         let value: u64 = text.parse().map_err(|_| format!("{name} '{text}' is not a non-negative integer"))?;
@@ -219,20 +330,36 @@ fn parse_row(line: &str, options: &CsvOptions) -> Result<Option<TraceEvent>, Str
     };
     let offset = scaled("offset", columns.offset, options.offset_unit)?;
     let len = scaled("size", columns.size, options.size_unit)?;
+    let (app, pid) = match (columns.process, columns.app) {
+        (Some(c), _) => options.process_format.split(field(c, "process")?)?,
+        (None, Some(c)) => (field(c, "app")?.to_string(), 0),
+        (None, None) => return Err("no app or process column".into()),
+    };
     let pid = match columns.pid {
         Some(c) => {
             let text = field(c, "pid")?;
             text.parse().map_err(|_| format!("pid '{text}' is not a 32-bit non-negative integer"))?
         }
-        None => 0,
+        None => pid,
     };
     let path = match columns.path {
         Some(c) => field(c, "path")?.as_bytes().to_vec(),
+        None if options.file_per_app => per_app_path(&options.default_path, &app),
         None => options.default_path.clone(),
     };
-    let app = field(columns.app, "app")?.to_string();
     let kind = if is_read { EventKind::Read { path, offset, len } } else { EventKind::Write { path, offset, len } };
-    Ok(Some(TraceEvent { time_ns, app, pid, kind }))
+    Ok(Some((TraceEvent { time_ns, app, pid, kind }, truncated)))
+}
+
+/// `DIR/APP`, the app's own file: `%` and `/` in the app are written `%25` and `%2F`, and the names that
+/// are not file names (``, `.`, `..`) as `%`, `%2E`, `%2E%2E`, so different apps never share a file.
+pub fn per_app_path(dir: &[u8], app: &str) -> PathBytes {
+    let name = match app {
+        "" => "%".to_string(),
+        "." | ".." => app.replace('.', "%2E"),
+        _ => app.replace('%', "%25").replace('/', "%2F"),
+    };
+    [dir, b"/", name.as_bytes()].concat()
 }
 
 /// Splits a row at `delimiter`, honouring `"quoted"` fields with `""` for a literal quote.
@@ -273,9 +400,38 @@ mod tests {
         let spec: ColumnSpec = "time=1,app=2,op=3,offset=4,size=5,pid=6".parse().unwrap();
         assert_eq!(spec.pid, Some(6));
         assert_eq!(spec.path, None);
-        for bad in ["time=1,app=2,op=3,offset=4", "time=0,app=2,op=3,offset=4,size=5", "time=1,time=2", "x=1", "time"] {
+        let spec: ColumnSpec = "time=1,process=2,op=3,offset=4,size=5".parse().unwrap();
+        assert_eq!((spec.app, spec.process), (None, Some(2)));
+        for bad in [
+            "time=1,app=2,op=3,offset=4",
+            "time=0,app=2,op=3,offset=4,size=5",
+            "time=1,time=2",
+            "x=1",
+            "time",
+            "time=1,op=3,offset=4,size=5",
+            "time=1,app=2,process=6,op=3,offset=4,size=5",
+            "time=1,process=2,pid=6,op=3,offset=4,size=5",
+        ] {
             assert!(bad.parse::<ColumnSpec>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn processes_split_and_apps_get_distinct_files() {
+        let split = |f: &str| ProcessFormat::CommTid.split(f);
+        assert_eq!(split("com.android.chrome-4711"), Ok(("com.android.chrome".into(), 4711)));
+        assert_eq!(split("kworker/u8:2-77"), Ok(("kworker/u8:2".into(), 77)));
+        assert_eq!(split("binder:1-2-3"), Ok(("binder:1-2".into(), 3)));
+        for bad in ["chrome", "chrome-", "chrome-x1", "a-99999999999"] {
+            assert!(split(bad).is_err(), "{bad}");
+        }
+        assert_eq!(ProcessFormat::Comm.split("a-1"), Ok(("a-1".into(), 0)));
+        let names: Vec<PathBytes> =
+            ["a/b", "a%2Fb", "", ".", "..", "ok"].iter().map(|a| per_app_path(b"/d", a)).collect();
+        assert_eq!(names[0], b"/d/a%2Fb");
+        assert_eq!(names[5], b"/d/ok");
+        let distinct: HashSet<&PathBytes> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len(), "{names:?}");
     }
 
     #[test]

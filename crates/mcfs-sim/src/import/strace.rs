@@ -8,9 +8,10 @@
 //! `<... resumed>` lines is joined and stamped with the time of the line that completes it, so output times
 //! never go backwards while the log's do not.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::BufRead;
 
+use super::workdirs::{join, WorkDirs};
 use crate::error::TraceError;
 use crate::lines::LineReader;
 use crate::timefmt::{parse_decimal, NANOS_PER_SECOND};
@@ -24,13 +25,31 @@ pub struct StraceOptions {
     /// Keep only events whose paths start with one of these prefixes; when empty, keep every absolute path
     /// outside `/proc/`, `/sys/` and `/dev/` (pipes and sockets never have absolute paths).
     pub path_prefixes: Vec<PathBytes>,
+    /// Working directory of processes whose own the log does not show (no `chdir`, no `AT_FDCWD</dir>`).
+    pub cwd: Option<PathBytes>,
 }
 
 impl Default for StraceOptions {
     fn default() -> Self {
-        StraceOptions { default_app: "strace".into(), path_prefixes: Vec::new() }
+        StraceOptions { default_app: "strace".into(), path_prefixes: Vec::new(), cwd: None }
     }
 }
+
+/// Why a successful call on a file gave no event (counted in [`StraceImporter::skipped`]).
+pub mod skip {
+    /// The descriptor's file was unlinked while open (`3</x>(deleted)`): it has no name a trace can use.
+    pub const DELETED: &str = "file deleted while open";
+    /// A relative path of a process whose working directory the log does not show (give `--cwd`).
+    pub const UNKNOWN_CWD: &str = "relative path, working directory unknown";
+    /// `renameat2(..., RENAME_EXCHANGE)`: no trace event swaps two names.
+    pub const EXCHANGE: &str = "RENAME_EXCHANGE";
+    /// Making, renaming or removing a symbolic link: the trace format has no symbolic links (calls through
+    /// one carry the path it leads to).
+    pub const SYMLINK: &str = "symbolic link";
+}
+
+/// A path argument made absolute, or the reason it cannot be.
+type Resolved = Result<PathBytes, &'static str>;
 
 const AT_FDCWD: i64 = -100;
 const NANOS_PER_DAY: u64 = 86_400 * NANOS_PER_SECOND;
@@ -47,6 +66,10 @@ pub struct StraceImporter<R: BufRead> {
     append_fds: HashSet<(i64, PathBytes)>,
     /// Largest end offset written or size set, by path: where `O_APPEND` writes land.
     sizes: HashMap<PathBytes, u64>,
+    dirs: WorkDirs,
+    /// Symbolic links the log made, so that removing or renaming one gives no event either.
+    symlinks: HashSet<PathBytes>,
+    skipped: BTreeMap<&'static str, u64>,
     /// Days added to `HH:MM:SS` stamps after the log crossed midnight.
     day_ns: u64,
     last_clock_ns: Option<u64>,
@@ -61,14 +84,24 @@ struct Call<'a> {
     name: &'a str,
     args: Vec<&'a str>,
     ret: i64,
-    /// The `<path>` strace printed after a returned fd.
-    ret_path: Option<PathBytes>,
+    /// The `<path>` strace printed after a returned fd, and whether it was marked deleted.
+    ret_path: Option<(PathBytes, bool)>,
+}
+
+/// An fd argument with the path `-y` printed for it.
+struct Fd {
+    fd: i64,
+    path: PathBytes,
+    deleted: bool,
 }
 
 impl<R: BufRead> StraceImporter<R> {
     pub fn new(input: R, options: StraceOptions) -> Self {
         StraceImporter {
             lines: LineReader::new(input),
+            dirs: WorkDirs::new(options.cwd.clone()),
+            symlinks: HashSet::new(),
+            skipped: BTreeMap::new(),
             options,
             pending: HashMap::new(),
             apps: HashMap::new(),
@@ -79,6 +112,56 @@ impl<R: BufRead> StraceImporter<R> {
             last_clock_ns: None,
             queue: VecDeque::new(),
             done: false,
+        }
+    }
+
+    /// Successful calls on files that gave no event, by reason (the `skip` constants).
+    pub fn skipped(&self) -> &BTreeMap<&'static str, u64> {
+        &self.skipped
+    }
+
+    fn skip(&mut self, reason: &'static str) {
+        *self.skipped.entry(reason).or_default() += 1;
+    }
+
+    /// Counts a call on a deleted file or a symbolic link, if its path is one the user wants.
+    fn skip_kept(&mut self, path: &[u8], reason: &'static str) {
+        if self.keep(path) {
+            self.skip(reason);
+        }
+    }
+
+    /// Path argument `index` made absolute: against the directory fd at `dirfd_index` (`*at` calls) or the
+    /// process's working directory.
+    fn path_arg(&self, call: &Call<'_>, dirfd_index: Option<usize>, index: usize) -> Result<Resolved, String> {
+        let path = string_arg(arg(call, index)?)?;
+        let Some(dirfd) = dirfd_index.filter(|_| !path.starts_with(b"/")) else {
+            return Ok(self.dirs.absolute(call.pid, &path).ok_or(skip::UNKNOWN_CWD));
+        };
+        if arg(call, dirfd)? == "AT_FDCWD" {
+            return Ok(self.dirs.absolute(call.pid, &path).ok_or(skip::UNKNOWN_CWD));
+        }
+        let dir = fd_arg(call, dirfd)?;
+        Ok(if dir.deleted { Err(skip::DELETED) } else { Ok(join(&dir.path, &path)) })
+    }
+
+    /// Two path arguments, both resolved or the reason one is not.
+    fn path_args(
+        &self,
+        call: &Call<'_>,
+        first: (Option<usize>, usize),
+        second: (Option<usize>, usize),
+    ) -> Result<Result<(PathBytes, PathBytes), &'static str>, String> {
+        let a = self.path_arg(call, first.0, first.1)?;
+        let b = self.path_arg(call, second.0, second.1)?;
+        Ok(a.and_then(|a| b.map(|b| (a, b))))
+    }
+
+    /// `strace -y` prints the working directory as `AT_FDCWD</dir>`: the most recent word on it.
+    fn learn_cwd(&mut self, call: &Call<'_>) {
+        let shown = call.args.iter().find_map(|a| a.strip_prefix("AT_FDCWD<")?.strip_suffix('>'));
+        if let Some(dir) = shown.and_then(|d| decode_angle(d).ok()) {
+            self.dirs.set(call.pid, &dir);
         }
     }
 
@@ -165,6 +248,7 @@ impl<R: BufRead> StraceImporter<R> {
 
     /// Turns a completed call into events and bookkeeping.
     fn apply(&mut self, call: &Call<'_>) -> Result<(), String> {
+        self.learn_cwd(call);
         match call.name {
             "execve" | "execveat" => {
                 let arg = if call.name == "execve" { 0 } else { 1 };
@@ -173,66 +257,91 @@ impl<R: BufRead> StraceImporter<R> {
                 self.apps.insert(call.pid, String::from_utf8_lossy(base).into_owned());
             }
             "clone" | "clone3" | "fork" | "vfork" => {
-                if let (Some(app), Ok(child)) = (self.apps.get(&call.pid).cloned(), u32::try_from(call.ret)) {
-                    self.apps.insert(child, app);
+                if let Ok(child) = u32::try_from(call.ret) {
+                    if let Some(app) = self.apps.get(&call.pid).cloned() {
+                        self.apps.insert(child, app);
+                    }
+                    self.dirs.inherit(call.pid, child);
                 }
+            }
+            "chdir" => match self.path_arg(call, None, 0)? {
+                Ok(dir) => self.dirs.set(call.pid, &dir),
+                Err(reason) => self.skip(reason),
+            },
+            "fchdir" => {
+                let dir = fd_arg(call, 0)?;
+                self.dirs.set(call.pid, &dir.path);
             }
             "open" | "openat" | "creat" => self.open(call)?,
             "read" | "readv" | "write" | "writev" | "pread64" | "preadv" | "preadv2" | "pwrite64" | "pwritev"
             | "pwritev2" => self.transfer(call)?,
             "lseek" => {
-                let (fd, path) = fd_arg(call, 0)?;
+                let Fd { fd, path, .. } = fd_arg(call, 0)?;
                 self.positions.insert((fd, path), call.ret as u64);
             }
-            "fsync" | "fdatasync" | "close" | "ftruncate" => {
-                let (fd, path) = fd_arg(call, 0)?;
-                if call.name == "close" {
-                    self.positions.remove(&(fd, path.clone()));
-                    self.append_fds.remove(&(fd, path.clone()));
-                }
-                if self.keep(&path) {
-                    let kind = match call.name {
-                        "fsync" => EventKind::Fsync { path },
-                        "fdatasync" => EventKind::Fdatasync { path },
-                        "close" => EventKind::Close { path },
-                        _ => {
-                            let size = number_arg(call, 1)?;
-                            self.sizes.insert(path.clone(), size);
-                            EventKind::Truncate { path, size }
-                        }
-                    };
-                    self.emit(call, kind);
-                }
-            }
+            "fsync" | "fdatasync" | "close" | "ftruncate" => self.fd_op(call)?,
             "truncate" => {
-                let path = string_arg(arg(call, 0)?)?;
                 let size = number_arg(call, 1)?;
-                if self.keep(&path) {
-                    self.sizes.insert(path.clone(), size);
-                    self.emit(call, EventKind::Truncate { path, size });
+                match self.path_arg(call, None, 0)? {
+                    Ok(path) if self.keep(&path) => {
+                        self.sizes.insert(path.clone(), size);
+                        self.emit(call, EventKind::Truncate { path, size });
+                    }
+                    Ok(_) => {}
+                    Err(reason) => self.skip(reason),
                 }
             }
             "unlink" | "rmdir" | "mkdir" => {
-                let path = string_arg(arg(call, 0)?)?;
+                let path = self.path_arg(call, None, 0)?;
                 self.emit_path_op(call, path, call.name == "unlink", call.name == "mkdir");
             }
             "unlinkat" | "mkdirat" => {
-                let path = resolved_arg(call, 0)?;
+                let path = self.path_arg(call, Some(0), 1)?;
                 let is_mkdir = call.name == "mkdirat";
                 let removes_dir = !is_mkdir && arg(call, 2)?.contains("AT_REMOVEDIR");
                 self.emit_path_op(call, path, !is_mkdir && !removes_dir, is_mkdir);
             }
             "rename" | "renameat" | "renameat2" => {
-                let (from, to) = if call.name == "rename" {
-                    (string_arg(arg(call, 0)?)?, string_arg(arg(call, 1)?)?)
+                let paths = if call.name == "rename" {
+                    self.path_args(call, (None, 0), (None, 1))?
                 } else {
-                    (resolved_arg(call, 0)?, resolved_arg(call, 2)?)
+                    self.path_args(call, (Some(0), 1), (Some(2), 3))?
                 };
-                if self.keep(&from) && self.keep(&to) {
-                    if let Some(size) = self.sizes.remove(&from) {
-                        self.sizes.insert(to.clone(), size);
+                let exchange = call.name == "renameat2" && arg(call, 4)?.contains("RENAME_EXCHANGE");
+                match paths {
+                    Ok((from, to)) => self.rename(call, from, to, exchange),
+                    Err(reason) => self.skip(reason),
+                }
+            }
+            "link" | "linkat" => {
+                let paths = if call.name == "link" {
+                    self.path_args(call, (None, 0), (None, 1))?
+                } else {
+                    self.path_args(call, (Some(0), 1), (Some(2), 3))?
+                };
+                match paths {
+                    Ok((from, to)) if self.keep(&from) && self.keep(&to) => {
+                        if let Some(&size) = self.sizes.get(&from) {
+                            self.sizes.insert(to.clone(), size);
+                        }
+                        self.emit(call, EventKind::Link { from, to });
                     }
-                    self.emit(call, EventKind::Rename { from, to });
+                    Ok(_) => {}
+                    Err(reason) => self.skip(reason),
+                }
+            }
+            "symlink" | "symlinkat" => {
+                let path = if call.name == "symlink" {
+                    self.path_arg(call, None, 1)?
+                } else {
+                    self.path_arg(call, Some(1), 2)?
+                };
+                match path {
+                    Ok(path) => {
+                        self.skip_kept(&path, skip::SYMLINK);
+                        self.symlinks.insert(path);
+                    }
+                    Err(reason) => self.skip(reason),
                 }
             }
             _ => {}
@@ -240,7 +349,67 @@ impl<R: BufRead> StraceImporter<R> {
         Ok(())
     }
 
-    fn emit_path_op(&mut self, call: &Call<'_>, path: PathBytes, unlink: bool, mkdir: bool) {
+    /// `fsync`, `fdatasync`, `close` and `ftruncate`: calls on a descriptor's file.
+    fn fd_op(&mut self, call: &Call<'_>) -> Result<(), String> {
+        let Fd { fd, path, deleted } = fd_arg(call, 0)?;
+        if call.name == "close" {
+            self.positions.remove(&(fd, path.clone()));
+            self.append_fds.remove(&(fd, path.clone()));
+        }
+        if deleted {
+            self.skip_kept(&path, skip::DELETED);
+            return Ok(());
+        }
+        if self.keep(&path) {
+            let kind = match call.name {
+                "fsync" => EventKind::Fsync { path },
+                "fdatasync" => EventKind::Fdatasync { path },
+                "close" => EventKind::Close { path },
+                _ => {
+                    let size = number_arg(call, 1)?;
+                    self.sizes.insert(path.clone(), size);
+                    EventKind::Truncate { path, size }
+                }
+            };
+            self.emit(call, kind);
+        }
+        Ok(())
+    }
+
+    fn rename(&mut self, call: &Call<'_>, from: PathBytes, to: PathBytes, exchange: bool) {
+        if exchange {
+            let (a, b) = (self.sizes.remove(&from), self.sizes.remove(&to));
+            if let Some(size) = a {
+                self.sizes.insert(to.clone(), size);
+            }
+            if let Some(size) = b {
+                self.sizes.insert(from.clone(), size);
+            }
+            self.skip_kept(&from, skip::EXCHANGE);
+            return;
+        }
+        if self.symlinks.remove(&from) {
+            self.skip_kept(&from, skip::SYMLINK);
+            self.symlinks.insert(to);
+            return;
+        }
+        self.symlinks.remove(&to);
+        if self.keep(&from) && self.keep(&to) {
+            if let Some(size) = self.sizes.remove(&from) {
+                self.sizes.insert(to.clone(), size);
+            }
+            self.emit(call, EventKind::Rename { from, to });
+        }
+    }
+
+    fn emit_path_op(&mut self, call: &Call<'_>, path: Resolved, unlink: bool, mkdir: bool) {
+        let path = match path {
+            Ok(path) => path,
+            Err(reason) => return self.skip(reason),
+        };
+        if unlink && self.symlinks.remove(&path) {
+            return self.skip_kept(&path, skip::SYMLINK);
+        }
         if !self.keep(&path) {
             return;
         }
@@ -256,22 +425,36 @@ impl<R: BufRead> StraceImporter<R> {
     }
 
     fn open(&mut self, call: &Call<'_>) -> Result<(), String> {
-        let (flags, requested) = match call.name {
-            "creat" => ("O_CREAT|O_TRUNC", string_arg(arg(call, 0)?)?),
-            "open" => (arg(call, 1)?, string_arg(arg(call, 0)?)?),
-            _ => (arg(call, 2)?, resolved_arg(call, 0)?),
+        let (flags, dirfd, index) = match call.name {
+            "creat" => ("O_CREAT|O_TRUNC", None, 0),
+            "open" => (arg(call, 1)?, None, 0),
+            _ => (arg(call, 2)?, Some(0), 1),
         };
         if flags.contains("O_DIRECTORY") || flags.contains("O_PATH") {
             return Ok(());
         }
         // -y prints the resolved path of the new fd; fall back to the argument.
-        let path = call.ret_path.clone().unwrap_or(requested);
+        let (path, deleted) = match &call.ret_path {
+            Some(shown) => shown.clone(),
+            None => match self.path_arg(call, dirfd, index)? {
+                Ok(path) => (path, false),
+                Err(reason) => {
+                    self.skip(reason);
+                    return Ok(());
+                }
+            },
+        };
         let fd = call.ret;
         self.positions.insert((fd, path.clone()), 0);
         if flags.contains("O_APPEND") {
             self.append_fds.insert((fd, path.clone()));
         } else {
             self.append_fds.remove(&(fd, path.clone()));
+        }
+        if deleted {
+            // An `O_TMPFILE` file: nameless from the start.
+            self.skip_kept(&path, skip::DELETED);
+            return Ok(());
         }
         if !self.keep(&path) {
             return Ok(());
@@ -290,7 +473,7 @@ impl<R: BufRead> StraceImporter<R> {
     }
 
     fn transfer(&mut self, call: &Call<'_>) -> Result<(), String> {
-        let (fd, path) = fd_arg(call, 0)?;
+        let Fd { fd, path, deleted } = fd_arg(call, 0)?;
         let len = call.ret as u64; // failed calls never get here
         let explicit = call.name.starts_with('p');
         let offset = if explicit {
@@ -309,7 +492,9 @@ impl<R: BufRead> StraceImporter<R> {
         if is_write {
             self.grow(&path, offset.saturating_add(len));
         }
-        if self.keep(&path) {
+        if deleted {
+            self.skip_kept(&path, skip::DELETED);
+        } else if self.keep(&path) {
             let kind =
                 if is_write { EventKind::Write { path, offset, len } } else { EventKind::Read { path, offset, len } };
             self.emit(call, kind);
@@ -375,7 +560,7 @@ fn parse_call(pid: u32, time_ns: u64, text: &str) -> Result<Option<Call<'_>>, St
         return Ok(None);
     }
     let ret_path = match tail.strip_prefix('<') {
-        Some(p) => Some(decode_angle(p.split_once('>').map_or(p, |(inner, _)| inner))?),
+        Some(p) => Some(shown_path(p).ok_or_else(|| format!("unterminated <path> in result '{ret_text}'"))??),
         None => None,
     };
     Ok(Some(Call { pid, time_ns, name, args, ret, ret_path }))
@@ -429,28 +614,33 @@ fn number_arg(call: &Call<'_>, index: usize) -> Result<u64, String> {
     text.parse().map_err(|_| format!("{}: argument {} '{text}' is not a non-negative number", call.name, index + 1))
 }
 
-/// An fd argument with its `-y` path: `3</data/x.db>` or `AT_FDCWD</data>`.
-fn fd_arg(call: &Call<'_>, index: usize) -> Result<(i64, PathBytes), String> {
+/// An fd argument with its `-y` path: `3</data/x.db>` or `AT_FDCWD</data>`; a file deleted while open is
+/// `3</x>(deleted)` (strace 5.x on) or `3</x (deleted)>` (before).
+fn fd_arg(call: &Call<'_>, index: usize) -> Result<Fd, String> {
     let text = arg(call, index)?;
     let missing = || format!("{}: fd argument '{text}' has no <path> (run strace with -y)", call.name);
     let (fd, rest) = text.split_once('<').ok_or_else(missing)?;
-    let inner = rest.strip_suffix('>').ok_or_else(missing)?;
+    let (path, deleted) = match shown_path(rest) {
+        Some(Ok(shown)) if rest.ends_with('>') || rest.ends_with(DELETED_MARK) => shown,
+        Some(Err(e)) => return Err(e),
+        _ => return Err(missing()),
+    };
     let fd = if fd == "AT_FDCWD" { AT_FDCWD } else { fd.parse().map_err(|_| format!("bad fd '{fd}'"))? };
-    Ok((fd, decode_angle(inner)?))
+    Ok(Fd { fd, path, deleted })
 }
 
-/// A path argument resolved against the directory fd before it (`*at` calls): absolute paths stand alone.
-fn resolved_arg(call: &Call<'_>, dirfd_index: usize) -> Result<PathBytes, String> {
-    let path = string_arg(arg(call, dirfd_index + 1)?)?;
-    if path.starts_with(b"/") {
-        return Ok(path);
-    }
-    let (_, mut dir) = fd_arg(call, dirfd_index)?;
-    if !dir.ends_with(b"/") {
-        dir.push(b'/');
-    }
-    dir.extend_from_slice(&path);
-    Ok(dir)
+/// What strace prints after a path unlinked while its file is open.
+const DELETED_MARK: &str = "(deleted)";
+
+/// The path of `path>` or `path>(deleted)` (the text after a `<`) and whether it is marked deleted;
+/// `None` without the closing `>`.
+fn shown_path(text: &str) -> Option<Result<(PathBytes, bool), String>> {
+    let (inner, after) = text.split_once('>')?;
+    let (inner, deleted_inside) = match inner.strip_suffix(" (deleted)") {
+        Some(inner) => (inner, true),
+        None => (inner, false),
+    };
+    Some(decode_angle(inner).map(|path| (path, deleted_inside || after.starts_with(DELETED_MARK))))
 }
 
 /// Decodes a `<...>` path, where strace escapes unusual bytes as in strings.

@@ -24,6 +24,8 @@ pub struct Metrics {
     pub skipped_by_kind: BTreeMap<&'static str, u64>,
     /// Why events were skipped: `unknown path`, or the error the engine gave.
     pub skip_reasons: BTreeMap<String, u64>,
+    /// The first event skipped for each of those reasons, as a trace line.
+    pub skip_examples: BTreeMap<String, String>,
     /// Events stamped earlier than one before them; they are replayed at the current virtual time.
     pub out_of_order_events: u64,
     /// How events were issued: `closed-loop` (each process after its previous call completed, plus the

@@ -40,6 +40,7 @@ impl Replayer {
             EventKind::Unlink { path } => self.remove(caller, path, false)?,
             EventKind::Rmdir { path } => self.remove(caller, path, true)?,
             EventKind::Rename { from, to } => self.rename(caller, from, to)?,
+            EventKind::Link { from, to } => self.link(caller, from, to)?,
             EventKind::Mkdir { path } => {
                 self.mkdir(caller, key_of(path)?)?;
             }
@@ -105,6 +106,16 @@ impl Replayer {
         }
         self.paths.remove(&key);
         self.engine.forget(ino, 1);
+        Ok(())
+    }
+
+    /// A second name for a file; the engine's link takes the reference the new table entry holds.
+    fn link(&mut self, caller: Caller, from: &[u8], to: &[u8]) -> Result<(), Skip> {
+        let ino = self.resolve(from)?;
+        let to = key_of(to)?;
+        let (parent, name) = self.parent_of(&to, caller)?;
+        self.engine.link(caller, ino, parent, name)?;
+        self.paths.insert(to, ino);
         Ok(())
     }
 

@@ -33,7 +33,7 @@ fn number(rng: &mut StdRng) -> u64 {
 
 pub fn random_event(rng: &mut StdRng, time_ns: u64) -> TraceEvent {
     const APPS: [&str; 4] = ["com.twitter.android", "browser", "", "ünï côde"];
-    let kind = match rng.gen_range(0..20) {
+    let kind = match rng.gen_range(0..21) {
         0 => EventKind::Open { path: path(rng) },
         1 => EventKind::Create { path: path(rng) },
         2 => EventKind::Read { path: path(rng), offset: number(rng), len: number(rng) },
@@ -53,6 +53,7 @@ pub fn random_event(rng: &mut StdRng, time_ns: u64) -> TraceEvent {
         16 => EventKind::Background,
         17 => EventKind::Exit,
         18 => EventKind::Battery { percent: rng.gen_range(0..=100) },
+        19 => EventKind::Link { from: path(rng), to: path(rng) },
         _ => EventKind::Screen { on: rng.gen() },
     };
     TraceEvent { time_ns, app: APPS[rng.gen_range(0..APPS.len())].into(), pid: rng.gen(), kind }

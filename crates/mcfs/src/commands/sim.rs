@@ -6,16 +6,18 @@
 //!
 //! Invariant: the output is a pure function of the trace, the config and the device profile (the metrics
 //! hold no wall-clock figures), so two runs print the same bytes. The trace is streamed, never loaded
-//! whole; the progress bar goes to stderr and only when stderr is a terminal.
+//! whole; the progress bar goes to stderr and only when stderr is a terminal. A replay that skipped more
+//! than a small share of its file operations (`skips`) prints its metrics and fails.
 
 mod fasttrack;
 mod progress;
+mod skips;
 mod table;
 
 use crate::commands::trace::files::TraceInput;
 use crate::commands::trace::parse_seconds;
 use crate::config_file;
-use crate::output::print;
+use crate::output::{eprint_line, print};
 use clap::Args;
 use mcfs_sim::device::DeviceProfile;
 use mcfs_sim::replay::{ReplayOptions, Replayer, Timing};
@@ -50,6 +52,9 @@ pub struct SimArgs {
     /// Print the metrics as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Exit 0 even when more than 1 % of the trace's file operations were skipped (a warning is printed).
+    #[arg(long = "allow-skipped", conflicts_with = "fasttrack")]
+    pub allow_skipped: bool,
     /// Period of the bytes-at-risk series, in seconds of virtual time.
     #[arg(long = "sample-every", value_name = "SECONDS", default_value = "1", value_parser = parse_positive_seconds)]
     pub sample_every: Duration,
@@ -68,6 +73,7 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     let options = ReplayOptions { config, device, timing, keep_data: args.keep_data, sample_every: args.sample_every };
     let mut replayer = Replayer::new(options).map_err(|e| format!("cannot start the replay: {e}"))?;
     let mut progress = progress::Progress::new(input.size());
+    let mut skips = skips::SkipCheck::default();
     while let Some(event) = input.next() {
         let event = match event {
             Ok(event) => event,
@@ -76,6 +82,7 @@ pub fn run(args: SimArgs) -> Result<(), String> {
                 return Err(e);
             }
         };
+        skips.observe(&event);
         replayer.push(event);
         progress.update(input.consumed());
     }
@@ -83,10 +90,19 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     let metrics = replayer.finish().map_err(|e| format!("{}: {e}", trace.display()))?;
     if args.json {
         let text = serde_json::to_string_pretty(&metrics).map_err(|e| format!("cannot print metrics: {e}"))?;
-        return print(&(text + "\n"));
+        print(&(text + "\n"))?;
+    } else {
+        let value = serde_json::to_value(&metrics).map_err(|e| format!("cannot print metrics: {e}"))?;
+        print(&table::render(&trace.display().to_string(), &device_name, &value))?;
     }
-    let value = serde_json::to_value(&metrics).map_err(|e| format!("cannot print metrics: {e}"))?;
-    print(&table::render(&trace.display().to_string(), &device_name, &value))
+    match skips.problem(&metrics) {
+        Some(problem) if args.allow_skipped => {
+            eprint_line(&format!("mcfs: warning: {}: {problem}", trace.display()));
+            Ok(())
+        }
+        Some(problem) => Err(format!("{}: {problem} (--allow-skipped accepts it)", trace.display())),
+        None => Ok(()),
+    }
 }
 
 fn parse_positive_seconds(text: &str) -> Result<Duration, String> {

@@ -455,6 +455,17 @@ pub fn run_cli(args: &[&str]) -> std::process::Output {
 }
 
 /// A command's stderr as text.
+/// The events of a trace file, text or binary.
+pub fn read_trace(path: &Path) -> Vec<mcfs_sim::TraceEvent> {
+    let bytes = std::fs::read(path).unwrap();
+    let events: Result<Vec<_>, _> = if bytes.starts_with(mcfs_sim::binary::MAGIC) {
+        mcfs_sim::binary::BinaryReader::new(bytes.as_slice()).collect()
+    } else {
+        mcfs_sim::text::TextReader::new(bytes.as_slice()).collect()
+    };
+    events.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 pub fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

@@ -1,10 +1,12 @@
 //! `mcfs trace stats FILE [--json]`: what a trace holds — events by kind, per app (events, bytes read and
-//! written, flushes, inputs) and its time span — read in one streaming pass.
+//! written, flushes, inputs) and its time span — read in one streaming pass, with warnings about what
+//! would mislead a replay (`mcfs_sim::lint`: a dominating idle gap, sector numbers taken for bytes).
 
 use super::files::TraceInput;
 use crate::output::print;
 use crate::stats_table::human_bytes;
 use clap::Args;
+use mcfs_sim::lint::TraceLint;
 use mcfs_sim::text::op_name;
 use mcfs_sim::{EventKind, TraceEvent};
 use serde::Serialize;
@@ -33,6 +35,8 @@ struct TraceStats {
     out_of_order: u64,
     by_kind: BTreeMap<&'static str, u64>,
     apps: BTreeMap<String, AppSummary>,
+    /// What looks like a mistake, one sentence each.
+    warnings: Vec<String>,
 }
 
 #[derive(Serialize, Default, Debug, PartialEq)]
@@ -70,11 +74,14 @@ pub fn run(args: &StatsArgs) -> Result<(), String> {
     let mut input = TraceInput::open(&args.trace)?;
     let mut stats = TraceStats { form: input.form().name(), ..TraceStats::default() };
     let mut previous = None;
+    let mut lint = TraceLint::default();
     for event in &mut input {
         let event = event?;
         stats.add(&event, previous);
+        lint.add(&event);
         previous = Some(event.time_ns);
     }
+    stats.warnings = lint.warnings();
     if args.json {
         let text = serde_json::to_string_pretty(&stats).map_err(|e| format!("cannot print stats: {e}"))?;
         return print(&(text + "\n"));
@@ -121,6 +128,9 @@ fn render(name: &str, size: u64, s: &TraceStats) -> String {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
         let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
     }
+    for warning in &s.warnings {
+        let _ = writeln!(out, "warning: {warning}");
+    }
     out
 }
 
@@ -152,5 +162,8 @@ mod tests {
         let table = render("t.trace", 10, &s);
         assert!(table.contains("0.003 s to 0.009 s"), "{table}");
         assert!(table.lines().any(|l| l.trim_start().starts_with('a') && l.contains("100 B")), "{table}");
+        assert!(!table.contains("warning"), "{table}");
+        s.warnings.push("a gap".into());
+        assert!(render("t.trace", 10, &s).ends_with("warning: a gap\n"));
     }
 }
