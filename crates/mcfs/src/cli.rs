@@ -6,6 +6,7 @@ use crate::logging::Destination;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcfs_core::SyncMode;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -29,7 +30,8 @@ pub enum Command {
     /// Checkpoint everything, unmount and wait until the daemon has exited.
     #[command(alias = "unmount")]
     Umount(UmountArgs),
-    /// Show the counters of a mounted mcfs (overall and per app).
+    /// Show the counters of a mounted mcfs (overall and per app), once or as rates per interval.
+    #[command(after_help = STAT_EXAMPLES)]
     Stat(StatArgs),
     /// Control a mounted mcfs: checkpoint, battery level, per-app mode, user input.
     Ctl(CtlArgs),
@@ -110,7 +112,7 @@ fstab and mount(8) (scripts/setup.sh installs /sbin/mount.fuse.mcfs):
 
 Mount options (-o):
   allow_other, default_permissions (always on), ro, rw, nosuid, suid, nodev, dev, noexec, exec,
-  fsname=NAME, subtype=NAME, config=FILE, threads=N, and every config key of docs/CONFIG.md
+  fsname=NAME, subtype=NAME, config=FILE, threads=N, metrics_file=FILE, and every config key of docs/CONFIG.md
   (nested keys dotted: fasttrack.aging_ms=200; sizes take K, M, G, T). atime options, async,
   defaults, auto, noauto, nofail, _netdev, user, users, x-*, comment=... are accepted and ignored.";
 
@@ -165,6 +167,11 @@ pub struct MountArgs {
     /// (`mcfs stat` shows it): emmc, ufs, or a profile TOML file (docs/DEVICE_MODEL.md).
     #[arg(long, value_name = "PROFILE", default_value = "emmc")]
     pub device_profile: String,
+    /// Keep FILE holding the mount's metrics in the Prometheus text format, rewritten every 5 s and
+    /// removed at unmount: for node_exporter's textfile collector (docs/STAT.md). Same as
+    /// -o metrics_file=FILE.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_file: Option<PathBuf>,
     /// Follow the foreground app from FILE, which lists the foreground tasks one pid per line
     /// (Android's /dev/cpuset/top-app/tasks); overrides `fasttrack.tasks_file` of the config.
     #[arg(long, value_name = "FILE")]
@@ -185,14 +192,62 @@ pub struct UmountArgs {
     pub mountpoint: PathBuf,
 }
 
+/// Shown after `mcfs stat --help`.
+const STAT_EXAMPLES: &str = "\
+Examples:
+  mcfs stat /mnt/data                          # every counter, overall and per app
+  mcfs stat --json /mnt/data | jq .apps        # the document docs/STAT.md describes
+  mcfs stat --interval 1 --count 10 /mnt/data  # rates per second, one line a second, like vmstat
+  mcfs stat --interval 5 --json /mnt/data      # the same as JSON lines, with the full document
+  mcfs stat --format prometheus /mnt/data      # Prometheus text format (or: mount -o metrics_file=FILE)";
+
 #[derive(Args, Debug)]
 pub struct StatArgs {
-    /// Print the counters as JSON instead of a table.
-    #[arg(long)]
+    /// What to print.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = StatFormat::Table)]
+    pub format: StatFormat,
+    /// Print JSON to stdout (same as --format json).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Print what changed per second every SECONDS (e.g. 0.5), one line per interval, until
+    /// interrupted or --count lines.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
+    /// With --interval: stop after N lines.
+    #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
     /// Where the mcfs is mounted.
     #[arg(value_name = "MOUNTPOINT")]
     pub mountpoint: PathBuf,
+}
+
+impl StatArgs {
+    /// `--format`, with `--json` folded in.
+    pub fn format(&self) -> StatFormat {
+        if self.json {
+            StatFormat::Json
+        } else {
+            self.format
+        }
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatFormat {
+    /// Readable tables (with --interval: one line per interval).
+    Table,
+    /// The documented JSON (docs/STAT.md); with --interval, one line per interval with the rates.
+    Json,
+    /// Prometheus text exposition format (not with --interval).
+    Prometheus,
+}
+
+/// A positive number of seconds (`parse_seconds`) as a duration.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    match parse_seconds(text)? {
+        s if s >= 0.001 => Ok(Duration::from_secs_f64(s)),
+        _ => Err("the interval must be at least 0.001 seconds".into()),
+    }
 }
 
 #[derive(Args, Debug)]
