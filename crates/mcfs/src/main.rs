@@ -5,6 +5,7 @@
 
 mod backing_lock;
 mod battery;
+#[cfg(feature = "bench")]
 mod bench;
 mod cli;
 mod commands;
@@ -31,6 +32,7 @@ mod proc_table;
 mod prometheus;
 mod protocol;
 mod record;
+#[cfg(feature = "report")]
 mod report;
 mod sd_notify;
 mod service_status;
@@ -45,6 +47,7 @@ mod stop_signal;
 mod ticker;
 mod unmount;
 mod user_input;
+mod version;
 
 use clap::{CommandFactory, Parser};
 use cli::{Cli, Command};
@@ -63,9 +66,13 @@ fn main() {
         Command::Stat(args) => with_logging(|| commands::stat::run(args)),
         Command::Ctl(args) => with_logging(|| commands::ctl::run(args)),
         Command::Recover(args) => with_logging(|| commands::recover::run(args)),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => bench::run(&args),
+        #[cfg(feature = "report")]
         Command::Report(args) => with_logging(|| commands::report::run(args)),
+        #[cfg(feature = "sim")]
         Command::Trace(args) => with_logging(|| commands::trace::run(args)),
+        #[cfg(feature = "sim")]
         Command::Sim(args) => with_logging(|| commands::sim::run(args)),
         Command::Flashdev(args) => commands::flashdev::run(args),
         Command::Config(args) => with_logging(|| commands::config::run(args)),

@@ -36,8 +36,8 @@ pub struct SimArgs {
     /// Engine configuration (TOML, see docs/CONFIG.md); defaults when absent.
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Device to simulate: a built-in profile (emmc, ufs) or a TOML profile file.
-    #[arg(long, value_name = "PROFILE", default_value = "emmc")]
+    #[arg(long = "device-profile", alias = "device", value_name = "PROFILE", default_value = "emmc",
+          help = crate::cli::device_profile_help("Device to simulate"))]
     pub device: String,
     /// Print the metrics as JSON instead of a table.
     #[arg(long)]
