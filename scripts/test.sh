@@ -2,7 +2,9 @@
 # The README's test command: sets the machine up (scripts/setup.sh
 # --pjdfstest), runs every unit and integration test of the workspace in
 # release mode (including the end-to-end tests that mount mcfs, kill it and
-# recover), then the pjdfstest POSIX suite against ext4 (scripts/pjdfstest.sh).
+# recover), then the pjdfstest POSIX suite against ext4 (scripts/pjdfstest.sh),
+# then the aarch64 cross build with the engine's unit tests under qemu
+# (scripts/cross-test.sh).
 # Every stage runs even if an earlier test stage failed; the exit status is
 # non-zero if any stage failed. Needs root and FUSE.
 set -euo pipefail
@@ -30,6 +32,7 @@ stage setup scripts/setup.sh --pjdfstest
 if [ ${#failed[@]} -eq 0 ]; then
     stage "cargo test" cargo test --workspace --release --no-fail-fast
     stage pjdfstest scripts/pjdfstest.sh
+    stage aarch64 scripts/cross-test.sh
 fi
 
 say "summary"
