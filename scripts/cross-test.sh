@@ -10,12 +10,10 @@
 #   scripts/cross-test.sh
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 SCRIPT_NAME=cross-test.sh
 # shellcheck source=lib/packages.sh
-. "$repo/scripts/lib/packages.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/packages.sh"
+in_repo_with_cargo
 
 TARGET=aarch64-unknown-linux-gnu
 PACKAGES=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user binutils-aarch64-linux-gnu)

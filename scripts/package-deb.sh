@@ -10,12 +10,10 @@
 # Prints the path of the .deb (target/debian/mcfs_VERSION-1_ARCH.deb).
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
-command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 SCRIPT_NAME=package-deb.sh
 # shellcheck source=lib/packages.sh
-. "$repo/scripts/lib/packages.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/packages.sh"
+in_repo_with_cargo
 
 features=()
 case "${1:-}" in
