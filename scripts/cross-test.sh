@@ -33,7 +33,11 @@ export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 
 say "engine unit tests on $TARGET under qemu-aarch64"
-cargo test --release --target "$TARGET" -p mcfs-core --lib
+# Debian 12's qemu-user (7.2) has no openat2 (ENOSYS; qemu 9.1 added it). The
+# engine then resolves paths with its fallback walk, which the other tests
+# cover; this one compares the two resolvers and needs openat2 itself.
+cargo test --release --target "$TARGET" -p mcfs-core --lib -- \
+    --skip backend::dir::at::tests::both_resolvers_refuse_symlinks_alike
 
 say "device build of mcfs for $TARGET (--no-default-features)"
 cargo build --release --target "$TARGET" -p mcfs --no-default-features

@@ -49,7 +49,8 @@ gzip -9n "$assets"/man/*.1
 sed 's|/usr/local/bin/mcfs|/usr/bin/mcfs|g' packaging/systemd/mcfs@.service > "$assets/mcfs@.service"
 
 say "packaging"
-deb=$(cargo deb -p mcfs --no-build "${features[@]}" | tail -n 1)
+# --strip: the release profile keeps line tables (debug = 1); the package need not.
+deb=$(cargo deb -p mcfs --no-build --strip "${features[@]}" 2>&1 | grep -v "^warning: Only source paths starting with" | tail -n 1)
 dpkg-deb --info "$deb" | sed -n '/Package:/,/Description:/p'
 say "$deb: $(stat -c %s "$deb") bytes"
 echo "$deb"
