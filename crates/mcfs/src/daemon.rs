@@ -22,8 +22,7 @@ use crate::sd_notify::Notifier;
 use crate::ticker::{self, Ticker};
 use crate::user_input::UserInput;
 use crate::{
-    battery, fg_watch, logging, panic_guard, proc_table, prometheus, service_status, signals, socket_path, stats_doc,
-    unmount,
+    battery, fg_watch, logging, panic_guard, proc_table, prometheus, service_status, signals, socket_path, unmount,
 };
 use mcfs_core::ioprio::IoPriority;
 use mcfs_core::{Clock, DirBackend, Engine, IoClass, ManualClock, SystemClock};
@@ -236,7 +235,7 @@ fn stats_document(engine: &Engine, backend: &SimBackend<DirBackend>) -> Result<s
         stats["daemon"] = serde_json::json!({ "pid": std::process::id(), "log": logging::place() });
         Ok(stats)
     });
-    raw.map(|raw| stats_doc::document(raw, std::time::SystemTime::now()))
+    raw.map(|raw| mcfs_core::stats_doc::document(raw, std::time::SystemTime::now()))
         .map_err(|e| format!("cannot encode stats: {e}"))
 }
 

@@ -39,7 +39,6 @@ mod service_status;
 mod signals;
 mod socket_path;
 mod state_dir;
-mod stats_doc;
 mod stats_fields;
 mod stats_rates;
 mod stats_table;

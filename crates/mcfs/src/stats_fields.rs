@@ -1,4 +1,4 @@
-//! Every field of the `mcfs stat` document (`stats_doc`) with its kind and
+//! Every field of the `mcfs stat` document (`mcfs_core::stats_doc`) with its kind and
 //! a one-line meaning: the Prometheus output takes its types and HELP lines
 //! from here, `--interval` its counters, and a test holds docs/STAT.md and
 //! the daemon's real document to this list.

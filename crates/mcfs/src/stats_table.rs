@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn never_before_the_first_checkpoint_and_no_document_fields() {
-        let doc = crate::stats_doc::document(
+        let doc = mcfs_core::stats_doc::document(
             json!({"checkpoints": 0, "last_checkpoint_seconds": 0.0}),
             std::time::SystemTime::now(),
         );

@@ -1,6 +1,8 @@
 //! The document `mcfs stat --json` prints (docs/STAT.md): the engine's
 //! counters with a schema version, the time they were taken, and one unit
-//! convention. The engine counts time in ns or µs and energy in nJ; here
+//! convention. Here rather than in the `mcfs` program so that a test can
+//! hold the simulator's counters, put through the same function, against a
+//! live mount's. The engine counts time in ns or µs and energy in nJ; here
 //! every duration becomes seconds and every energy joules, and the field's
 //! name says so (`bg_wait_ns` → `bg_wait_seconds`), so a consumer never has
 //! to guess a unit.
