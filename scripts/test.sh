@@ -2,10 +2,10 @@
 # The README's test command: sets the machine up (scripts/setup.sh
 # --pjdfstest), runs every unit and integration test of the workspace
 # (including the end-to-end tests that mount mcfs, kill it and recover) in the
-# `checked` profile (release optimisation with debug
-# assertions and overflow checks on), clippy with warnings as errors, the
-# formatting check, then the pjdfstest POSIX suite against ext4
-# (scripts/pjdfstest.sh).
+# `checked` profile (release optimisation with debug assertions and overflow
+# checks on), clippy with warnings as errors, the formatting check, the
+# pjdfstest POSIX suite against ext4 (scripts/pjdfstest.sh), then the aarch64
+# cross build with the engine's unit tests under qemu (scripts/cross-test.sh).
 # Every stage runs even if an earlier test stage failed; the exit status is
 # non-zero if any stage failed. Needs root and FUSE.
 set -euo pipefail
@@ -43,6 +43,7 @@ if [ ${#failed[@]} -eq 0 ]; then
     stage clippy cargo clippy --workspace --all-targets --release -- -D warnings
     stage fmt cargo fmt --all -- --check
     stage pjdfstest scripts/pjdfstest.sh
+    stage aarch64 scripts/cross-test.sh
 fi
 
 say "summary"

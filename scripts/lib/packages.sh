@@ -1,7 +1,11 @@
-# Shared by scripts/setup.sh and scripts/bench-setup.sh (sourced, not run):
-# progress lines, running a command as root, and installing the Debian
-# packages of the caller's PACKAGES array that are missing. The caller sets
-# SCRIPT_NAME, which prefixes errors.
+# Shared by the scripts that install what they need (setup.sh,
+# bench-setup.sh, cross-test.sh, package-deb.sh; sourced, not run): progress
+# lines, running a command as root, installing the Debian packages of the
+# caller's PACKAGES array that are missing, and starting in the checkout
+# with cargo on PATH. The caller sets SCRIPT_NAME, which prefixes errors.
+
+# This file's directory, resolved while it is being sourced (the caller may cd later).
+packages_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -28,4 +32,12 @@ install_packages() {
     say "installing ${missing[*]}"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# Changes to the checkout's top directory (sets `repo`) and puts rustup's
+# cargo on PATH if the shell has none (root's non-login shells, CI).
+in_repo_with_cargo() {
+    repo=$(cd "$packages_lib_dir/../.." && pwd)
+    cd "$repo"
+    command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 }

@@ -35,6 +35,7 @@ mod space;
 mod split_writes;
 mod state;
 pub mod stats;
+pub mod stats_doc;
 pub mod types;
 mod vct;
 pub mod virtual_time;

@@ -5,12 +5,15 @@
 use crate::logging::Destination;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcfs_core::SyncMode;
+use mcfs_sim::device::DeviceProfile;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "mcfs",
-    version,
+    version = crate::version::SHORT,
+    long_version = crate::version::LONG,
     about = "mcfs: a memory-centric, app-aware FUSE file system",
     long_about = "mcfs keeps app data in memory and checkpoints it to a backing directory \
                   in per-app, point-in-time consistent transactions.\n\n\
@@ -27,31 +30,97 @@ pub enum Command {
     #[command(after_help = MOUNT_EXAMPLES)]
     Mount(MountArgs),
     /// Checkpoint everything, unmount and wait until the daemon has exited.
-    #[command(alias = "unmount")]
+    #[command(alias = "unmount", after_help = UMOUNT_EXAMPLES)]
     Umount(UmountArgs),
-    /// Show the counters of a mounted mcfs (overall and per app).
+    /// Show the counters of a mounted mcfs (overall and per app), once or as rates per interval.
+    #[command(after_help = STAT_EXAMPLES)]
     Stat(StatArgs),
     /// Control a mounted mcfs: checkpoint, battery level, per-app mode, user input.
+    #[command(after_help = CTL_EXAMPLES)]
     Ctl(CtlArgs),
     /// Offline recovery of a backing directory after a crash.
+    #[command(after_help = RECOVER_EXAMPLES)]
     Recover(RecoverArgs),
     /// Benchmark ext4, tmpfs and mcfs side by side (needs root; see docs/BENCHMARKS.md).
+    #[cfg(feature = "bench")]
+    #[command(after_help = BENCH_EXAMPLES)]
     Bench(crate::bench::BenchArgs),
     /// Write a study's section of the report (e.g. docs/REPORT.md) from its results, with SVG charts.
+    #[cfg(feature = "report")]
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Trace files: import strace or CSV traces, convert, synthesize app workloads, summarize, replay.
+    #[cfg(feature = "sim")]
+    #[command(after_help = TRACE_EXAMPLES)]
     Trace(crate::commands::trace::TraceArgs),
     /// Replay a trace through the engine in virtual time on a simulated device and report the metrics.
+    #[cfg(feature = "sim")]
+    #[command(after_help = SIM_EXAMPLES)]
     Sim(crate::commands::sim::SimArgs),
     /// Mount a pass-through of BACKING whose files behave like phone flash (see docs/FLASHDEV.md).
+    #[command(after_help = FLASHDEV_EXAMPLES)]
     Flashdev(crate::commands::flashdev::FlashdevArgs),
     /// Configuration files: check one as `mcfs mount` would, without mounting.
+    #[command(after_help = CONFIG_CHECK_EXAMPLES)]
     Config(ConfigArgs),
     /// Print a shell completion script for mcfs (e.g. `mcfs completions bash > /etc/bash_completion.d/mcfs`).
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions(CompletionsArgs),
     /// Write man pages for mcfs and each subcommand (mcfs.1, mcfs-mount.1, ...) into a directory.
+    #[command(after_help = MANPAGES_EXAMPLES)]
     Manpages(ManpagesArgs),
 }
+
+// Shown after each subcommand's --help (`mount`, `stat` and `config check` have theirs below).
+const UMOUNT_EXAMPLES: &str = "\
+Examples:
+  mcfs umount /mnt/data              # checkpoint, unmount, wait for the daemon to exit
+  mcfs umount --timeout 60 /mnt/data
+  mcfs umount -l /mnt/data           # detach now even if busy; the daemon exits after the last close";
+const CTL_EXAMPLES: &str = "\
+Examples:
+  mcfs ctl /mnt/data checkpoint
+  mcfs ctl /mnt/data mode uid:10023 sync
+  mcfs ctl /mnt/data battery 15
+  mcfs ctl /mnt/data fg com.example.mail
+  mcfs ctl /mnt/data input";
+const RECOVER_EXAMPLES: &str = "\
+Examples:
+  mcfs recover /srv/data             # after a crash, with nothing mounted on it";
+#[cfg(feature = "bench")]
+const BENCH_EXAMPLES: &str = "\
+Examples:
+  sudo mcfs bench --quick                                   # a smoke test of the harness
+  sudo mcfs bench --workloads sqlite,fio --targets ext4,mcfs --json-file bench.json
+  sudo mcfs bench --device-profile emmc --repeat 3          # every target on emulated eMMC";
+#[cfg(feature = "report")]
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  mcfs report --mobifs experiments/mobifs/results
+  mcfs report --fasttrack experiments/fasttrack/results --out docs/REPORT.md";
+#[cfg(feature = "sim")]
+const TRACE_EXAMPLES: &str = "\
+Examples:
+  mcfs trace import --format strace -o app.trace strace.log
+  mcfs trace synth --app com.example.mail -o mail.bin
+  mcfs trace stats --json mail.bin
+  mcfs trace replay mail.bin --into /mnt/data --json-file replay.json";
+#[cfg(feature = "sim")]
+const SIM_EXAMPLES: &str = "\
+Examples:
+  mcfs sim --trace mail.bin
+  mcfs sim --trace mail.bin --device-profile ufs -c mcfs.toml --json";
+const FLASHDEV_EXAMPLES: &str = "\
+Examples:
+  mcfs flashdev --device-profile emmc /srv/flash-backing /mnt/flash
+  mcfs flashdev --device-profile ufs --scheduler fifo --stats flash.json -f /srv/b /mnt/flash";
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  mcfs completions bash > /etc/bash_completion.d/mcfs
+  mcfs completions zsh > /usr/local/share/zsh/site-functions/_mcfs";
+const MANPAGES_EXAMPLES: &str = "\
+Examples:
+  mcfs manpages /usr/local/share/man/man1 && man mcfs-mount";
 
 #[derive(Args, Debug)]
 pub struct CompletionsArgs {
@@ -110,7 +179,7 @@ fstab and mount(8) (scripts/setup.sh installs /sbin/mount.fuse.mcfs):
 
 Mount options (-o):
   allow_other, default_permissions (always on), ro, rw, nosuid, suid, nodev, dev, noexec, exec,
-  fsname=NAME, subtype=NAME, config=FILE, threads=N, and every config key of docs/CONFIG.md
+  fsname=NAME, subtype=NAME, config=FILE, threads=N, metrics_file=FILE, and every config key of docs/CONFIG.md
   (nested keys dotted: fasttrack.aging_ms=200; sizes take K, M, G, T). atime options, async,
   defaults, auto, noauto, nofail, _netdev, user, users, x-*, comment=... are accepted and ignored.";
 
@@ -161,10 +230,14 @@ pub struct MountArgs {
     /// does): for experiments that compare a live mount with the simulator.
     #[arg(long)]
     pub virtual_clock: bool,
-    /// Device model for the estimate of what the mount's backing I/O would cost on phone flash
-    /// (`mcfs stat` shows it): emmc, ufs, or a profile TOML file (docs/DEVICE_MODEL.md).
-    #[arg(long, value_name = "PROFILE", default_value = "emmc")]
+    #[arg(long, value_name = "PROFILE", default_value = "emmc",
+          help = device_profile_help("Device model for the estimate of what the backing I/O would cost on phone flash (`mcfs stat` shows it)"))]
     pub device_profile: String,
+    /// Keep FILE holding the mount's metrics in the Prometheus text format, rewritten every 5 s and
+    /// removed at unmount: for node_exporter's textfile collector (docs/STAT.md). Same as
+    /// -o metrics_file=FILE.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_file: Option<PathBuf>,
     /// Follow the foreground app from FILE, which lists the foreground tasks one pid per line
     /// (Android's /dev/cpuset/top-app/tasks); overrides `fasttrack.tasks_file` of the config.
     #[arg(long, value_name = "FILE")]
@@ -185,14 +258,62 @@ pub struct UmountArgs {
     pub mountpoint: PathBuf,
 }
 
+/// Shown after `mcfs stat --help`.
+const STAT_EXAMPLES: &str = "\
+Examples:
+  mcfs stat /mnt/data                          # every counter, overall and per app
+  mcfs stat --json /mnt/data | jq .apps        # the document docs/STAT.md describes
+  mcfs stat --interval 1 --count 10 /mnt/data  # rates per second, one line a second, like vmstat
+  mcfs stat --interval 5 --json /mnt/data      # the same as JSON lines, with the full document
+  mcfs stat --format prometheus /mnt/data      # Prometheus text format (or: mount -o metrics_file=FILE)";
+
 #[derive(Args, Debug)]
 pub struct StatArgs {
-    /// Print the counters as JSON instead of a table.
-    #[arg(long)]
+    /// What to print.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = StatFormat::Table)]
+    pub format: StatFormat,
+    /// Print JSON to stdout (same as --format json).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Print what changed per second every SECONDS (e.g. 0.5), one line per interval, until
+    /// interrupted or --count lines.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
+    pub interval: Option<Duration>,
+    /// With --interval: stop after N lines.
+    #[arg(long, value_name = "N", requires = "interval", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
     /// Where the mcfs is mounted.
     #[arg(value_name = "MOUNTPOINT")]
     pub mountpoint: PathBuf,
+}
+
+impl StatArgs {
+    /// `--format`, with `--json` folded in.
+    pub fn format(&self) -> StatFormat {
+        if self.json {
+            StatFormat::Json
+        } else {
+            self.format
+        }
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatFormat {
+    /// Readable tables (with --interval: one line per interval).
+    Table,
+    /// The documented JSON (docs/STAT.md); with --interval, one line per interval with the rates.
+    Json,
+    /// Prometheus text exposition format (not with --interval).
+    Prometheus,
+}
+
+/// A positive number of seconds (`parse_seconds`) as a duration.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    match parse_seconds(text)? {
+        s if s >= 0.001 => Ok(Duration::from_secs_f64(s)),
+        _ => Err("the interval must be at least 0.001 seconds".into()),
+    }
 }
 
 #[derive(Args, Debug)]
@@ -238,6 +359,16 @@ pub enum CtlAction {
         #[arg(value_parser = parse_seconds)]
         seconds: f64,
     },
+}
+
+/// The help of `--device-profile`, the one name of the device-profile
+/// option in every command (mount, sim, flashdev, bench): `what` it is for,
+/// then the built-in profiles as the simulator names them.
+pub fn device_profile_help(what: &str) -> String {
+    format!(
+        "{what}: a built-in profile ({}) or a profile TOML file (docs/DEVICE_MODEL.md)",
+        DeviceProfile::BUILTIN.join(", ")
+    )
 }
 
 /// A finite, non-negative number of seconds.
@@ -319,6 +450,62 @@ mod tests {
     #[test]
     fn grammar_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_help_has_examples() {
+        for sub in Cli::command().get_subcommands() {
+            let help = sub.get_after_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(help.starts_with("Examples:\n  "), "mcfs {} --help has no examples", sub.get_name());
+            let first = help.lines().nth(1).unwrap_or_default().trim_start();
+            assert!(first.starts_with("mcfs ") || first.starts_with("sudo mcfs "), "{}: {first}", sub.get_name());
+        }
+    }
+
+    /// One flag name per concept; the old spellings still parse, hidden.
+    #[test]
+    fn device_profile_is_one_name_with_hidden_old_spellings() {
+        let cli = Cli::command();
+        for (path, old) in [
+            (&["mount"][..], None),
+            (&["sim"], Some("device")),
+            (&["flashdev"], Some("profile")),
+            (&["bench"], Some("flash")),
+        ] {
+            let sub = path.iter().fold(&cli, |c, name| c.find_subcommand(name).unwrap());
+            let arg = sub.get_arguments().find(|a| a.get_long() == Some("device-profile")).expect("--device-profile");
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            for name in DeviceProfile::BUILTIN {
+                assert!(help.contains(name), "mcfs {} --device-profile help lacks {name}: {help}", path[0]);
+            }
+            assert!(arg.get_visible_aliases().unwrap_or_default().is_empty(), "{path:?}");
+            assert_eq!(arg.get_all_aliases().and_then(|a| a.first().copied()), old, "{path:?}");
+        }
+        for args in
+            [&["sim", "--device", "ufs", "--trace", "t"][..], &["sim", "--device-profile", "ufs", "--trace", "t"]]
+        {
+            let Command::Sim(s) = parse(args).unwrap().command else { panic!("not sim") };
+            assert_eq!(s.device, "ufs");
+        }
+    }
+
+    /// `--json` is a flag that prints JSON wherever it is shown; files have `--json-file`.
+    #[test]
+    fn json_is_always_a_flag() {
+        fn walk(cmd: &clap::Command, path: String) {
+            for arg in cmd.get_arguments().filter(|a| a.get_long() == Some("json")) {
+                assert!(!arg.get_action().takes_values(), "{path} --json takes a value");
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, format!("{path} {}", sub.get_name()));
+            }
+        }
+        walk(&Cli::command(), "mcfs".into());
+        let Command::Trace(t) = parse(&["trace", "replay", "t", "--into", "d", "--json", "f"]).unwrap().command else {
+            panic!("not trace")
+        };
+        let crate::commands::trace::TraceAction::Replay(r) = t.action else { panic!("not replay") };
+        assert_eq!(r.json, Some(PathBuf::from("f")), "the old spelling still works");
     }
 
     #[test]

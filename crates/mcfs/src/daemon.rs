@@ -13,6 +13,7 @@ use crate::control::{ControlServer, Handler};
 use crate::daemonize::StartupReport;
 use crate::fuse_mount::{self, FuseSettings, MountHandle};
 use crate::input_devices::{self, InputDevice, InputWatchers};
+use crate::metrics_file::MetricsFile;
 use crate::polling::PollingThread;
 use crate::preflight::{self, MountPlan};
 use crate::protocol::{Request, Response};
@@ -20,7 +21,9 @@ use crate::record::{Recorder, TraceFile};
 use crate::sd_notify::Notifier;
 use crate::ticker::{self, Ticker};
 use crate::user_input::UserInput;
-use crate::{battery, fg_watch, logging, panic_guard, proc_table, service_status, signals, socket_path, unmount};
+use crate::{
+    battery, fg_watch, logging, panic_guard, proc_table, prometheus, service_status, signals, socket_path, unmount,
+};
 use mcfs_core::ioprio::IoPriority;
 use mcfs_core::{Clock, DirBackend, Engine, IoClass, ManualClock, SystemClock};
 use mcfs_fuse::RequestObserver;
@@ -59,6 +62,8 @@ struct Running {
     battery_watcher: Option<PollingThread>,
     /// Follows `fasttrack.tasks_file`, if set.
     fg_watcher: Option<PollingThread>,
+    /// Keeps `metrics_file` up to date, if set.
+    metrics: Option<MetricsFile>,
     inputs: InputWatchers,
     recorder: Option<Arc<Recorder>>,
     events: Receiver<Event>,
@@ -129,6 +134,15 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture, notify: Arc<No
         None => None,
     };
 
+    let metrics = match &plan.metrics_file {
+        Some(path) => {
+            let (engine, backend) = (engine.clone(), backend.clone());
+            let render = move || stats_document(&engine, &backend).map(|doc| prometheus::render(&doc));
+            Some(MetricsFile::spawn(path.clone(), render).map_err(thread_error)?)
+        }
+        None => None,
+    };
+
     let recorder = match capture.record {
         Some(file) => Some(Arc::new(Recorder::start(file, engine.clone(), &plan.config)?)),
         None => None,
@@ -167,6 +181,7 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture, notify: Arc<No
         ticker,
         battery_watcher,
         fg_watcher,
+        metrics,
         inputs,
         recorder,
         events,
@@ -211,20 +226,27 @@ struct Live {
     backend: Arc<SimBackend<DirBackend>>,
 }
 
+/// The stat document (docs/STAT.md): the engine's counters, the device
+/// estimate, the log's counts and the daemon's pid and log place, now.
+fn stats_document(engine: &Engine, backend: &SimBackend<DirBackend>) -> Result<serde_json::Value, String> {
+    let raw = serde_json::to_value(engine.stats()).and_then(|mut stats| {
+        stats["device_estimate"] = serde_json::to_value(backend.report())?;
+        stats["log"] = serde_json::to_value(logging::counts())?;
+        stats["daemon"] = serde_json::json!({ "pid": std::process::id(), "log": logging::place() });
+        Ok(stats)
+    });
+    raw.map(|raw| mcfs_core::stats_doc::document(raw, std::time::SystemTime::now()))
+        .map_err(|e| format!("cannot encode stats: {e}"))
+}
+
 /// Answers one control request.
 fn handle_request(live: &Live, request: Request) -> Response {
     let Live { engine, mount, user_input, .. } = live;
     let outcome = match request {
         Request::Stats => {
-            let stats = serde_json::to_value(engine.stats()).and_then(|mut stats| {
-                stats["device_estimate"] = serde_json::to_value(live.backend.report())?;
-                stats["log"] = serde_json::to_value(logging::counts())?;
-                stats["daemon"] = serde_json::json!({ "pid": std::process::id(), "log": logging::place() });
-                Ok(stats)
-            });
-            return match stats {
+            return match stats_document(engine, &live.backend) {
                 Ok(stats) => Response::Stats { stats },
-                Err(e) => Response::Error { message: format!("cannot encode stats: {e}") },
+                Err(message) => Response::Error { message },
             };
         }
         Request::Checkpoint => engine.checkpoint().map_err(|e| format!("checkpoint failed: {e}")),
@@ -320,6 +342,9 @@ impl Running {
         }
         for watcher in [self.battery_watcher, self.fg_watcher, self.status_thread].into_iter().flatten() {
             watcher.stop();
+        }
+        if let Some(metrics) = self.metrics {
+            metrics.stop();
         }
         // The session is over and the input watchers are gone: nothing records any more.
         if let Some(recorder) = &self.recorder {

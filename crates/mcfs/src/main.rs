@@ -5,6 +5,7 @@
 
 mod backing_lock;
 mod battery;
+#[cfg(feature = "bench")]
 mod bench;
 mod cli;
 mod commands;
@@ -19,6 +20,7 @@ mod fg_watch;
 mod fuse_mount;
 mod input_devices;
 mod logging;
+mod metrics_file;
 mod mount_helper;
 mod mount_options;
 mod mountinfo;
@@ -27,19 +29,24 @@ mod panic_guard;
 mod polling;
 mod preflight;
 mod proc_table;
+mod prometheus;
 mod protocol;
 mod record;
+#[cfg(feature = "report")]
 mod report;
 mod sd_notify;
 mod service_status;
 mod signals;
 mod socket_path;
 mod state_dir;
+mod stats_fields;
+mod stats_rates;
 mod stats_table;
 mod stop_signal;
 mod ticker;
 mod unmount;
 mod user_input;
+mod version;
 
 use clap::{CommandFactory, Parser};
 use cli::{Cli, Command};
@@ -58,9 +65,13 @@ fn main() {
         Command::Stat(args) => with_logging(|| commands::stat::run(args)),
         Command::Ctl(args) => with_logging(|| commands::ctl::run(args)),
         Command::Recover(args) => with_logging(|| commands::recover::run(args)),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => bench::run(&args),
+        #[cfg(feature = "report")]
         Command::Report(args) => with_logging(|| commands::report::run(args)),
+        #[cfg(feature = "sim")]
         Command::Trace(args) => with_logging(|| commands::trace::run(args)),
+        #[cfg(feature = "sim")]
         Command::Sim(args) => with_logging(|| commands::sim::run(args)),
         Command::Flashdev(args) => commands::flashdev::run(args),
         Command::Config(args) => with_logging(|| commands::config::run(args)),

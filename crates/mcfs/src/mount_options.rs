@@ -17,6 +17,8 @@ pub struct MountOptions {
     pub subtype: Option<String>,
     pub config_file: Option<PathBuf>,
     pub threads: Option<u32>,
+    /// `metrics_file=FILE` (`metrics_file`).
+    pub metrics_file: Option<PathBuf>,
     /// Config keys, in the order given.
     pub overrides: Vec<Override>,
     /// Accepted with no effect on mcfs (logged, so a user sees what was dropped).
@@ -85,7 +87,7 @@ impl MountOptions {
             };
         }
         match name {
-            "fsname" | "subtype" | "config" | "threads" => {
+            "fsname" | "subtype" | "config" | "threads" | "metrics_file" => {
                 self.set_value(name, value.filter(|v| !v.is_empty()).ok_or_else(needs_value)?)
             }
             "sync" | "dirsync" => Err(format!(
@@ -121,6 +123,7 @@ impl MountOptions {
             "subtype" => self.subtype = Some(value.to_string()),
             "config" => self.config_file = Some(PathBuf::from(value)),
             "threads" => self.threads = Some(parse_threads(value)?),
+            "metrics_file" => self.metrics_file = Some(PathBuf::from(value)),
             other => return Err(format!("option {other} takes no value")),
         }
         Ok(())

@@ -26,6 +26,8 @@ pub struct MountPlan {
     pub virtual_clock: bool,
     /// The device the backing I/O is estimated on (`--device-profile`).
     pub device: DeviceProfile,
+    /// Where the daemon keeps its metrics in the Prometheus text format (`metrics_file`).
+    pub metrics_file: Option<PathBuf>,
 }
 
 /// `overrides` are the config keys given as mount options (`-o KEY=VALUE`).
@@ -44,7 +46,7 @@ pub fn check(
     let config = config_override::apply(config_file::load(config)?, overrides)?;
     let (state, lock) = prepare_state_dir(&backing)?;
     let device = DeviceProfile::builtin("emmc").ok_or("the built-in emmc device profile is missing")?;
-    Ok(MountPlan { backing, mountpoint, config, state, lock, virtual_clock: false, device })
+    Ok(MountPlan { backing, mountpoint, config, state, lock, virtual_clock: false, device, metrics_file: None })
 }
 
 /// Canonical path of a directory that must exist. `role` says which argument it is.

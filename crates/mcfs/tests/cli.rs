@@ -201,3 +201,35 @@ fn planted_links_in_the_state_dir_are_refused_and_followed_nowhere() {
     assert_fails(&mcfs(&["mount", &s.s("back"), &s.s("mnt")]), &[&format!("{}: is a symbolic link", log.display())]);
     untouched();
 }
+
+#[test]
+fn version_says_commit_build_profile_and_fuse_protocol() {
+    let short = mcfs(&["-V"]);
+    let short = String::from_utf8_lossy(&short.stdout);
+    assert!(short.starts_with("mcfs 0.") && short.contains("(commit "), "{short}");
+    let long = mcfs(&["--version"]);
+    assert!(long.status.success());
+    let long = String::from_utf8_lossy(&long.stdout);
+    let field = |name: &str| {
+        let line = long.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in {long}"));
+        line[name.len()..].trim().to_string()
+    };
+    let commit = field("commit:");
+    assert!(commit == "unknown" || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())), "{commit}");
+    assert_eq!(field("build profile:"), if cfg!(debug_assertions) { "debug" } else { "release" });
+    assert!(field("FUSE protocol:").starts_with("7."), "{long}");
+}
+
+#[test]
+fn device_profile_help_lists_the_builtin_profiles_for_every_command() {
+    for cmd in ["mount", "sim", "flashdev", "bench"] {
+        let out = mcfs(&[cmd, "--help"]);
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("--device-profile <PROFILE>"), "mcfs {cmd} --help:\n{help}");
+        assert!(help.contains("emmc, emmc-cq, ufs"), "mcfs {cmd} --help:\n{help}");
+        assert!(help.contains("Examples:"), "mcfs {cmd} --help:\n{help}");
+        for old in ["--device ", "--profile ", "--flash "] {
+            assert!(!help.contains(old), "mcfs {cmd} --help shows the old spelling {old}");
+        }
+    }
+}

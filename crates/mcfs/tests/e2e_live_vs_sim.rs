@@ -41,8 +41,15 @@ uids = [0, 10000]
 /// simulator reports its device in its own metrics), the daemon's log counters, pid and log place,
 /// how many requests were admitted and how many names were missing (the kernel adds lookups and
 /// getattrs of its own).
-const NOT_DECISIONS: &[&str] =
-    &["cache_clean_bytes", "cache_total_bytes", "device_estimate", "log", "daemon", "missing_lookups"];
+const NOT_DECISIONS: &[&str] = &[
+    "cache_clean_bytes",
+    "cache_total_bytes",
+    "device_estimate",
+    "log",
+    "daemon",
+    "missing_lookups",
+    "timestamp_seconds",
+];
 const NOT_DECISIONS_OF_FASTTRACK: &[&str] = &["fg_requests", "bg_requests"];
 
 fn trace(seed: u64) -> Vec<TraceEvent> {
@@ -93,7 +100,9 @@ fn simulated(events: &[TraceEvent]) -> Value {
     for event in events {
         replayer.replay(event);
     }
-    serde_json::to_value(replayer.engine().stats()).expect("stats as JSON")
+    // As `mcfs stat --json` shows them (docs/STAT.md).
+    let raw = serde_json::to_value(replayer.engine().stats()).expect("stats as JSON");
+    mcfs_core::stats_doc::document(raw, std::time::SystemTime::now())
 }
 
 /// The same through a mount on a virtual clock.

@@ -1,4 +1,4 @@
-//! `mcfs bench --flash PROFILE`: every target's device on emulated phone
+//! `mcfs bench --device-profile PROFILE`: every target's device on emulated phone
 //! flash. A `mcfs flashdev` mount (FIFO device scheduler: no FastTrack) is
 //! started in the scratch directory and the targets' scratch space — the
 //! ext4 images under ext4 and under mcfs's backing directory — lives inside
@@ -18,7 +18,7 @@ pub struct EmulatedFlash {
 }
 
 impl EmulatedFlash {
-    /// Mounts `mcfs flashdev --profile PROFILE` over `scratch/flash-backing` at `scratch/flash`.
+    /// Mounts `mcfs flashdev --device-profile PROFILE` over `scratch/flash-backing` at `scratch/flash`.
     pub fn start(mcfs_bin: &Path, profile: &str, scratch: &Path) -> Result<EmulatedFlash, String> {
         let backing = scratch.join("flash-backing");
         let mountpoint = scratch.join("flash");
@@ -30,7 +30,7 @@ impl EmulatedFlash {
             mcfs_bin,
             [
                 "flashdev".as_ref(),
-                "--profile".as_ref(),
+                "--device-profile".as_ref(),
                 profile.as_ref(),
                 "--scheduler".as_ref(),
                 "fifo".as_ref(),

@@ -41,8 +41,9 @@ use targets::{Target, TargetEnv, TargetKind};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// Also write every result, the goals and the machine description to FILE as JSON.
-    #[arg(long, value_name = "FILE")]
+    /// Also write every result, the goals and the machine description to FILE as JSON
+    /// (`--json` alone prints JSON in other commands, so the file has its own name).
+    #[arg(long = "json-file", alias = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Small sizes and short time limits: a smoke test of the harness, not a measurement.
     #[arg(long)]
@@ -71,9 +72,9 @@ pub struct BenchArgs {
     /// Seed for fio's offsets and the random reads [default: $MCFS_SEED or 1].
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Put every target's device on emulated phone flash (`mcfs flashdev --profile PROFILE`:
-    /// emmc, emmc-cq, ufs or a profile TOML); tmpfs is left out unless named.
-    #[arg(long, value_name = "PROFILE")]
+    #[arg(long = "device-profile", alias = "flash", value_name = "PROFILE",
+          help = crate::cli::device_profile_help("Put every target's device on emulated phone flash \
+                  (`mcfs flashdev --device-profile PROFILE`; tmpfs is left out unless named)"))]
     pub flash: Option<String>,
     /// Run every cell N times (each on a fresh file system) and report the median and the
     /// spread (min-max).
@@ -504,8 +505,10 @@ mod tests {
         assert!(cli.bench.quick);
         assert!(Cli::try_parse_from(["bench", "--workloads", "fio,nope"]).is_err());
         assert!(Cli::try_parse_from(["bench", "--cache-mib", "0"]).is_err());
-        let flash = Cli::try_parse_from(["bench", "--flash", "emmc"]).unwrap();
-        assert_eq!(flash.bench.flash.as_deref(), Some("emmc"));
+        for spelling in ["--device-profile", "--flash"] {
+            let flash = Cli::try_parse_from(["bench", spelling, "emmc"]).unwrap();
+            assert_eq!(flash.bench.flash.as_deref(), Some("emmc"), "{spelling}");
+        }
         let all = Cli::try_parse_from(["bench"]).unwrap();
         assert_eq!(chosen(&all.bench.workloads, &WorkloadName::ALL), WorkloadName::ALL);
         assert_eq!(all.bench.repeat, 1);

@@ -1,4 +1,4 @@
-//! `mcfs flashdev [--profile P] [--scheduler S] [--stats FILE] [--foreground] BACKING MOUNTPOINT`: mounts
+//! `mcfs flashdev [--device-profile P] [--scheduler S] [--stats FILE] [--foreground] BACKING MOUNTPOINT`: mounts
 //! a pass-through of BACKING whose files behave like phone flash (crate `mcfs-flashdev`,
 //! docs/FLASHDEV.md), as a daemon unless --foreground, with the same conventions as `mcfs mount`:
 //! everything is checked before the fork, the parent exits 0 once the mount is live or prints why
@@ -33,8 +33,8 @@ const CONTROL_DRAIN_WAIT: Duration = Duration::from_secs(5);
 
 #[derive(Args, Debug)]
 pub struct FlashdevArgs {
-    /// The flash to emulate: a built-in profile (emmc, ufs) or a profile TOML file (docs/DEVICE_MODEL.md).
-    #[arg(long, value_name = "PROFILE", default_value = "emmc")]
+    #[arg(long = "device-profile", alias = "profile", value_name = "PROFILE", default_value = "emmc",
+          help = crate::cli::device_profile_help("The flash to emulate"))]
     pub profile: String,
     /// The device's command scheduler: `priority` (FG read > FG write > BG read > BG write,
     /// FastTrack §4.5) or `fifo` (a priority-unaware device).

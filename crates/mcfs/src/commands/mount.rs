@@ -8,7 +8,7 @@ use crate::input_devices::InputDevice;
 use crate::logging::LogFile;
 use crate::record::TraceFile;
 use crate::sd_notify::Notifier;
-use crate::{daemon, daemon_start, fg_watch, logging, mount_options, preflight};
+use crate::{daemon, daemon_start, fg_watch, logging, metrics_file, mount_options, preflight};
 use mcfs_sim::device::DeviceProfile;
 
 /// Returns only on errors found before the daemon starts; otherwise exits
@@ -22,6 +22,8 @@ pub fn run(args: MountArgs) -> Result<(), String> {
     let mut plan = preflight::check(&args.backing, &args.mountpoint, config_file.as_deref(), &options.overrides)?;
     plan.virtual_clock = args.virtual_clock;
     plan.device = DeviceProfile::load(&args.device_profile)?;
+    let metrics_file = one_of("--metrics-file", args.metrics_file, "metrics_file", options.metrics_file)?;
+    plan.metrics_file = metrics_file.as_deref().map(metrics_file::check).transpose()?;
     let fasttrack = &mut plan.config.fasttrack;
     if let Some(tasks) = args.fg_tasks.or(fasttrack.tasks_file.take()) {
         fasttrack.tasks_file = Some(fg_watch::check_tasks_file(&tasks)?);

@@ -38,8 +38,8 @@ pub struct SimArgs {
     /// Engine configuration (TOML, see docs/CONFIG.md); defaults when absent.
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Device to simulate: a built-in profile (emmc, ufs) or a TOML profile file.
-    #[arg(long, value_name = "PROFILE", default_value = "emmc")]
+    #[arg(long = "device-profile", alias = "device", value_name = "PROFILE", default_value = "emmc",
+          help = crate::cli::device_profile_help("Device to simulate"))]
     pub device: String,
     /// Issue every event at its recorded time (open loop) instead of each process's next event after its
     /// previous one completed plus the recorded think time (closed loop, the default).

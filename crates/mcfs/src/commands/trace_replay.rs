@@ -1,8 +1,8 @@
-//! `mcfs trace replay TRACE --into DIR [--json FILE] [--loop]`: carries out a trace's file operations on
+//! `mcfs trace replay TRACE --into DIR [--json-file FILE] [--loop]`: carries out a trace's file operations on
 //! a real directory — a plain one, or a live mount — with ordinary system calls, writing the pattern
 //! bytes, so that a recording of a program that wrote them leaves the same tree again
 //! (`mcfs_sim::live_replay`). Operations the system refuses are skipped and listed; they do not fail the
-//! command. `--json` writes how long the operations took (elapsed time, latency percentiles) for the
+//! command. `--json-file` writes how long the operations took (elapsed time, latency percentiles) for the
 //! FastTrack study, where an app's replay is its response time; `--loop` repeats the trace until SIGTERM
 //! or SIGINT, as a background app does. Without `--loop` these signals end the replay early, in the same
 //! way (the JSON says `"stopped": true`, and its times are those of the part done).
@@ -30,7 +30,7 @@ pub struct ReplayArgs {
     pub into: PathBuf,
     /// Write the replay's timing (elapsed from the first operation's start to the last one's end, latency
     /// percentiles of one operation) and counts as one line of JSON into FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "json-file", alias = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Replay the trace over and over until SIGTERM or SIGINT (the trace is read once, into memory).
     #[arg(long = "loop")]
