@@ -7,7 +7,7 @@
 //! requests are counted as `unknown` too, so a study can see how many there were.
 
 use mcfs_core::ioprio;
-use mcfs_sim::device::scheduler::Priority;
+use mcfs_device::scheduler::Priority;
 
 /// The class of one request, and whether it was read from the thread or assumed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

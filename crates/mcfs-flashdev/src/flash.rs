@@ -7,8 +7,8 @@
 use crate::class::RequestClass;
 use crate::realtime::RealTimeDevice;
 use crate::report::{Report, RequestCounts};
-use mcfs_sim::device::scheduler::{Op, Priority, SchedPolicy};
-use mcfs_sim::device::{DeviceProfile, METADATA_WRITE_BYTES};
+use mcfs_device::scheduler::{Op, Priority, SchedPolicy};
+use mcfs_device::{DeviceProfile, METADATA_WRITE_BYTES};
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 

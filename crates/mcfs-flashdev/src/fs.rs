@@ -18,7 +18,7 @@ use fuser::{
     OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
     ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use mcfs_sim::device::scheduler::Op;
+use mcfs_device::scheduler::Op;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io;

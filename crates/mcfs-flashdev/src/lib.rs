@@ -4,7 +4,7 @@
 //! bandwidth, flush latency, an internal command queue, and the device scheduler (FG read > FG write
 //! > BG read > BG write, or FIFO). A request's class comes from the calling thread's I/O priority.
 //!
-//! Modules: `realtime` drives the pure scheduler (`mcfs_sim::device::scheduler`) from the monotonic
+//! Modules: `realtime` drives the pure scheduler (`mcfs_device::scheduler`) from the monotonic
 //! clock; `class` learns a request's class; `flash` charges requests and counts them; `report` is the
 //! stats file; `fs` is the pass-through over `sys` (the backing calls), `inodes`, `handles`,
 //! `listing` and `attr`; `session` mounts it. docs/FLASHDEV.md is the user's guide.

@@ -14,8 +14,8 @@
 //! commands at the device too. A real device learns a command's class once, at submission; a real
 //! kernel holds such a command in its I/O scheduler, where a raise does take effect.
 
-use mcfs_sim::device::scheduler::{CommandId, Completion, Op, Priority, SchedPolicy, Scheduler, SchedulerStats};
-use mcfs_sim::device::DeviceProfile;
+use mcfs_device::scheduler::{CommandId, Completion, Op, Priority, SchedPolicy, Scheduler, SchedulerStats};
+use mcfs_device::DeviceProfile;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::io;
@@ -342,7 +342,7 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), threads * per_thread, "no command delivered twice");
         let stats = device.stats();
-        let count = |c: &mcfs_sim::device::scheduler::ClassStats| c.read.commands + c.write.commands + c.flush.commands;
+        let count = |c: &mcfs_device::scheduler::ClassStats| c.read.commands + c.write.commands + c.flush.commands;
         assert_eq!(count(&stats.foreground), (threads / 2 * per_thread) as u64);
         assert_eq!(count(&stats.background), (threads / 2 * per_thread) as u64);
         assert_eq!(device.pending(), 0);

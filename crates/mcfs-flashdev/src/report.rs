@@ -4,7 +4,7 @@
 //! Invariant: the file is replaced atomically (written beside it, then renamed), so a reader never
 //! sees half a report.
 
-use mcfs_sim::device::scheduler::{SchedPolicy, SchedulerStats};
+use mcfs_device::scheduler::{SchedPolicy, SchedulerStats};
 use serde::Serialize;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;

@@ -2,7 +2,8 @@
 //!
 //! This crate holds the trace model ([`trace`]), its two on-disk forms (readable text in [`text`], compact
 //! binary in [`binary`]), importers that turn other people's traces into ours ([`import`]) and the replay core
-//! that drives the real engine with a trace in virtual time ([`replay`]). Every reader
+//! that drives the real engine with a trace in virtual time ([`replay`]), on a backend that charges its calls to
+//! the mcfs-device model ([`device`]). Every reader
 //! streams (an `Iterator` of `Result<TraceEvent, TraceError>`), stops at the first bad line or record with its
 //! position and reason, and never panics on any input. The format is documented in `docs/TRACE_FORMAT.md`.
 

@@ -3,7 +3,7 @@
 //! keeps the recorded times and lets stalls pile up past the trace's length.
 
 use mcfs_core::{AppConfig, Config, SyncMode};
-use mcfs_sim::device::DeviceProfile;
+use mcfs_device::DeviceProfile;
 use mcfs_sim::replay::{Metrics, ReplayOptions, Replayer, Timing, FIRST_APP_UID};
 use mcfs_sim::text::TextReader;
 use std::fmt::Write;

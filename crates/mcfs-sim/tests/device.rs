@@ -1,8 +1,10 @@
-//! The device model, the energy model and the profiles against hand-computed figures, and the replay over
-//! the simulated device: latencies apps see, bytes at risk, byte-equal metrics across runs.
+//! The simulated device under the engine's backend calls (`SimBackend`) against hand-computed figures, and
+//! the replay over it: latencies apps see, bytes at risk, byte-equal metrics across runs. The model alone
+//! is tested in mcfs-device.
 
 use mcfs_core::{AppConfig, Backend, Caller, Config, FileKind, ManualClock, SyncMode, ROOT_INO};
-use mcfs_sim::device::{Device, DeviceProfile, EnergyReport, Request, SimBackend, METADATA_WRITE_BYTES};
+use mcfs_device::{DeviceProfile, METADATA_WRITE_BYTES};
+use mcfs_sim::device::{CallCost, SimBackend};
 use mcfs_sim::pattern;
 use mcfs_sim::replay::{Metrics, ReplayOptions, Replayer, FIRST_APP_UID};
 use mcfs_sim::text::TextReader;
@@ -15,23 +17,11 @@ use std::time::Duration;
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
 
-/// A device with round figures: reads take 1 µs per byte, writes 2 µs per byte.
+/// The device model's round test figures (reads take 1 µs per byte, writes 2 µs per byte) with a queue of
+/// `queue_depth` slots.
 fn profile(queue_depth: u32) -> DeviceProfile {
-    DeviceProfile::from_toml(&format!(
-        "name = \"round\"\n\
-         read_mb_per_s = 1\n\
-         write_mb_per_s = 0.5\n\
-         read_latency_us = 100\n\
-         write_latency_us = 200\n\
-         flush_latency_us = 1000\n\
-         queue_depth = {queue_depth}\n\
-         read_nj_per_byte = 0.5\n\
-         write_nj_per_byte = 2\n\
-         flush_batch_uj = 1\n\
-         standby_after_ms = 100\n\
-         standby_penalty = 2.5\n"
-    ))
-    .expect("test profile parses")
+    let round = DeviceProfile::from_toml(include_str!("../../mcfs-device/tests/fixtures/round.toml"));
+    DeviceProfile { queue_depth, ..round.expect("round profile parses") }
 }
 
 /// A backend on `profile` holding file `f` with 1000 bytes, and its clock moved on to 1 s so the device
@@ -102,7 +92,7 @@ fn a_flush_waits_for_work_another_caller_queued() {
     // Background work: a write nobody waits for.
     backend.begin_call();
     backend.write_at(Path::new("f"), 0, &[1; 1000]).expect("write");
-    assert_eq!(backend.end_call(), mcfs_sim::device::CallCost { issued_io: true, latency_ns: 0 });
+    assert_eq!(backend.end_call(), CallCost { issued_io: true, latency_ns: 0 });
     // An app's fsync 1 ms later waits for that write (ends at 2.2 ms), then flushes.
     clock.advance(Duration::from_millis(1));
     backend.begin_call();
@@ -112,98 +102,6 @@ fn a_flush_waits_for_work_another_caller_queued() {
     assert_eq!((report.flushes, report.requests), (1, 4));
     // Busy: the setup's two requests overlapped (create 0..8.392 ms, write 0..10.392 ms), then 3.2 ms.
     assert_eq!(report.busy_ns, 10_392 * US + 3200 * US);
-}
-
-#[test]
-fn energy_of_a_hand_built_sequence_with_a_standby_wakeup() {
-    let mut d = Device::new(profile(1));
-    // Batch 1 at 0: 1000 B written (2000 nJ) and a flush (1000 nJ); done at 3.2 ms.
-    d.submit(Request::Write(1000), 0);
-    d.submit(Request::Flush, 0);
-    // Batch 2: the device idled 46.8 ms (< 100 ms): no standby. 1000 B read (500 nJ).
-    let read = d.submit(Request::Read(1000), 50 * MS);
-    assert_eq!(read.idle_before_ns, 50 * MS - 3200 * US);
-    // Batch 3: the read was done, so the flush at 60 ms opens a new busy period (1000 nJ).
-    d.submit(Request::Flush, 60 * MS);
-    // Batch 4 after 439 ms idle: from standby. 2000 B written (4000 nJ) and two flushes issued back to
-    // back, which pay the batch's fixed cost once (1000 nJ); all × 2.5.
-    let write = d.submit(Request::Write(2000), 500 * MS);
-    assert_eq!(write.idle_before_ns, 500 * MS - 61 * MS);
-    d.submit(Request::Flush, 500 * MS);
-    d.submit(Request::Flush, 500 * MS);
-    // Batch 5, still open: from standby again, 100 B read (50 nJ), × 2.5.
-    d.submit(Request::Read(100), 1_000 * MS);
-    let expected = EnergyReport {
-        write_nj: 2000 + 4000,
-        read_nj: 500 + 50,
-        flush_nj: 3 * 1000,
-        standby_penalty_nj: (4000 + 1000) * 3 / 2 + 50 * 3 / 2,
-        total_nj: 6000 + 550 + 3000 + 7575,
-        batches: 5,
-        standby_wakeups: 2,
-    };
-    assert_eq!(d.report().energy, expected);
-}
-
-#[test]
-fn an_idle_gap_of_exactly_standby_after_is_not_standby() {
-    let mut d = Device::new(profile(1));
-    let first = d.submit(Request::Flush, 0);
-    d.submit(Request::Flush, first.done_ns + 100 * MS);
-    assert_eq!(d.report().energy.standby_wakeups, 0);
-    d.submit(Request::Flush, d.report().busy_until_ns + 100 * MS + 1);
-    assert_eq!(d.report().energy.standby_wakeups, 1);
-    assert_eq!(d.report().energy.standby_penalty_nj, 1500);
-}
-
-#[test]
-fn profile_errors_name_the_key() {
-    let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/emmc.toml")).expect("emmc");
-    let with = |key: &str, value: &str| {
-        let mut lines: Vec<String> =
-            good.lines().filter(|l| !l.starts_with(&format!("{key} "))).map(String::from).collect();
-        if !value.is_empty() {
-            lines.push(format!("{key} = {value}"));
-        }
-        DeviceProfile::from_toml(&lines.join("\n"))
-    };
-    assert_eq!(with("queue_depth", "1").expect("unchanged"), DeviceProfile::builtin("emmc").unwrap());
-    for (key, value) in [
-        ("read_mb_per_s", "0"),
-        ("write_mb_per_s", "-46"),
-        ("read_latency_us", "nan"),
-        ("flush_latency_us", "inf"),
-        ("write_latency_us", "\"fast\""),
-        ("queue_depth", "0"),
-        ("queue_depth", "-1"),
-        ("write_nj_per_byte", "-0.5"),
-        ("standby_penalty", "0.5"),
-        ("read_nj_per_byte", ""),
-        ("flash_wear", "3"),
-    ] {
-        let err = with(key, value).expect_err(&format!("{key} = {value} is refused"));
-        assert!(err.contains(key), "{key} = {value}: {err}");
-    }
-}
-
-#[test]
-fn profiles_load_by_name_or_from_a_file_whose_name_errors_carry() {
-    for name in DeviceProfile::BUILTIN {
-        assert_eq!(DeviceProfile::load(name).expect("built-in").name, *name);
-    }
-    let missing = DeviceProfile::load("/nonexistent/phone.toml").expect_err("no such file");
-    assert!(missing.contains("/nonexistent/phone.toml") && missing.contains("emmc"), "{missing}");
-
-    let path = std::env::temp_dir().join(format!("mcfs-device-test-{}.toml", std::process::id()));
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/ufs.toml")).expect("ufs");
-    std::fs::write(&path, text.replace("name = \"ufs\"", "name = \"my-ufs\"")).expect("write profile");
-    let loaded = DeviceProfile::load(path.to_str().expect("utf-8 temp dir"));
-    std::fs::write(&path, text.replace("queue_depth = 32", "queue_depth = 0")).expect("write profile");
-    let bad = DeviceProfile::load(path.to_str().expect("utf-8 temp dir"));
-    std::fs::remove_file(&path).expect("remove profile");
-    assert_eq!(loaded.expect("file profile").name, "my-ufs");
-    let bad = bad.expect_err("queue_depth 0");
-    assert!(bad.contains(path.to_str().unwrap()) && bad.contains("queue_depth"), "{bad}");
 }
 
 /// App `com.a` writes 8 KiB at 1 s and fsyncs it; a tap at 5 s; app `com.b` writes 4 KiB at 20 s.

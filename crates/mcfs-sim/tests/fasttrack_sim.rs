@@ -2,8 +2,8 @@
 //! reader, run with and without FastTrack and the class-aware device scheduler.
 
 use mcfs_core::{AppConfig, Config, FastTrackConfig, SyncMode};
-use mcfs_sim::device::scheduler::SchedPolicy;
-use mcfs_sim::device::DeviceProfile;
+use mcfs_device::scheduler::SchedPolicy;
+use mcfs_device::DeviceProfile;
 use mcfs_sim::fasttrack::{run_scenario, run_scenario_after_setup, AppTrace, ScenarioReport};
 use mcfs_sim::{EventKind, TraceEvent};
 

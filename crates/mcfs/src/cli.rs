@@ -5,7 +5,7 @@
 use crate::logging::Destination;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcfs_core::SyncMode;
-use mcfs_sim::device::DeviceProfile;
+use mcfs_device::DeviceProfile;
 use std::path::PathBuf;
 use std::time::Duration;
 

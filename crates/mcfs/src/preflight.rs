@@ -8,7 +8,7 @@ use crate::config_override::{self, Override};
 use crate::state_dir::StateDir;
 use crate::{config_file, mountinfo};
 use mcfs_core::{Config, DirBackend};
-use mcfs_sim::device::DeviceProfile;
+use mcfs_device::DeviceProfile;
 use std::io;
 use std::path::{Path, PathBuf};
 

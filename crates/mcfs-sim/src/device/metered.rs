@@ -12,9 +12,9 @@
 //! Invariant: the sink sees the requests in the order the backend is called, each after its call
 //! succeeded on the store; calls that write are stamped with the clock's time.
 
-use super::model::Request;
 use mcfs_core::backend::{BackendAttr, BackendLimits};
 use mcfs_core::{Backend, Clock, DirBackend, FallocMode, FileKind, FsStats, MemBackend};
+use mcfs_device::Request;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::ops::Range;

@@ -10,11 +10,10 @@
 //! called, and the cursor never runs behind the clock.
 
 use super::metered::{MeteredStore, RequestSink, Store};
-use super::model::{Device, DeviceReport, Request};
-use super::profile::DeviceProfile;
 use crate::pattern;
 use mcfs_core::backend::KnownContent;
 use mcfs_core::{Clock, MemBackend};
+use mcfs_device::{Device, DeviceProfile, DeviceReport, Request};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::SystemTime;

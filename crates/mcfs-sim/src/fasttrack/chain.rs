@@ -8,7 +8,7 @@
 //! Invariant: at most one command of a chain is awaited at a time, and commands go to the device in the
 //! order they were issued.
 
-use crate::device::scheduler::{CommandId, Op, Priority, Scheduler};
+use mcfs_device::scheduler::{CommandId, Op, Priority, Scheduler};
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,8 +110,8 @@ impl Chain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::scheduler::SchedPolicy;
-    use crate::device::DeviceProfile;
+    use mcfs_device::scheduler::SchedPolicy;
+    use mcfs_device::DeviceProfile;
 
     fn device() -> Scheduler {
         Scheduler::new(&DeviceProfile::builtin("emmc").expect("built-in"), SchedPolicy::Fifo)

@@ -49,13 +49,13 @@ mod tap;
 
 pub use report::{AppReport, HoldStats, Holds, ScenarioReport};
 
-use crate::device::scheduler::{SchedPolicy, Scheduler};
-use crate::device::DeviceProfile;
 use crate::text::op_name;
 use crate::trace::TraceEvent;
 use apps::AppRun;
 use event_loop::{EventLoop, HoldRules};
 use mcfs_core::{Caller, Config, Engine, ManualClock, MemBackend};
+use mcfs_device::scheduler::{SchedPolicy, Scheduler};
+use mcfs_device::DeviceProfile;
 use namespace::Namespace;
 use std::collections::BTreeSet;
 use std::sync::Arc;

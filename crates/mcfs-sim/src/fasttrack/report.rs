@@ -3,9 +3,9 @@
 //! the engine's stats. Latency distributions are exact (`LatencyHistogram` keeps every value), so the same
 //! run gives the same report, byte for byte.
 
-use crate::device::scheduler::{SchedPolicy, SchedulerStats};
 use crate::replay::LatencySummary;
 use mcfs_core::{FastTrackConfig, Stats};
+use mcfs_device::scheduler::{SchedPolicy, SchedulerStats};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

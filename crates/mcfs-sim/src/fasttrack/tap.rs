@@ -8,9 +8,10 @@
 //! system services included (their I/O priority, best-effort level 4, is not a foreground one: `ioprio`).
 //! Invariant: `take` returns the commands in the order the engine issued them.
 
-use crate::device::scheduler::{Op, Priority};
-use crate::device::{MeteredStore, Request, RequestSink};
+use crate::device::{MeteredStore, RequestSink};
 use mcfs_core::{Clock, IoClass, MemBackend};
+use mcfs_device::scheduler::{Op, Priority};
+use mcfs_device::Request;
 use parking_lot::Mutex;
 use std::sync::Arc;
 

@@ -9,9 +9,9 @@
 use super::latency::LatencySummary;
 use super::options::Timing;
 use super::risk::BytesAtRisk;
-use crate::device::DeviceReport;
 use mcfs_core::policy::prediction_score::PredictionScore;
 use mcfs_core::{AppStats, Stats};
+use mcfs_device::DeviceReport;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

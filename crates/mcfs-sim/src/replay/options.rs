@@ -1,8 +1,8 @@
 //! What a replay runs with: the engine's configuration, the device it runs on, how events are timed and
 //! how often the bytes at risk are sampled.
 
-use crate::device::DeviceProfile;
 use mcfs_core::Config;
+use mcfs_device::DeviceProfile;
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;

@@ -9,7 +9,7 @@ use crate::logging::LogFile;
 use crate::record::TraceFile;
 use crate::sd_notify::Notifier;
 use crate::{daemon, daemon_start, fg_watch, logging, metrics_file, mount_options, preflight};
-use mcfs_sim::device::DeviceProfile;
+use mcfs_device::DeviceProfile;
 
 /// Returns only on errors found before the daemon starts; otherwise exits
 /// with the daemon's (or, after a fork, the waiting parent's) status.

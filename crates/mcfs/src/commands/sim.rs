@@ -19,7 +19,7 @@ use crate::commands::trace::parse_seconds;
 use crate::config_file;
 use crate::output::{eprint_line, print};
 use clap::Args;
-use mcfs_sim::device::DeviceProfile;
+use mcfs_device::DeviceProfile;
 use mcfs_sim::replay::{ReplayOptions, Replayer, Timing};
 use std::path::PathBuf;
 use std::time::Duration;

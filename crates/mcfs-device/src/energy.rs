@@ -9,8 +9,8 @@
 //! everything is integer picojoules (u128), so sums never round and the same requests give the same
 //! energy, bit for bit.
 
-use super::profile::DeviceProfile;
-use super::queue::Service;
+use crate::profile::DeviceProfile;
+use crate::queue::Service;
 use serde::Serialize;
 
 const PPM: u128 = 1_000_000;

@@ -43,8 +43,8 @@
 //! submission. Invariants: one command is in service at a time, each starts no earlier than the previous
 //! one completed, and the host side holds commands only while the device queue is full.
 
-use super::model::{transfer_ns, Request, METADATA_WRITE_BYTES};
-use super::profile::DeviceProfile;
+use crate::model::{transfer_ns, Request, METADATA_WRITE_BYTES};
+use crate::profile::DeviceProfile;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::fmt;

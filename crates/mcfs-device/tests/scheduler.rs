@@ -2,11 +2,10 @@
 //! order each policy serves a mixed queue in, the queue depth's limit on overtaking, the aging bound, and
 //! a randomized run checked against the model's invariants (seed from `MCFS_SEED`, printed).
 
-mod common;
-
-use mcfs_sim::device::scheduler::{CommandId, Completion, Op, Priority, SchedPolicy, Scheduler, DEFAULT_AGING_NS};
-use mcfs_sim::device::DeviceProfile;
-use rand::Rng;
+use mcfs_device::scheduler::{CommandId, Completion, Op, Priority, SchedPolicy, Scheduler, DEFAULT_AGING_NS};
+use mcfs_device::DeviceProfile;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 
 use Priority::{Background as Bg, Foreground as Fg};
@@ -386,7 +385,9 @@ fn check_order(by_id: &[Completion], depth: usize, policy: SchedPolicy, aging_ns
 
 #[test]
 fn random_runs_keep_the_models_invariants() {
-    let mut rng = common::seeded_rng("random_runs_keep_the_models_invariants");
+    let seed = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random::<u64>);
+    eprintln!("random_runs_keep_the_models_invariants: MCFS_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
     for round in 0..40 {
         let depth = [1, 2, 4, 32][rng.gen_range(0..4)];
         let policy = if rng.gen() { SchedPolicy::Priority } else { SchedPolicy::Fifo };

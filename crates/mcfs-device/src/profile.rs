@@ -65,9 +65,9 @@ impl DeviceProfile {
     /// A built-in profile by name.
     pub fn builtin(name: &str) -> Option<DeviceProfile> {
         let text = match name {
-            "emmc" => include_str!("../../profiles/emmc.toml"),
-            "emmc-cq" => include_str!("../../profiles/emmc-cq.toml"),
-            "ufs" => include_str!("../../profiles/ufs.toml"),
+            "emmc" => include_str!("../profiles/emmc.toml"),
+            "emmc-cq" => include_str!("../profiles/emmc-cq.toml"),
+            "ufs" => include_str!("../profiles/ufs.toml"),
             _ => return None,
         };
         DeviceProfile::from_toml(text).ok()

@@ -1,13 +1,13 @@
 //! One simulated storage device: the timing of `queue`, the energy of `energy` and the counters, driven by
-//! a profile. It knows requests and virtual times only (no files): `MeteredStore` turns backend calls into
-//! requests.
+//! a profile. It knows requests and virtual times only (no files): the simulator's `MeteredStore` (mcfs-sim)
+//! turns backend calls into requests.
 //!
 //! Invariant: every figure is an integer derived from the requests and their issue times alone, so the
 //! same requests give the same report, byte for byte.
 
-use super::energy::{EnergyMeter, EnergyReport};
-use super::profile::DeviceProfile;
-use super::queue::{DeviceQueue, Service};
+use crate::energy::{EnergyMeter, EnergyReport};
+use crate::profile::DeviceProfile;
+use crate::queue::{DeviceQueue, Service};
 use serde::Serialize;
 
 /// Bytes one metadata-changing call writes (one 4 KiB block: an inode, a directory block or a journal
@@ -118,7 +118,7 @@ impl Device {
 }
 
 /// Time to move `bytes` at `bytes_per_s`, rounded up to the nanosecond (the scheduler's model too).
-pub(super) fn transfer_ns(bytes: u64, bytes_per_s: u64) -> u64 {
+pub(crate) fn transfer_ns(bytes: u64, bytes_per_s: u64) -> u64 {
     let ns = (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(bytes_per_s.max(1)));
     u64::try_from(ns).unwrap_or(u64::MAX)
 }
