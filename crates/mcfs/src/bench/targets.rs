@@ -395,7 +395,7 @@ impl McfsMount {
     /// From `mcfs stat --json` if it reports a pid, else the process whose
     /// command line is `… mount … MOUNTPOINT` (what `pgrep -f` would find).
     fn daemon_pid(&self) -> Result<u32, String> {
-        if let Some(pid) = self.stats().ok().and_then(|s| s.get("pid")?.as_u64()) {
+        if let Some(pid) = self.stats().ok().and_then(|s| s.get("daemon")?.get("pid")?.as_u64()) {
             return u32::try_from(pid).map_err(|_| format!("mcfs stat reported an impossible pid {pid}"));
         }
         find_mount_process(&self.mountpoint)
