@@ -101,8 +101,8 @@ Examples:
 #[cfg(feature = "sim")]
 const TRACE_EXAMPLES: &str = "\
 Examples:
-  mcfs trace import --format strace -o app.trace strace.log
-  mcfs trace synth --app com.example.mail -o mail.bin
+  mcfs trace import --format strace --output app.trace strace.log
+  mcfs trace synth --suite suite/
   mcfs trace stats --json mail.bin
   mcfs trace replay mail.bin --into /mnt/data --json-file replay.json";
 #[cfg(feature = "sim")]
@@ -328,14 +328,19 @@ pub struct CtlArgs {
 #[derive(Subcommand, Debug, Clone, PartialEq)]
 pub enum CtlAction {
     /// Close every open transaction and commit all of them to the backing store now.
+    #[command(after_help = "Examples:\n  mcfs ctl /mnt/data checkpoint")]
     Checkpoint,
     /// Tell the engine the battery level (below low_battery_percent every app runs in sync mode).
+    #[command(after_help = "Examples:\n  mcfs ctl /mnt/data battery 15")]
     Battery {
         /// Battery level in percent, 0 to 100.
         #[arg(value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100))]
         percent: u8,
     },
     /// Set how an app's fsync behaves.
+    #[command(
+        after_help = "Examples:\n  mcfs ctl /mnt/data mode uid:10023 sync\n  mcfs ctl /mnt/data mode mail memory"
+    )]
     Mode {
         /// App name as in the config, or `uid:N`.
         #[arg(value_name = "APP")]
@@ -345,15 +350,20 @@ pub enum CtlAction {
     },
     /// Tell the engine the user just did something (one tap): feeds the idle predictor, like input
     /// read from --input-device.
+    #[command(after_help = "Examples:\n  mcfs ctl /mnt/data input")]
     Input,
     /// Set the foreground app, whose I/O goes first (FastTrack), or print it when APP is left out.
     /// With --fg-tasks the setting holds until the tasks file changes.
+    #[command(
+        after_help = "Examples:\n  mcfs ctl /mnt/data fg uid:10001\n  mcfs ctl /mnt/data fg none\n  mcfs ctl /mnt/data fg"
+    )]
     Fg {
         /// App name as in the config, `uid:N`, or `none` for no foreground app.
         #[arg(value_name = "APP")]
         app: Option<String>,
     },
     /// Move a mount's virtual clock forward (only for mounts started with --virtual-clock).
+    #[command(after_help = "Examples:\n  mcfs ctl /mnt/data advance 2.5")]
     Advance {
         /// Seconds to move forward, e.g. 2.5.
         #[arg(value_parser = parse_seconds)]
@@ -369,6 +379,15 @@ pub fn device_profile_help(what: &str) -> String {
         "{what}: a built-in profile ({}) or a profile TOML file (docs/DEVICE_MODEL.md)",
         DeviceProfile::BUILTIN.join(", ")
     )
+}
+
+/// The device scheduler of every command that has one (flashdev, sim
+/// --fasttrack) unless `--scheduler` says otherwise: the FastTrack one.
+pub const DEFAULT_SCHEDULER: &str = "priority";
+
+/// `--scheduler POLICY`, the same in every command.
+pub fn parse_scheduler(text: &str) -> Result<mcfs_device::scheduler::SchedPolicy, String> {
+    text.parse()
 }
 
 /// A finite, non-negative number of seconds.
@@ -454,12 +473,17 @@ mod tests {
 
     #[test]
     fn every_subcommand_help_has_examples() {
-        for sub in Cli::command().get_subcommands() {
-            let help = sub.get_after_help().map(|h| h.to_string()).unwrap_or_default();
-            assert!(help.starts_with("Examples:\n  "), "mcfs {} --help has no examples", sub.get_name());
-            let first = help.lines().nth(1).unwrap_or_default().trim_start();
-            assert!(first.starts_with("mcfs ") || first.starts_with("sudo mcfs "), "{}: {first}", sub.get_name());
+        fn check(command: &clap::Command, path: &str) {
+            for sub in command.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                let help = sub.get_after_help().map(|h| h.to_string()).unwrap_or_default();
+                assert!(help.starts_with("Examples:\n  "), "{path} --help has no examples");
+                let first = help.lines().nth(1).unwrap_or_default().trim_start();
+                assert!(first.starts_with("mcfs ") || first.starts_with("sudo mcfs "), "{path}: {first}");
+                check(sub, &path);
+            }
         }
+        check(&Cli::command(), "mcfs");
     }
 
     /// One flag name per concept; the old spellings still parse, hidden.

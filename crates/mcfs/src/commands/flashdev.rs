@@ -38,7 +38,7 @@ pub struct FlashdevArgs {
     pub profile: String,
     /// The device's command scheduler: `priority` (FG read > FG write > BG read > BG write,
     /// FastTrack §4.5) or `fifo` (a priority-unaware device).
-    #[arg(long, value_name = "POLICY", default_value = "priority", value_parser = parse_policy)]
+    #[arg(long, value_name = "POLICY", default_value = crate::cli::DEFAULT_SCHEDULER, value_parser = crate::cli::parse_scheduler)]
     pub scheduler: SchedPolicy,
     /// Write the statistics (JSON) to FILE every second and when the mount ends.
     #[arg(long, value_name = "FILE")]
@@ -60,10 +60,6 @@ pub struct FlashdevArgs {
     /// Where to mount.
     #[arg(value_name = "MOUNTPOINT")]
     pub mountpoint: PathBuf,
-}
-
-fn parse_policy(text: &str) -> Result<SchedPolicy, String> {
-    text.parse()
 }
 
 /// What the daemon runs with, all of it checked before the fork.

@@ -21,16 +21,33 @@ pub struct TraceArgs {
 #[derive(Subcommand, Debug)]
 pub enum TraceAction {
     /// Convert an strace log or a CSV trace into an mcfs trace.
+    #[command(after_help = IMPORT_EXAMPLES)]
     Import(import::ImportArgs),
     /// Convert an mcfs trace between the text and binary forms.
+    #[command(after_help = "Examples:\n  mcfs trace convert app.trace --output app.bin --to binary")]
     Convert(convert::ConvertArgs),
     /// Generate an app workload from seeded profiles drawn from the MobiFS paper (see docs/SYNTH.md).
+    #[command(after_help = SYNTH_EXAMPLES)]
     Synth(synth::SynthArgs),
     /// Summarize a trace: events by kind, apps, time span.
+    #[command(after_help = "Examples:\n  mcfs trace stats app.bin\n  mcfs trace stats --json app.bin")]
     Stats(stats::StatsArgs),
     /// Carry out a trace's file operations on a real directory (a plain one or a live mount).
+    #[command(after_help = "Examples:\n  mcfs trace replay app.bin --into /mnt/data --json-file replay.json")]
     Replay(super::trace_replay::ReplayArgs),
 }
+
+const IMPORT_EXAMPLES: &str = "\
+Examples:
+  mcfs trace import --format strace --output app.trace strace.log
+  zcat use.csv.gz | mcfs trace import --format csv --columns process=1,op=3,offset=4,size=5,time=6 \\
+      --process-format comm-tid --offset-unit sector --size-unit sector --output use.bin -";
+
+const SYNTH_EXAMPLES: &str = "\
+Examples:
+  mcfs trace synth --suite suite/
+  mcfs trace synth --list
+  mcfs trace synth --fasttrack launch --app gallery --output gallery/";
 
 pub fn run(args: TraceArgs) -> Result<(), String> {
     match args.action {

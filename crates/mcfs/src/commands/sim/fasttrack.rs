@@ -42,16 +42,13 @@ pub struct ScenarioArgs {
     #[arg(long = "bg", value_name = "DIR", conflicts_with = "trace")]
     pub bg: Vec<PathBuf>,
     /// The device's command scheduler: `priority` (FG read > FG write > BG read > BG write, FastTrack
-    /// §4.5) or `fifo`.
-    #[arg(long, value_name = "POLICY", default_value = "fifo", conflicts_with = "trace", value_parser = parse_policy)]
+    /// §4.5) or `fifo` (a priority-unaware device); the default is flashdev's.
+    #[arg(long, value_name = "POLICY", default_value = crate::cli::DEFAULT_SCHEDULER, conflicts_with = "trace",
+          value_parser = crate::cli::parse_scheduler)]
     pub scheduler: SchedPolicy,
     /// Seconds the BG apps run before the FG app starts (with BG apps only).
     #[arg(long, value_name = "SECONDS", default_value = "2", conflicts_with = "trace", value_parser = parse_seconds)]
     pub warmup: Duration,
-}
-
-fn parse_policy(text: &str) -> Result<SchedPolicy, String> {
-    text.parse()
 }
 
 /// One app's workload: its name (from its traces), setup and run.

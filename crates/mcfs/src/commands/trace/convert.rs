@@ -13,7 +13,7 @@ pub struct ConvertArgs {
     #[arg(value_name = "INPUT")]
     pub input: PathBuf,
     /// The trace to write: binary if its name ends in .bin, text otherwise (unless --to says).
-    #[arg(short = 'o', long = "output", value_name = "OUTPUT")]
+    #[arg(long = "output", short_alias = 'o', value_name = "OUTPUT")]
     pub output: PathBuf,
     /// Form of the output, whatever its name.
     #[arg(long, value_name = "FORM")]

@@ -33,7 +33,7 @@ pub struct SynthArgs {
     #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_seconds)]
     pub duration: Duration,
     /// The trace to write: binary if its name ends in .bin, text otherwise (unless --to says).
-    #[arg(short = 'o', long = "output", value_name = "OUTPUT", required_unless_present_any = ["suite", "list"])]
+    #[arg(long = "output", short_alias = 'o', value_name = "OUTPUT", required_unless_present_any = ["suite", "list"])]
     pub output: Option<PathBuf>,
     /// Form of the output(s), whatever the name.
     #[arg(long, value_name = "FORM")]
