@@ -98,11 +98,17 @@ def main(argv):
         ray.init(num_cpus=args.num_cpus, include_dashboard=False)
     try:
         task = ray.remote(num_cpus=1)(run_one)
-        pending = [task.remote(mcfs, sweep, key, str(runs_dir)) for key in keys]
+        key_of = {task.remote(mcfs, sweep, key, str(runs_dir)): key for key in keys}
+        pending = list(key_of)
         done = 0
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
-            key, name, text = ray.get(ready[0])
+            key = key_of[ready[0]]
+            try:
+                _, name, text = ray.get(ready[0])
+            except ray.exceptions.RayError as e:
+                # The task itself failed (its worker or node died): a failed run, not the end of the sweep.
+                name, text = f"{key}.error", "ray: " + " ".join(str(e).split()) + "\n"
             write_record(runs_dir, key, name, text)
             done += 1
             status = "ok" if name.endswith(".json") else "failed: " + text.strip()

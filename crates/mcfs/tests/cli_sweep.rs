@@ -123,6 +123,7 @@ fn a_failing_run_is_a_row_with_its_error_and_the_sweep_fails_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let sweep = setup(dir.path(), "[\"emmc\"]");
     std::fs::write(dir.path().join("traces/bad.trace"), "mcfs-trace 1\n0 a 1 launch\n1 a 1 write /d/f 0\n").unwrap();
+    std::fs::write(dir.path().join("traces/.hidden.trace"), "not a trace").unwrap();
     let out = mcfs(&["sim", "--sweep", s(&sweep), "--jobs", "2"]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
     let err = stderr(&out);
@@ -130,7 +131,7 @@ fn a_failing_run_is_a_row_with_its_error_and_the_sweep_fails_naming_it() {
     assert!(err.contains("bad@default@emmc: ") && err.contains("bad@sync@emmc: "), "{err}");
     assert!(err.contains("line 3"), "the error says what is wrong: {err}");
     let rows = table(dir.path());
-    assert_eq!(rows.lines().count(), 7, "{rows}");
+    assert_eq!(rows.lines().count(), 7, "hidden files are no traces: {rows}");
     let bad = rows.lines().find(|l| l.starts_with("bad@default@emmc,")).unwrap();
     assert!(bad.contains(",failed,") && bad.contains("bad.trace: line 3"), "{bad}");
     assert_eq!(rows.lines().filter(|l| l.contains(",ok,")).count(), 4, "the other runs are done: {rows}");

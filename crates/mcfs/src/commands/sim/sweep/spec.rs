@@ -172,7 +172,7 @@ fn stem(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// `traces`: paths or globs, each trace named by its file stem.
+/// `traces`: paths or globs (matching files only), each trace named by its file stem.
 fn traces(value: &Value, base: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
     let mut found = BTreeMap::new();
     for (i, entry) in strings(value, "traces")?.into_iter().enumerate() {
@@ -180,7 +180,9 @@ fn traces(value: &Value, base: &Path) -> Result<BTreeMap<String, PathBuf>, Strin
         let pattern = base.join(entry);
         let paths = if entry.contains(['*', '?', '[']) {
             let text = pattern.to_str().ok_or_else(|| format!("{key}: '{entry}' is not UTF-8"))?;
-            let matches = glob::glob(text).map_err(|e| format!("{key}: '{entry}': {e}"))?;
+            // As in a shell, `*` does not match a leading dot: hidden files are not traces.
+            let options = glob::MatchOptions { require_literal_leading_dot: true, ..glob::MatchOptions::new() };
+            let matches = glob::glob_with(text, options).map_err(|e| format!("{key}: '{entry}': {e}"))?;
             let mut paths: Vec<PathBuf> =
                 matches.map(|m| m.map_err(|e| format!("{key}: '{entry}': {e}"))).collect::<Result<_, _>>()?;
             paths.retain(|p| p.is_file());
