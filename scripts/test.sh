@@ -3,9 +3,11 @@
 # --pjdfstest), runs every unit and integration test of the workspace
 # (including the end-to-end tests that mount mcfs, kill it and recover) in the
 # `checked` profile (release optimisation with debug assertions and overflow
-# checks on), clippy with warnings as errors, the formatting check, the
-# pjdfstest POSIX suite against ext4 (scripts/pjdfstest.sh), then the aarch64
-# cross build with the engine's unit tests under qemu (scripts/cross-test.sh).
+# checks on), the Ray runner of sweeps on a local two-node cluster
+# (scripts/test-sweep-ray.sh, a venv with Ray), clippy with warnings as errors,
+# the formatting check, the pjdfstest POSIX suite against ext4
+# (scripts/pjdfstest.sh), then the aarch64 cross build with the engine's unit
+# tests under qemu (scripts/cross-test.sh).
 # Every stage runs even if an earlier test stage failed; the exit status is
 # non-zero if any stage failed. Needs root and FUSE.
 set -euo pipefail
@@ -40,6 +42,7 @@ checked_tests() {
 stage setup scripts/setup.sh --pjdfstest
 if [ ${#failed[@]} -eq 0 ]; then
     stage "cargo test" checked_tests
+    stage "sweep ray" scripts/test-sweep-ray.sh "${CARGO_TARGET_DIR:-$repo/target}/checked/mcfs"
     stage clippy cargo clippy --workspace --all-targets --release -- -D warnings
     stage fmt cargo fmt --all -- --check
     stage pjdfstest scripts/pjdfstest.sh

@@ -2,7 +2,8 @@
 //! replays a trace through the real engine in virtual time, on a simulated device (`mcfs_sim::replay`),
 //! closed loop unless `--open-loop`, and prints the metrics — JSON for machines, a table for people.
 //!
-//! `--fasttrack FG_DIR --bg DIR...` runs one point of the FastTrack study instead (`fasttrack`).
+//! `--fasttrack FG_DIR --bg DIR...` runs one point of the FastTrack study instead (`fasttrack`);
+//! `--sweep SWEEP.toml` runs traces × configs × devices on a pool of threads (`sweep`, docs/SWEEP.md).
 //!
 //! Invariant: the output is a pure function of the trace, the config and the device profile (the metrics
 //! hold no wall-clock figures), so two runs print the same bytes. The trace is streamed, never loaded
@@ -11,23 +12,24 @@
 
 mod fasttrack;
 mod progress;
+mod replay_file;
 mod skips;
+mod sweep;
 mod table;
 
-use crate::commands::trace::files::TraceInput;
 use crate::commands::trace::parse_seconds;
 use crate::config_file;
 use crate::output::{eprint_line, print};
 use clap::Args;
 use mcfs_device::DeviceProfile;
-use mcfs_sim::replay::{ReplayOptions, Replayer, Timing};
+use mcfs_sim::replay::{ReplayOptions, Timing};
 use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct SimArgs {
     /// The trace to replay, text or binary (told apart by its first bytes).
-    #[arg(long, value_name = "FILE", required_unless_present = "fasttrack")]
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["fasttrack", "sweep"])]
     pub trace: Option<PathBuf>,
     /// Run a FastTrack scenario instead: the FG app's workload directory (setup.trace and run.trace
     /// from `mcfs trace synth --fasttrack`) against the --bg apps, and report the FG response time.
@@ -35,6 +37,8 @@ pub struct SimArgs {
     pub fasttrack: Option<PathBuf>,
     #[command(flatten)]
     pub scenario: fasttrack::ScenarioArgs,
+    #[command(flatten)]
+    pub sweep: sweep::SweepArgs,
     /// Engine configuration (TOML, see docs/CONFIG.md); defaults when absent.
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -61,6 +65,9 @@ pub struct SimArgs {
 }
 
 pub fn run(args: SimArgs) -> Result<(), String> {
+    if let Some(file) = &args.sweep.sweep {
+        return sweep::run(file, &args.sweep);
+    }
     let config = config_file::load(args.config.as_deref())?;
     let device = DeviceProfile::load(&args.device)?;
     if let Some(fg) = &args.fasttrack {
@@ -68,26 +75,9 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     }
     let Some(trace) = &args.trace else { return Err("sim needs --trace FILE (or --fasttrack FG_DIR)".into()) };
     let device_name = device.name.clone();
-    let mut input = TraceInput::open(trace)?;
     let timing = if args.open_loop { Timing::OpenLoop } else { Timing::ClosedLoop };
     let options = ReplayOptions { config, device, timing, keep_data: args.keep_data, sample_every: args.sample_every };
-    let mut replayer = Replayer::new(options).map_err(|e| format!("cannot start the replay: {e}"))?;
-    let mut progress = progress::Progress::new(input.size());
-    let mut skips = skips::SkipCheck::default();
-    while let Some(event) = input.next() {
-        let event = match event {
-            Ok(event) => event,
-            Err(e) => {
-                progress.finish();
-                return Err(e);
-            }
-        };
-        skips.observe(&event);
-        replayer.push(event);
-        progress.update(input.consumed());
-    }
-    progress.finish();
-    let metrics = replayer.finish().map_err(|e| format!("{}: {e}", trace.display()))?;
+    let replay_file::Replayed { metrics, skip_problem } = replay_file::replay(trace, options, true)?;
     if args.json {
         let text = serde_json::to_string_pretty(&metrics).map_err(|e| format!("cannot print metrics: {e}"))?;
         print(&(text + "\n"))?;
@@ -95,7 +85,7 @@ pub fn run(args: SimArgs) -> Result<(), String> {
         let value = serde_json::to_value(&metrics).map_err(|e| format!("cannot print metrics: {e}"))?;
         print(&table::render(&trace.display().to_string(), &device_name, &value))?;
     }
-    match skips.problem(&metrics) {
+    match skip_problem {
         Some(problem) if args.allow_skipped => {
             eprint_line(&format!("mcfs: warning: {}: {problem}", trace.display()));
             Ok(())

@@ -1,7 +1,8 @@
 //! The progress bar of a long replay: bytes of the trace file consumed, on stderr.
 //!
-//! Invariant: nothing is drawn unless stderr is a terminal and the run has lasted a second, so short
-//! runs, pipes and tests see no bar; the bar is cleared before the results are printed.
+//! Invariant: nothing is drawn unless the caller wants a bar, stderr is a terminal and the run has lasted
+//! a second, so short runs, pipes, tests and the runs of a sweep see no bar; the bar is cleared before the
+//! results are printed.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -21,11 +22,11 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(total_bytes: u64) -> Progress {
+    pub fn new(total_bytes: u64, wanted: bool) -> Progress {
         Progress {
             total_bytes,
             started: Instant::now(),
-            wanted: std::io::stderr().is_terminal(),
+            wanted: wanted && std::io::stderr().is_terminal(),
             updates: 0,
             bar: None,
         }
