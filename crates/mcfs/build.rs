@@ -18,7 +18,16 @@ fn main() {
     };
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_string());
     let env = |name: &str| std::env::var(name).unwrap_or_else(|_| "unknown".into());
-    let (version, profile) = (env("CARGO_PKG_VERSION"), env("PROFILE"));
+    let version = env("CARGO_PKG_VERSION");
+    // The profile's own name (`release`, `checked`, `debug` for dev): the
+    // directory of target/ it builds into, OUT_DIR's fourth ancestor
+    // (PROFILE says only "release" or "debug", even for a custom profile).
+    let out_dir = env("OUT_DIR");
+    let profile = std::path::Path::new(&out_dir)
+        .ancestors()
+        .nth(3)
+        .and_then(|dir| dir.file_name())
+        .map_or_else(|| env("PROFILE"), |name| name.to_string_lossy().into_owned());
     let features: Vec<&str> = ["bench", "report", "sim"]
         .into_iter()
         .filter(|f| std::env::var_os(format!("CARGO_FEATURE_{}", f.to_uppercase())).is_some())
@@ -31,7 +40,7 @@ fn main() {
         env("TARGET")
     );
     let code = format!("pub const SHORT: &str = {short:?};\npub const LONG: &str = {long:?};\n");
-    let out = std::path::Path::new(&env("OUT_DIR")).join("version.rs");
+    let out = std::path::Path::new(&out_dir).join("version.rs");
     std::fs::write(&out, code).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
     // A new commit (HEAD, or the branch it names) changes the answer.
     if let Some(file) = git(&["rev-parse", "--path-format=absolute", "--git-path", "HEAD"]) {
