@@ -145,7 +145,8 @@ impl Cache {
 
     /// A closed VCT that held `n` copy-on-write versions is gone.
     pub fn release_cow(&mut self, n: u64) {
-        self.cow_pages -= n.min(self.cow_pages);
+        debug_assert!(n <= self.cow_pages, "{n} copy-on-write versions released, {} counted", self.cow_pages);
+        self.cow_pages -= n;
     }
 
     /// Removes every page at index `from` or beyond (truncate, unlink).
@@ -197,6 +198,54 @@ impl Cache {
         clean(self.oldest_clean(|app| app == fg))
     }
 
+    /// Checks the invariants of the module header against every file's
+    /// pages (`files`: each inode with its page map): every unpinned page is
+    /// in its owner's LRU list under its stamp and no pinned page is, each
+    /// app's LRU list and dirty count hold exactly its clean and pinned
+    /// pages, and the totals count every page once. The error names the
+    /// first broken one.
+    pub fn check_invariants<'a>(&self, files: impl Iterator<Item = (Ino, &'a PageMap)>) -> Result<(), String> {
+        let (mut total, mut pinned) = (0u64, 0u64);
+        let mut per_app: BTreeMap<AppId, (u64, u64)> = BTreeMap::new();
+        for (ino, pages) in files {
+            for (idx, page) in pages {
+                total += 1;
+                let listed =
+                    self.owners.get(&page.owner).and_then(|o| o.lru.get(&page.lru_stamp)) == Some(&(ino, *idx));
+                let counts = per_app.entry(page.owner).or_default();
+                if page.pins == 0 {
+                    counts.0 += 1;
+                    if !listed {
+                        return Err(format!("clean page {ino}:{idx} is not in app {}'s LRU list", page.owner));
+                    }
+                } else {
+                    counts.1 += 1;
+                    pinned += 1;
+                    if listed {
+                        return Err(format!("pinned page {ino}:{idx} is in app {}'s LRU list", page.owner));
+                    }
+                }
+            }
+        }
+        if (total, pinned) != (self.total_pages, self.dirty_pages) {
+            return Err(format!(
+                "the cache counts {} pages, {} pinned; the files hold {total}, {pinned} pinned",
+                self.total_pages, self.dirty_pages
+            ));
+        }
+        for (app, owned) in &self.owners {
+            let (clean, dirty) = per_app.get(app).copied().unwrap_or_default();
+            if (owned.lru.len() as u64, owned.dirty) != (clean, dirty) {
+                return Err(format!(
+                    "app {app}: LRU list of {} and {} dirty, but it owns {clean} clean and {dirty} pinned pages",
+                    owned.lru.len(),
+                    owned.dirty
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn drop_clean(&mut self, pages: &mut PageMap, idx: u64) {
         if let Some(p) = pages.get(&idx) {
             if p.pins == 0 {
@@ -227,6 +276,67 @@ mod tests {
             taken.push((ino, idx));
         }
         taken
+    }
+
+    fn check(cache: &Cache, files: &BTreeMap<Ino, PageMap>) -> Result<(), String> {
+        cache.check_invariants(files.iter().map(|(ino, pages)| (*ino, pages)))
+    }
+
+    /// Random inserts, touches by other apps, pins, unpins, truncations and
+    /// reclaim over three files of three apps: the invariants hold after
+    /// every step. Seed: `MCFS_SEED`.
+    #[test]
+    fn random_operations_keep_the_invariants() {
+        use rand::{Rng, SeedableRng};
+        let seed: u64 = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+        println!("seed {seed} (MCFS_SEED={seed} replays it)");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut cache = Cache::default();
+        let mut files: BTreeMap<Ino, PageMap> = (1..=3).map(|ino| (ino, PageMap::new())).collect();
+        // The pins each page holds, by slot id, so unpins match pins.
+        let mut pins: Vec<(Ino, u64, u64)> = Vec::new();
+        for step in 0..2000 {
+            let (ino, idx, app) = (rng.gen_range(1..=3), rng.gen_range(0..16), rng.gen_range(1..=3));
+            let pages = files.get_mut(&ino).expect("file");
+            match rng.gen_range(0..6) {
+                0 if !pages.contains_key(&idx) => cache.insert(ino, pages, idx, page(0), app),
+                1 => cache.touch(ino, pages, idx, app),
+                2 => {
+                    if let Some(p) = pages.get_mut(&idx) {
+                        cache.pin(p);
+                        pins.push((ino, idx, p.id));
+                    }
+                }
+                3 if !pins.is_empty() => {
+                    let (ino, idx, id) = pins.swap_remove(rng.gen_range(0..pins.len()));
+                    cache.unpin(ino, files.get_mut(&ino).expect("file"), idx, id);
+                }
+                4 => cache.remove_from(pages, rng.gen_range(0..16)),
+                _ => {
+                    if let Victim::Clean(ino, idx) = cache.victim(Some(app), rng.gen_bool(0.5)) {
+                        cache.drop_clean(files.get_mut(&ino).expect("file"), idx);
+                    }
+                }
+            }
+            if let Err(broken) = check(&cache, &files) {
+                panic!("step {step} (seed {seed}): {broken}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_page_the_cache_does_not_know_breaks_the_invariants() {
+        let mut cache = Cache::default();
+        let mut files: BTreeMap<Ino, PageMap> = BTreeMap::from([(1, PageMap::new())]);
+        cache.insert(1, files.get_mut(&1).unwrap(), 0, page(0), FG);
+        assert_eq!(check(&cache, &files), Ok(()));
+        // A page put in the map behind the cache's back is in no LRU list.
+        let stray = Page { data: page(1), id: 99, pins: 0, owner: FG, lru_stamp: 99 };
+        files.get_mut(&1).unwrap().insert(1, stray);
+        assert!(check(&cache, &files).unwrap_err().contains("1:1 is not in app 1's LRU list"));
+        // A page dropped behind its back leaves the counts wrong.
+        files.get_mut(&1).unwrap().clear();
+        assert!(check(&cache, &files).unwrap_err().contains("the cache counts 1 pages"));
     }
 
     #[test]

@@ -892,6 +892,14 @@ impl Engine {
         self.wake_background();
     }
 
+    /// Checks the engine's structural invariants (for now the page cache's,
+    /// `Cache::check_invariants`); the crash-consistency driver calls it
+    /// after every step. The error names the first broken one.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let st = self.state.lock();
+        st.cache.check_invariants(st.inodes.iter().map(|(ino, inode)| (*ino, &inode.pages)))
+    }
+
     pub fn stats(&self) -> Stats {
         let st = self.state.lock();
         let idle = self.idle.lock().as_ref().map(ScoredPredictor::score);

@@ -465,6 +465,10 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
             }
         }
         run.acks.push((record_ops(&run), committed));
+        if let Err(broken) = harness.engine.check_invariants() {
+            run.problem = Some(format!("after step {index} ({step}) an engine invariant is broken: {broken}"));
+            return run;
+        }
         match from_engine(&harness.engine) {
             Ok(live) if live == after => {}
             Ok(live) => {
