@@ -662,7 +662,7 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<Prediction
         journal_bytes: c.journal_bytes,
         bytes_flushed: c.bytes_flushed,
         checkpoints: c.checkpoints,
-        last_checkpoint_seconds: c.last_duration.as_secs_f64(),
+        last_checkpoint_duration_ns: (c.checkpoints > 0).then_some(c.last_duration.as_nanos() as u64),
         checkpoint_error: c.last_error.clone(),
         checkpoint_failures: c.failures,
         cache_dirty_bytes: st.cache.dirty_bytes(),

@@ -49,7 +49,8 @@ pub struct Stats {
     pub cache_total_bytes: u64,
     pub cache_limit_bytes: u64,
     pub checkpoints: u64,
-    pub last_checkpoint_seconds: f64,
+    /// How long the last checkpoint took; `None` before the first.
+    pub last_checkpoint_duration_ns: Option<u64>,
     pub battery_percent: Option<u8>,
     pub low_battery: bool,
     /// The last error the backing store gave a checkpoint, if it has not

@@ -17,10 +17,6 @@ pub const SCHEMA_VERSION: u64 = 1;
 const UNIT_RENAMES: &[(&str, &str, f64)] =
     &[("_ns", "_seconds", 1e9), ("_us", "_seconds", 1e6), ("_nj", "_joules", 1e9)];
 
-/// The engine calls the duration of the last checkpoint `last_checkpoint_seconds`,
-/// which reads like an age; the document names it for what it is.
-const LAST_CHECKPOINT: (&str, &str) = ("last_checkpoint_seconds", "last_checkpoint_duration_seconds");
-
 /// The daemon's raw stats (engine stats plus device estimate, log counts
 /// and daemon facts) as the documented schema, stamped with `now`.
 pub fn document(raw: Value, now: SystemTime) -> Value {
@@ -28,19 +24,15 @@ pub fn document(raw: Value, now: SystemTime) -> Value {
     doc.insert("schema_version".into(), SCHEMA_VERSION.into());
     let timestamp = now.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     doc.insert("timestamp_seconds".into(), timestamp.into());
-    let Value::Object(mut top) = in_seconds(raw) else {
+    let Value::Object(top) = in_seconds(raw) else {
         return Value::Object(doc);
     };
-    if let Some(duration) = top.remove(LAST_CHECKPOINT.0) {
-        // Before the first checkpoint there is no duration to give; 0.0 would claim one.
-        let any = top.get("checkpoints").and_then(Value::as_u64).is_some_and(|n| n > 0);
-        top.insert(LAST_CHECKPOINT.1.into(), if any { duration } else { Value::Null });
-    }
     doc.extend(top);
     Value::Object(doc)
 }
 
-/// Renames and rescales every field with an engine unit suffix, at any depth.
+/// Renames every field with an engine unit suffix, at any depth, and
+/// rescales its number (a `null`, a value not known yet, stays `null`).
 fn in_seconds(value: Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(map.into_iter().map(|(key, v)| rescale(key, in_seconds(v))).collect()),
@@ -51,8 +43,9 @@ fn in_seconds(value: Value) -> Value {
 
 fn rescale(key: String, value: Value) -> (String, Value) {
     for (suffix, unit, divisor) in UNIT_RENAMES {
-        if let (Some(stem), Some(n)) = (key.strip_suffix(suffix), value.as_f64()) {
-            return (format!("{stem}{unit}"), (n / divisor).into());
+        if let Some(stem) = key.strip_suffix(suffix) {
+            let value = value.as_f64().map_or(value, |n| (n / divisor).into());
+            return (format!("{stem}{unit}"), value);
         }
     }
     (key, value)
@@ -67,7 +60,7 @@ mod tests {
     #[test]
     fn every_duration_is_seconds_and_energy_joules() {
         let raw = json!({
-            "bytes_written": 7, "checkpoints": 2, "last_checkpoint_seconds": 0.5,
+            "bytes_written": 7, "checkpoints": 2, "last_checkpoint_duration_ns": 500_000_000u64,
             "fasttrack": {"bg_wait_ns": 250_000_000u64, "foreground": null},
             "apps": {"a": {"fsync_p99_us": 0.127, "stalled_seconds": 1.5}},
             "device_estimate": {"busy_ns": 3_000_000_000u64, "energy": {"total_nj": 2_500_000_000u64}},
@@ -85,14 +78,14 @@ mod tests {
         assert_eq!(doc["last_checkpoint_duration_seconds"], json!(0.5));
         assert_eq!((doc["bytes_written"].clone(), doc["unapplied_recent"][0]["errno"].clone()), (json!(7), json!(95)));
         let text = doc.to_string();
-        for engine_unit in ["_ns\"", "_us\"", "_nj\"", "\"last_checkpoint_seconds\""] {
+        for engine_unit in ["_ns\"", "_us\"", "_nj\""] {
             assert!(!text.contains(engine_unit), "{engine_unit} left in {text}");
         }
     }
 
     #[test]
     fn no_checkpoint_yet_has_no_duration() {
-        let doc = document(json!({"checkpoints": 0, "last_checkpoint_seconds": 0.0}), UNIX_EPOCH);
+        let doc = document(json!({"checkpoints": 0, "last_checkpoint_duration_ns": null}), UNIX_EPOCH);
         assert_eq!(doc["last_checkpoint_duration_seconds"], Value::Null);
         assert_eq!(doc["timestamp_seconds"], json!(0.0));
     }

@@ -278,7 +278,7 @@ mod tests {
     #[test]
     fn never_before_the_first_checkpoint_and_no_document_fields() {
         let doc = mcfs_core::stats_doc::document(
-            json!({"checkpoints": 0, "last_checkpoint_seconds": 0.0}),
+            json!({"checkpoints": 0, "last_checkpoint_duration_ns": null}),
             std::time::SystemTime::now(),
         );
         let text = render(&doc);
