@@ -55,8 +55,10 @@ case "$name" in
         bundled=$(python3 -c 'import ensurepip, os; print(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled"))')
         wheels=("$bundled"/*.whl)
         [ -e "${wheels[0]}" ] || { echo "programs.sh: no wheel in $bundled" >&2; exit 1; }
-        trace python3 -m pip install -q --no-index --no-cache-dir --disable-pip-version-check \
-            --target "$dir/site" "${wheels[@]}"
+        # pip unpacks into TMPDIR before it copies into --target: both inside DIR, so both are traced.
+        mkdir -p "$dir/tmp"
+        TMPDIR=$dir/tmp trace python3 -m pip install -q --no-index --no-cache-dir --disable-pip-version-check \
+            --root-user-action=ignore --target "$dir/site" "${wheels[@]}"
         ;;
     *) echo "programs.sh: unknown program '$name'" >&2; exit 2 ;;
 esac

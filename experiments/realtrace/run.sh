@@ -4,7 +4,7 @@
 # of real programs, on the live recordings of the MobiFS study and on the synthetic suite; writes
 # RESULTS/summary.md (the tables docs/REPORT.md's real-trace section quotes).
 #
-#   experiments/realtrace/run.sh [--csv FILE]... [--csv-dir DIR]     full run: 2-minute recordings
+#   experiments/realtrace/run.sh [--csv FILE]... [--csv-dir DIR]     full run: 5-minute recordings
 #   experiments/realtrace/run.sh --quick                              smoke run: 20-second recordings
 #
 # Phone block traces are per-process CSVs recorded with eBPF on a phone (process as COMM-TID, device, rw
@@ -25,7 +25,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 results=$here/results
 live=$repo/experiments/mobifs/traces/recorded
-seconds=120
+seconds=300
 device=emmc
 csvs=()
 columns=process=1,op=3,offset=4,size=5,time=6
@@ -120,24 +120,6 @@ others() {
     rm -f "$traces/synthetic"/FB-u*.bin
 }
 
-simulate() {
-    local jobs=() group trace name config
-    for group in "$traces"/*/; do
-        for trace in "$group"*; do
-            name=$(basename "${trace%.*}")
-            mkdir -p "$results/runs/$(basename "$group")/$name"
-            for config in "${CONFIGS[@]}"; do
-                jobs+=("$trace" "$repo/experiments/mobifs/configs/$config.toml"
-                    "$results/runs/$(basename "$group")/$name/$config.json")
-            done
-        done
-    done
-    say "replaying $((${#jobs[@]} / 3)) trace × config pairs on the simulated $device (2 at a time)"
-    printf '%s\0' "${jobs[@]}" | MCFS=$mcfs DEVICE=$device xargs -0 -n 3 -P 2 sh -c '
-        "$MCFS" sim --trace "$1" --config "$2" --device-profile "$DEVICE" --json >"$3.tmp" && mv "$3.tmp" "$3" ||
-            { echo "run.sh: mcfs sim failed on $1 with $2" >&2; exit 255; }' sim ||
-        die "some replays failed"
-}
 
 install_packages
 build
@@ -146,6 +128,6 @@ mkdir -p "$traces"
 phone
 strace_programs
 others
-simulate
+replay_all "$traces" "$results/runs" "$device" "$repo/experiments/mobifs/configs" "${CONFIGS[@]}"
 python3 "$here/summarize.py" "$results/runs" "$device" >"$results/summary.md"
 say "done in $((SECONDS - started)) s: $results/summary.md"
