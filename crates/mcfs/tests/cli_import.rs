@@ -170,7 +170,8 @@ fn an_strace_log_on_stdin_resolves_relative_paths_and_counts_what_it_left_out() 
 fn an_strace_log_of_wal_frames_draws_no_unit_warning() {
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("wal.trace");
-    let mut log = String::from("1 10:00:00.000000 openat(AT_FDCWD, \"/d/x.db-wal\", O_RDWR|O_CREAT, 0644) = 3</d/x.db-wal>\n");
+    let mut log =
+        String::from("1 10:00:00.000000 openat(AT_FDCWD, \"/d/x.db-wal\", O_RDWR|O_CREAT, 0644) = 3</d/x.db-wal>\n");
     for frame in 0..20u64 {
         let offset = 32 + frame * 4120;
         log += &format!("1 10:00:01.{frame:06} pwrite64(3</d/x.db-wal>, \"\"..., 24, {offset}) = 24\n");
