@@ -100,32 +100,13 @@ record_programs() {
     done
 }
 
-simulate() {
-    local jobs=() group trace name config
-    for group in "$traces"/*/; do
-        for trace in "$group"*; do
-            name=$(basename "${trace%.*}")
-            mkdir -p "$results/$(basename "$group")/$name"
-            for config in "${CONFIGS[@]}"; do
-                jobs+=("$trace" "$here/configs/$config.toml" "$results/$(basename "$group")/$name/$config.json")
-            done
-        done
-    done
-    say "replaying $((${#jobs[@]} / 3)) trace × config pairs on the simulated $DEVICE (2 at a time)"
-    # Each job: mcfs sim on (trace, config), JSON into out; a failed replay names its inputs and stops xargs.
-    printf '%s\0' "${jobs[@]}" | MCFS=$mcfs DEVICE=$DEVICE xargs -0 -n 3 -P 2 sh -c '
-        "$MCFS" sim --trace "$1" --config "$2" --device "$DEVICE" --json >"$3.tmp" && mv "$3.tmp" "$3" ||
-            { echo "run.sh: mcfs sim failed on $1 with $2" >&2; exit 255; }' sim ||
-        die "some replays failed"
-}
-
 install_packages
 build
 rm -rf "$traces" "$results"
 mkdir -p "$traces" "$results"
 synthesize
 record_programs
-simulate
+replay_all "$traces" "$results" "$DEVICE" "$here/configs" "${CONFIGS[@]}"
 say "writing the report"
 "$mcfs" report --mobifs "$results" --out "$out"
 say "done in $((SECONDS - started)) s: $out (results in $results, traces in $traces)"

@@ -4,7 +4,8 @@
 //!
 //! `profile` holds a device's figures from the papers, read from TOML (`profiles/*.toml` are built in);
 //! `queue` serves requests in time (queue slots that overlap latencies, one data channel, flushes as
-//! barriers); `energy` prices the work after MobiFS Insight 3 (bytes, flush batches, standby wake-ups);
+//! barriers); `energy` prices the work (bytes and flush batches after MobiFS Insight 3, a tail and a
+//! wake-up cost per standby transition);
 //! `model` is the device the simulator replays on, the two together with the counters; `scheduler` is
 //! the device's own command scheduler (FastTrack §4.5: which command goes next, FIFO or FG first), run
 //! in real time by the flash emulator and in virtual time by the simulator's FastTrack scenarios.
@@ -21,5 +22,5 @@ pub mod scheduler;
 
 pub use energy::EnergyReport;
 pub use model::{Device, DeviceReport, Request, METADATA_WRITE_BYTES};
-pub use profile::DeviceProfile;
+pub use profile::{DeviceProfile, Published};
 pub use queue::Service;

@@ -70,14 +70,17 @@ impl Device {
         Device { queue: DeviceQueue::new(profile.queue_depth), energy: EnergyMeter::new(&profile), profile, counts }
     }
 
-    /// Serves `request`, issued at virtual time `at_ns`.
+    /// Serves `request`, issued at virtual time `at_ns`. A request that finds the device in standby waits
+    /// for its wake-up before its own latency.
     pub fn submit(&mut self, request: Request, at_ns: u64) -> Service {
         let p = &self.profile;
         let c = &mut self.counts;
         c.requests += 1;
+        let wake_ns = if self.energy.in_standby(at_ns, self.queue.busy_until()) { p.wakeup_latency_ns } else { 0 };
         match request {
             Request::Read(bytes) => {
-                let service = self.queue.request(at_ns, p.read_latency_ns, transfer_ns(bytes, p.read_bytes_per_s));
+                let latency = p.read_latency_ns.saturating_add(wake_ns);
+                let service = self.queue.request(at_ns, latency, transfer_ns(bytes, p.read_bytes_per_s));
                 self.energy.read(&service, bytes);
                 c.reads += 1;
                 c.bytes_read = c.bytes_read.saturating_add(bytes);
@@ -88,7 +91,8 @@ impl Device {
                     Request::Write(bytes) => bytes,
                     _ => METADATA_WRITE_BYTES,
                 };
-                let service = self.queue.request(at_ns, p.write_latency_ns, transfer_ns(bytes, p.write_bytes_per_s));
+                let latency = p.write_latency_ns.saturating_add(wake_ns);
+                let service = self.queue.request(at_ns, latency, transfer_ns(bytes, p.write_bytes_per_s));
                 self.energy.write(&service, bytes);
                 if request == Request::MetadataWrite {
                     c.metadata_writes += 1;
@@ -99,7 +103,7 @@ impl Device {
                 service
             }
             Request::Flush => {
-                let service = self.queue.barrier(at_ns, p.flush_latency_ns);
+                let service = self.queue.barrier(at_ns, p.flush_latency_ns.saturating_add(wake_ns));
                 self.energy.flush(&service);
                 c.flushes += 1;
                 service

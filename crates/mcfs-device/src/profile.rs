@@ -1,11 +1,13 @@
 //! Device profiles: the figures the device and energy models run on, read from TOML (`profiles/*.toml`
 //! are built in; docs/DEVICE_MODEL.md documents every key and every figure's source).
 //!
-//! The TOML uses the units papers use (MB/s, µs, nJ per byte, a penalty factor); a profile holds them
-//! converted once to integers (bytes per second, ns, pJ, parts per million), so the models compute with
-//! integers only and the same profile gives the same results, bit for bit, everywhere. Invariant: a
-//! `DeviceProfile` built by `from_toml` has positive bandwidths, a queue depth of at least one, a standby
-//! penalty of at least 1 and every value small enough that the models' integer arithmetic cannot overflow.
+//! The TOML uses the units papers use (MB/s, µs, nJ per byte, mW); a profile holds them converted once to
+//! integers (bytes per second, ns, pJ, µW), so the models compute with integers only and the same profile
+//! gives the same results, bit for bit, everywhere. A profile may also carry the `[published]` figures its
+//! model parameters were derived from (sequential bandwidths, random 4 KiB IOPS), with their source: the
+//! tests check that the model reproduces them. Invariant: a `DeviceProfile` built by `from_toml` has
+//! positive bandwidths, a queue depth of at least one and every value small enough that the models'
+//! integer arithmetic cannot overflow.
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -29,10 +31,48 @@ pub struct DeviceProfile {
     pub write_pj_per_byte: u64,
     /// Fixed energy of one flush batch.
     pub flush_batch_pj: u64,
-    /// Idle time after which the device is in standby.
-    pub standby_after_ns: u64,
-    /// Energy factor of a batch started from standby, in millionths (2.29 is 2_290_000).
-    pub standby_penalty_ppm: u64,
+    /// Tail: how long the device stays in its active idle state after its last command before it drops to
+    /// standby.
+    pub tail_ns: u64,
+    /// Power drawn during the tail, in µW (a µW for a ns is a thousandth of a pJ).
+    pub tail_uw: u64,
+    /// Energy of one transition from standby to active.
+    pub wakeup_pj: u64,
+    /// Time one transition from standby to active adds before the command that caused it starts.
+    pub wakeup_latency_ns: u64,
+    /// The published figures the model was derived from, if the profile gives them.
+    pub published: Option<Published>,
+}
+
+/// Figures a source publishes for a device, in its units; the tests check that the model reproduces each
+/// one given (bursts of 1 MiB requests for the sequential bandwidths, of 4 KiB requests at the profile's
+/// queue depth for the random IOPS).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Published {
+    /// Title, year and where in it the figures are.
+    pub source: String,
+    pub seq_read_mb_per_s: Option<f64>,
+    pub seq_write_mb_per_s: Option<f64>,
+    pub random_read_iops: Option<f64>,
+    pub random_write_iops: Option<f64>,
+}
+
+// `from_toml` refuses published figures that are not finite and positive (no NaN), so equality is total.
+impl Eq for Published {}
+
+impl Published {
+    /// The figures given, by their TOML key.
+    pub fn figures(&self) -> impl Iterator<Item = (&'static str, f64)> {
+        [
+            ("seq_read_mb_per_s", self.seq_read_mb_per_s),
+            ("seq_write_mb_per_s", self.seq_write_mb_per_s),
+            ("random_read_iops", self.random_read_iops),
+            ("random_write_iops", self.random_write_iops),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| value.map(|v| (key, v)))
+    }
 }
 
 /// The profile as written in TOML.
@@ -51,8 +91,12 @@ struct ProfileFile {
     read_nj_per_byte: f64,
     write_nj_per_byte: f64,
     flush_batch_uj: f64,
-    standby_after_ms: f64,
-    standby_penalty: f64,
+    tail_ms: f64,
+    tail_mw: f64,
+    wakeup_uj: f64,
+    wakeup_latency_us: f64,
+    #[serde(default)]
+    published: Option<Published>,
 }
 
 /// Largest queue depth accepted (NVMe's limit; no phone storage comes near it).
@@ -60,13 +104,16 @@ const MAX_QUEUE_DEPTH: u32 = 65_536;
 
 impl DeviceProfile {
     /// Names of the built-in profiles.
-    pub const BUILTIN: &'static [&'static str] = &["emmc", "emmc-cq", "ufs"];
+    pub const BUILTIN: &'static [&'static str] = &["emmc", "emmc-cq", "emmc-5.1", "ufs-3.1", "ufs-4.0", "ufs"];
 
     /// A built-in profile by name.
     pub fn builtin(name: &str) -> Option<DeviceProfile> {
         let text = match name {
             "emmc" => include_str!("../profiles/emmc.toml"),
             "emmc-cq" => include_str!("../profiles/emmc-cq.toml"),
+            "emmc-5.1" => include_str!("../profiles/emmc-5.1.toml"),
+            "ufs-3.1" => include_str!("../profiles/ufs-3.1.toml"),
+            "ufs-4.0" => include_str!("../profiles/ufs-4.0.toml"),
             "ufs" => include_str!("../profiles/ufs.toml"),
             _ => return None,
         };
@@ -78,6 +125,11 @@ impl DeviceProfile {
         let file: ProfileFile = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
         if file.queue_depth == 0 || file.queue_depth > MAX_QUEUE_DEPTH {
             return Err(format!("queue_depth must be 1..={MAX_QUEUE_DEPTH}, got {}", file.queue_depth));
+        }
+        if let Some(published) = &file.published {
+            if let Some((key, value)) = published.figures().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+                return Err(format!("published.{key} must be a finite positive number, got {value}"));
+            }
         }
         Ok(DeviceProfile {
             name: file.name,
@@ -93,8 +145,12 @@ impl DeviceProfile {
             read_pj_per_byte: scaled("read_nj_per_byte", file.read_nj_per_byte, 1e3, 0.0, 1e9)?,
             write_pj_per_byte: scaled("write_nj_per_byte", file.write_nj_per_byte, 1e3, 0.0, 1e9)?,
             flush_batch_pj: scaled("flush_batch_uj", file.flush_batch_uj, 1e6, 0.0, 1e15)?,
-            standby_after_ns: scaled("standby_after_ms", file.standby_after_ms, 1e6, 0.0, 1e16)?,
-            standby_penalty_ppm: scaled("standby_penalty", file.standby_penalty, 1e6, 1e6, 1e8)?,
+            tail_ns: scaled("tail_ms", file.tail_ms, 1e6, 0.0, 1e16)?,
+            // Up to 1 kW: a µW for up to 1e16 ns stays within the energy meter's u128.
+            tail_uw: scaled("tail_mw", file.tail_mw, 1e3, 0.0, 1e9)?,
+            wakeup_pj: scaled("wakeup_uj", file.wakeup_uj, 1e6, 0.0, 1e15)?,
+            wakeup_latency_ns: scaled("wakeup_latency_us", file.wakeup_latency_us, 1e3, 0.0, 1e9)?,
+            published: file.published,
         })
     }
 
@@ -132,7 +188,7 @@ mod tests {
         for name in DeviceProfile::BUILTIN {
             let p = DeviceProfile::builtin(name).unwrap_or_else(|| panic!("built-in {name} parses"));
             assert_eq!(p.name, *name);
-            assert_eq!(p.standby_penalty_ppm, 2_290_000);
+            assert!(p.tail_ns > 0 && p.tail_uw > 0 && p.wakeup_pj > 0, "{name} has a standby model");
             assert_eq!(p.write_pj_per_byte, 6 * p.read_pj_per_byte, "reads cost 1/6 of writes");
         }
         let emmc = DeviceProfile::builtin("emmc").unwrap();

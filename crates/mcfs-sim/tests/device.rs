@@ -6,7 +6,7 @@ use mcfs_core::{AppConfig, Backend, Caller, Config, FileKind, ManualClock, SyncM
 use mcfs_device::{DeviceProfile, METADATA_WRITE_BYTES};
 use mcfs_sim::device::{CallCost, SimBackend};
 use mcfs_sim::pattern;
-use mcfs_sim::replay::{Metrics, ReplayOptions, Replayer, FIRST_APP_UID};
+use mcfs_sim::replay::{Metrics, ReplayOptions, Replayer, Timing, FIRST_APP_UID};
 use mcfs_sim::text::TextReader;
 use mcfs_sim::TraceEvent;
 use std::ffi::OsStr;
@@ -219,6 +219,41 @@ fn written_bytes_follow_the_file_offset_pattern() {
     // the one data write is the engine start's, of the journal's progress slots.
     assert!(r.backend().store().stat(Path::new("f")).is_err());
     assert_eq!(r.backend().report().writes, 1, "only the engine start's writes: {:?}", r.backend().report());
+}
+
+#[test]
+fn reads_of_never_written_ranges_cost_nothing_before_and_after_the_first_checkpoint() {
+    // /f: 4 KiB at 0 and at 1 MiB, a hole between; /g: 1 MiB by truncate, never written.
+    let setup = "mcfs-trace 2\n\
+                 0 app 1 create /f\n\
+                 0 app 1 write /f 0 4096\n\
+                 0 app 1 write /f 1048576 4096\n\
+                 0 app 1 create /g\n\
+                 0 app 1 truncate /g 1048576\n";
+    let opts = ReplayOptions { timing: Timing::OpenLoop, ..options(SyncMode::Memory, "emmc") };
+    let mut r = Replayer::new(opts).expect("engine starts");
+    for e in events(setup) {
+        r.replay(&e);
+    }
+    let bytes_read_by = |r: &mut Replayer, line: &str| {
+        let before = r.backend().report().bytes_read;
+        for e in events(&format!("mcfs-trace 2\n{line}\n")) {
+            r.replay(&e);
+        }
+        r.backend().report().bytes_read - before
+    };
+    assert_eq!(r.engine().stats().checkpoints, 0);
+    assert_eq!(bytes_read_by(&mut r, "1 app 1 read /f 4096 65536"), 0, "hole of /f, before any checkpoint");
+    assert_eq!(bytes_read_by(&mut r, "1 app 1 read /g 0 65536"), 0, "/g, before any checkpoint");
+    // The staleness limit (10 s) checkpoints both files: they now exist on the backing store, holes and all.
+    // (The checkpoint runs before the next event, here a mkdir, so its own reads are not counted below.)
+    bytes_read_by(&mut r, "15 app 1 mkdir /d");
+    assert_eq!(bytes_read_by(&mut r, "20 app 1 read /f 131072 65536"), 0, "hole of /f, after its checkpoint");
+    assert_eq!(bytes_read_by(&mut r, "20 app 1 read /g 131072 65536"), 0, "/g, after its checkpoint");
+    assert!(r.engine().stats().checkpoints >= 1, "{:?}", r.engine().stats());
+    assert!(r.backend().store().stat(Path::new("f")).is_ok() && r.backend().store().stat(Path::new("g")).is_ok());
+    // Past the end of file: nothing either.
+    assert_eq!(bytes_read_by(&mut r, "21 app 1 read /f 2097152 4096"), 0);
 }
 
 #[test]

@@ -258,3 +258,18 @@ fn links_symlinks_and_rename_flags() {
     assert_eq!(replay.events_skipped, 0, "{replay:#?}");
     assert!(replay.bytes_flushed >= 65536, "{replay:#?}");
 }
+
+/// strace shows a call's changed out-arguments after ` => ` (git's threads: `clone3({...} =>
+/// {parent_tid=[2]}, 88)`); the `>` of the arrow is no closing bracket, and the child inherits the
+/// parent's working directory as from clone.
+#[test]
+fn changed_out_arguments_after_an_arrow_parse() {
+    let log = "\
+1 10:00:00.000000 chdir(\"/repo\") = 0
+1 10:00:00.000001 clone3({flags=CLONE_VM|CLONE_THREAD, child_tid=0x7f66, parent_tid=0x7f66, exit_signal=0, stack=0x7f66, stack_size=0x7fff80, tls=0x7f66} => {parent_tid=[2]}, 88) = 2
+2 10:00:00.000002 mkdir(\"objects\", 0777) = 0
+";
+    let (events, skipped) = importer(log, StraceOptions::default());
+    assert_eq!(kinds(&events), [EventKind::Mkdir { path: p("/repo/objects") }]);
+    assert!(skipped.is_empty(), "{skipped:?}");
+}

@@ -228,7 +228,7 @@ fn device_profile_help_lists_the_builtin_profiles_for_every_command() {
         let out = mcfs(&[cmd, "--help"]);
         let help = String::from_utf8_lossy(&out.stdout);
         assert!(help.contains("--device-profile <PROFILE>"), "mcfs {cmd} --help:\n{help}");
-        assert!(help.contains("emmc, emmc-cq, ufs"), "mcfs {cmd} --help:\n{help}");
+        assert!(help.contains("emmc, emmc-cq, emmc-5.1, ufs-3.1, ufs-4.0, ufs"), "mcfs {cmd} --help:\n{help}");
         assert!(help.contains("Examples:"), "mcfs {cmd} --help:\n{help}");
         for old in ["--device ", "--profile ", "--flash "] {
             assert!(!help.contains(old), "mcfs {cmd} --help shows the old spelling {old}");

@@ -163,6 +163,27 @@ fn an_strace_log_on_stdin_resolves_relative_paths_and_counts_what_it_left_out() 
     assert_eq!(read_trace(&output)[0].kind, EventKind::Mkdir { path: b"/home/u/d".to_vec() });
 }
 
+/// SQLite's WAL appends frames of 24 + 4096 bytes after a 32-byte header, so nearly every offset is a
+/// multiple of 8 and not of 512, the shape of sector numbers taken for bytes; an strace log's offsets are
+/// bytes by construction, so its import does not warn about units.
+#[test]
+fn an_strace_log_of_wal_frames_draws_no_unit_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("wal.trace");
+    let mut log =
+        String::from("1 10:00:00.000000 openat(AT_FDCWD, \"/d/x.db-wal\", O_RDWR|O_CREAT, 0644) = 3</d/x.db-wal>\n");
+    for frame in 0..20u64 {
+        let offset = 32 + frame * 4120;
+        log += &format!("1 10:00:01.{frame:06} pwrite64(3</d/x.db-wal>, \"\"..., 24, {offset}) = 24\n");
+        log += &format!("1 10:00:01.{frame:06} pwrite64(3</d/x.db-wal>, \"\"..., 4096, {}) = 4096\n", offset + 24);
+    }
+    let args = ["trace", "import", "--format", "strace", "-", "-o", s(&output)];
+    let out = mcfs_with_stdin(&args, log.as_bytes());
+    assert_ok(&out);
+    assert!(stdout(&out).contains("imported 41 events"), "{}", stdout(&out));
+    assert!(stderr(&out).is_empty(), "no warnings: {}", stderr(&out));
+}
+
 #[test]
 fn options_that_do_not_fit_the_columns_are_usage_errors() {
     let csv = ["trace", "import", "--format", "csv", "in.csv", "-o", "out.trace", "--columns"];

@@ -181,3 +181,19 @@ fn a_bad_sweep_file_names_the_file_and_the_key() {
     let out = mcfs(&["sim", "--sweep", s(&dir.path().join("absent.toml")), "--json"]);
     assert_eq!(out.status.code(), Some(2), "--json does not go with --sweep");
 }
+
+/// Every built-in device profile is a sweep device by its name, and names its runs.
+#[test]
+fn every_builtin_device_profile_names_sweep_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let builtin = mcfs_device::DeviceProfile::BUILTIN;
+    let sweep = setup(dir.path(), &format!("{builtin:?}"));
+    let list = mcfs(&["sim", "--sweep", s(&sweep), "--list"]);
+    assert_ok(&list);
+    let listing: serde_json::Value = serde_json::from_slice(&list.stdout).expect("--list prints JSON");
+    let keys: Vec<&str> = listing["runs"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+    for device in builtin {
+        assert!(keys.contains(&format!("fb@default@{device}").as_str()), "{device}: {keys:?}");
+    }
+    assert_eq!(keys.len(), 2 * 2 * builtin.len());
+}

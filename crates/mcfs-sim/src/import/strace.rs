@@ -567,7 +567,8 @@ fn parse_call(pid: u32, time_ns: u64, text: &str) -> Result<Option<Call<'_>>, St
 }
 
 /// Splits the argument list (after the opening parenthesis) at top-level commas, up to the closing
-/// parenthesis; returns the trimmed arguments and the text after it.
+/// parenthesis; returns the trimmed arguments and the text after it. The ` => ` strace puts between an
+/// argument and its changed value (`clone3({...} => {parent_tid=[2]}, 88)`) is no bracket.
 fn split_args(text: &str) -> Option<(Vec<&str>, &str)> {
     let bytes = text.as_bytes();
     let (mut depth, mut in_string, mut start, mut args) = (0usize, false, 0usize, Vec::new());
@@ -583,6 +584,7 @@ fn split_args(text: &str) -> Option<(Vec<&str>, &str)> {
         } else {
             match b {
                 b'"' => in_string = true,
+                b'=' if bytes.get(i + 1) == Some(&b'>') => i += 1,
                 b'(' | b'[' | b'{' | b'<' => depth += 1,
                 b']' | b'}' | b'>' => depth = depth.checked_sub(1)?,
                 b')' if depth == 0 => {

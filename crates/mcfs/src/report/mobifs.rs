@@ -474,7 +474,8 @@ fn figure13_chart(group: &Group, meta: &GroupMeta) -> BarChart {
 fn energy(group: &Group) -> String {
     let mut md = format!(
         "#### Energy (§7.5)\n\n\
-         Simulated device energy (bytes written and read, a fixed cost per flush batch, the standby penalty; \
+         Simulated device energy (bytes written and read, a fixed cost per flush batch, the idle tails and \
+         the wake-ups from standby; \
          docs/DEVICE_MODEL.md). Both configs write through mcfs's journal, so both write data twice; the \
          paper's figures charge the write-twice cost ({} more energy per flushed byte) to MobiFS only.\n\n",
         percent(Some(paper::WRITE_TWICE_FACTOR - 1.0))

@@ -133,12 +133,13 @@ pub fn render(trace: &str, device: &str, m: &Value) -> String {
         (
             "energy",
             format!(
-                "{} (write {}, read {}, flush {}, standby {})",
+                "{} (write {}, read {}, flush {}, tail {}, wake-up {})",
                 s("/device/energy/total_nj", Unit::Nanojoules),
                 s("/device/energy/write_nj", Unit::Nanojoules),
                 s("/device/energy/read_nj", Unit::Nanojoules),
                 s("/device/energy/flush_nj", Unit::Nanojoules),
-                s("/device/energy/standby_penalty_nj", Unit::Nanojoules)
+                s("/device/energy/tail_nj", Unit::Nanojoules),
+                s("/device/energy/wakeup_nj", Unit::Nanojoules)
             ),
         ),
     ];
