@@ -4,8 +4,9 @@
 # mcfs but not on ext4 is a real failure, and so is a test ext4 runs that
 # mcfs skips, unless listed in MCFS_ONLY_SKIPS below (see docs/PJDFSTEST.md).
 #
-# mcfs is run three times: default config (memory mode), with checkpoints
-# every few milliseconds, and in sync mode; after each clean unmount the
+# mcfs is run four times: default config (memory mode), with checkpoints
+# every few milliseconds, in sync mode, and in sync-point consistency (the
+# kernel's writeback cache); after each clean unmount the
 # backing directory must hold nothing but .mcfs/ (pjdfstest removes its files).
 #
 # Needs root, FUSE, loop devices, pjdfstest (scripts/setup.sh --pjdfstest)
@@ -171,6 +172,8 @@ failed=0
 run_mcfs mcfs-memory "" || failed=1
 run_mcfs mcfs-checkpoints $'max_stale_bytes = 65536\nmax_stale_seconds = 0.01\nwriteback_interval_seconds = 0.01' || failed=1
 run_mcfs mcfs-sync 'mode = "sync"' || failed=1
+# The kernel's writeback cache: boundaries only at sync points.
+run_mcfs mcfs-sync-point 'consistency = "sync-point"' || failed=1
 
 if [ "$failed" -ne 0 ]; then
     say "pjdfstest: mcfs has failures ext4 does not have (outputs in $out)"

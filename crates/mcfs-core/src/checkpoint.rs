@@ -346,13 +346,13 @@ impl Engine {
         Ok(())
     }
 
-    /// Closes the app's open VCT if the policy says so; true if it did or
+    /// Closes the app's open VCT if the policy says so (in sync-point mode:
+    /// if a limit is reached, see `sync_points`); true if it did or
     /// if dirty data passed the background ratio (either way the background
     /// thread has work).
     pub(crate) fn policy_closes(&self, st: &mut State, app: AppId) -> bool {
         let limits = limits_of(st, app);
-        let a = &mut st.apps.list[app];
-        let closed = a.policy.should_close(&a.open, &limits, self.clock.now());
+        let closed = crate::sync_points::closes_between_sync_points(st, app, &limits, self.clock.now());
         if closed {
             st.close_vct(app);
         }

@@ -15,6 +15,20 @@ pub enum SyncMode {
     Sync,
 }
 
+/// Where VCT boundaries may fall, per mount (docs/ENGINE.md, "Consistency modes").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Consistency {
+    /// After any operation: every request reaches the engine in the app's
+    /// order (no kernel writeback cache).
+    #[default]
+    Operation,
+    /// Only at the app's sync points (fsync, fdatasync, fsyncdir, rename,
+    /// unlink, rmdir, link): the kernel's writeback cache holds writes and
+    /// sends them later, in no particular order.
+    SyncPoint,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -27,6 +41,8 @@ pub struct Config {
     pub dirty_background_ratio: f64,
     /// Default for apps without their own setting.
     pub mode: SyncMode,
+    /// Where VCT boundaries may fall: after any operation, or only at sync points.
+    pub consistency: Consistency,
     /// Close an app's open VCT once this many bytes are stale.
     pub max_stale_bytes: u64,
     /// Close an app's open VCT once its oldest write is this old (seed 000: 120 s).
@@ -128,6 +144,7 @@ impl Default for Config {
             dirty_high_ratio: 0.75,
             dirty_background_ratio: 0.5,
             mode: SyncMode::Memory,
+            consistency: Consistency::Operation,
             // Seed 000's background ratio (50 %) of the default cache.
             max_stale_bytes: 128 * MIB,
             max_stale_seconds: 120.0,
@@ -375,6 +392,15 @@ mod tests {
         assert!(err.contains("\"uid:x\""), "{err}");
         let ok = "[fasttrack]\nsystem_apps = [\"media\", \"uid:1013\"]\n[[apps]]\nname = \"media\"\n";
         Config::from_toml(ok).expect("an [[apps]] name and a uid:N");
+    }
+
+    #[test]
+    fn consistency_is_operation_unless_set_and_unknown_modes_are_named() {
+        assert_eq!(Config::from_toml("").unwrap().consistency, Consistency::Operation);
+        let config = Config::from_toml("consistency = \"sync-point\"").expect("valid");
+        assert_eq!(config.consistency, Consistency::SyncPoint);
+        let err = Config::from_toml("consistency = \"syncpoint\"").unwrap_err();
+        assert!(err.contains("syncpoint") && err.contains("sync-point"), "{err}");
     }
 
     #[test]

@@ -422,6 +422,7 @@ impl Engine {
             return Err(Errno::ENOENT);
         }
         let app = st.app_of_uid(caller.uid);
+        self.sync_point(&mut st, app, now);
         let dir = st.inode_mut(new_parent)?;
         dir.children.as_mut().expect("loaded").insert(new_name.to_owned(), ino);
         dir.touch_mtime(now);
@@ -460,6 +461,7 @@ impl Engine {
             (false, false) => {}
         }
         let app = st.app_of_uid(caller.uid);
+        self.sync_point(&mut st, app, now);
         let dir = st.inode_mut(parent)?;
         dir.children.as_mut().expect("loaded").remove(name);
         dir.touch_mtime(now);
@@ -804,8 +806,9 @@ impl Engine {
         let counters = &mut st.apps.list[app].counters;
         if mode == SyncMode::Memory {
             counters.fsync_absorbed += 1;
-            st.apps.list[app].policy.on_fsync(self.clock.now());
-            if self.policy_closes(&mut st, app) {
+            let now = self.clock.now();
+            st.apps.list[app].policy.on_fsync(now);
+            if crate::sync_points::at_sync_point(&mut st, app, now) || self.policy_closes(&mut st, app) {
                 self.wake_background();
             }
             return Ok(());
@@ -813,6 +816,30 @@ impl Engine {
         counters.fsync_honoured += 1;
         drop(st);
         self.stalled(app, || self.commit_app(app))
+    }
+
+    /// A namespace operation that orders data (rename, unlink, rmdir, link)
+    /// is a sync point of the caller's app: in sync-point mode its VCT may
+    /// close before the operation (`sync_points`).
+    pub(crate) fn sync_point(&self, st: &mut State, app: AppId, now: std::time::SystemTime) {
+        if crate::sync_points::at_sync_point(st, app, now) {
+            self.wake_background();
+        }
+    }
+
+    /// Where VCT boundaries may fall on this mount (the FUSE adapter asks
+    /// the kernel for its writeback cache in sync-point mode).
+    pub fn consistency(&self) -> crate::config::Consistency {
+        self.state.lock().config.consistency
+    }
+
+    /// Whether the data `ino` holds goes to the write log of the caller's
+    /// app (the file's app is the caller's): a sync point of that app must
+    /// see the file's data handed over first.
+    pub fn logs_data_of(&self, caller: Caller, ino: Ino) -> bool {
+        let mut st = self.state.lock();
+        let app = st.app_of_uid(caller.uid);
+        st.inodes.get(&ino).is_some_and(|i| i.app == app)
     }
 
     /// Runs a checkpoint an app's call waits for, counting the wait as the

@@ -37,6 +37,7 @@ impl Engine {
         let src = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
         let dst = st.find(&self.store(), new_parent, new_name)?;
         let app = st.app_of_uid(caller.uid);
+        self.sync_point(&mut st, app, now);
         let src_dir = st.inode(src)?.is_dir();
         if src_dir && (new_parent == src || self.is_ancestor(&st, src, new_parent)) {
             return Err(Errno::EINVAL);

@@ -18,6 +18,7 @@
 //! a reference whose reply could not carry it is forgotten at once.
 
 use crate::dir_handles::{items_from, DirHandles};
+use crate::handover::Handover;
 use crate::held_requests::{HeldRequests, HELD_REQUEST_THREADS};
 use crate::io_priority;
 use crate::observer::{RequestObserver, ServedOp};
@@ -27,13 +28,13 @@ use fuser::{
     RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
     ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use mcfs_core::{Attr, Caller, Engine, Errno, FsResult, HeldBack, RenameMode};
+use mcfs_core::{Attr, Caller, Consistency, Engine, Errno, FsResult, HeldBack, RenameMode};
 use std::borrow::Borrow;
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// How long the kernel may trust attributes and names without asking. Long,
@@ -65,6 +66,8 @@ struct Served {
     observer: Option<Arc<dyn RequestObserver>>,
     /// `fasttrack.dispatch`: serving threads take the I/O priority of each request's class.
     tags_io_priority: bool,
+    /// Sync-point consistency: the kernel's dirty pages handed over before each sync point.
+    handover: Option<Handover>,
 }
 
 impl McfsFs {
@@ -75,11 +78,41 @@ impl McfsFs {
             // A BG commit an FG request waits for runs at FG priority meanwhile.
             engine.set_io_priorities(Box::new(io_priority::ThreadPriorities));
         }
+        let handover = (engine.consistency() == Consistency::SyncPoint).then(Handover::start);
         McfsFs {
-            served: Arc::new(Served { engine, dirs: DirHandles::default(), observer, tags_io_priority }),
+            served: Arc::new(Served { engine, dirs: DirHandles::default(), observer, tags_io_priority, handover }),
             held: HeldRequests::start(HELD_REQUEST_THREADS),
             pages_per_write: crate::kernel_config::pages_per_write(),
         }
+    }
+
+    /// Where the mount puts the session's notifier (sync-point mode only).
+    pub fn notifier_slot(&self) -> Option<Arc<OnceLock<fuser::Notifier>>> {
+        self.served.handover.as_ref().map(Handover::notifier_slot)
+    }
+
+    /// Serves a sync point of `caller` (an fsync of `synced`, fsyncdir, a
+    /// rename, unlink, rmdir or link) as `serve` does; in sync-point mode
+    /// `work` runs once the kernel has handed over the dirty pages of every
+    /// file of the caller's app open for writing (`handover`), but the one
+    /// an fsync flushed itself.
+    fn serve_sync_point<I>(
+        &self,
+        caller: Caller,
+        synced: Option<u64>,
+        input: &I,
+        work: impl FnOnce(&Served, &I) + Send + 'static,
+    ) where
+        I: ToOwned + ?Sized,
+        I::Owned: Send + 'static,
+    {
+        let served = Arc::clone(&self.served);
+        self.serve(caller, input, move |fs, input| {
+            let Some(handover) = &fs.handover else { return work(fs, input) };
+            let input = input.to_owned();
+            let pick = |ino| Some(ino) != synced && fs.engine.logs_data_of(caller, ino);
+            handover.then(pick, Box::new(move || work(&served, input.borrow())));
+        });
     }
 
     /// Serves one request of `caller` that is admitted first: `work` (its
@@ -109,6 +142,13 @@ impl McfsFs {
 }
 
 impl Served {
+    /// A file open succeeded (counted for `handover` in sync-point mode).
+    fn opened(&self, ino: u64, flags: i32) {
+        if let Some(handover) = &self.handover {
+            handover.opened(ino, flags);
+        }
+    }
+
     /// Gives this thread the I/O priority of the class of the request it runs.
     fn follow_class(&self) {
         if self.tags_io_priority {
@@ -193,11 +233,11 @@ fn reply_xattr(reply: ReplyXattr, value: &[u8], size: u32) {
 }
 
 impl Filesystem for McfsFs {
-    /// Kernel settings. Writeback cache stays OFF: with it the kernel owns
-    /// mtime, ctime and size of files being written and flushes data later
-    /// on nobody's behalf, which breaks the POSIX time and size checks
-    /// pjdfstest makes (charging those writes would be fine: the engine
-    /// charges data writes to the file's app). FUSE_ATOMIC_O_TRUNC stays off
+    /// Kernel settings. The writeback cache only in sync-point mode: with
+    /// it the kernel owns mtime, ctime and size of regular files, sends the
+    /// times in a SETATTR after writing pages back, and sends data later on
+    /// nobody's behalf (the engine charges it to the file's app); VCT
+    /// boundaries must then wait for sync points (`handover`). FUSE_ATOMIC_O_TRUNC stays off
     /// too: with it the kernel sends O_TRUNC in `open` before it checks that
     /// nobody executes the file, so an `open(O_TRUNC)` that fails with
     /// ETXTBSY would already have emptied a running program. Without it the
@@ -210,9 +250,14 @@ impl Filesystem for McfsFs {
     /// capability is asked for only if the kernel offers it; a kernel
     /// without one still works.
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        // Sync-point mode: writes stay in the kernel's page cache until
+        // writeback or a sync point's handover (see `handover`).
+        let writeback_cache =
+            if self.served.handover.is_some() { InitFlags::FUSE_WRITEBACK_CACHE } else { InitFlags::empty() };
         crate::ask_kernel_for(
             config,
             &[
+                writeback_cache,
                 // Several reads of one file in flight at once.
                 InitFlags::FUSE_ASYNC_READ,
                 // Lookups and readdirs in one directory run in parallel.
@@ -307,7 +352,7 @@ impl Filesystem for McfsFs {
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let caller = caller(req);
-        self.serve(caller, name, move |fs, name| {
+        self.serve_sync_point(caller, None, name, move |fs, name| {
             let result = fs.engine.unlink(caller, parent.0, name);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Unlink { parent: parent.0, name }));
         });
@@ -315,7 +360,7 @@ impl Filesystem for McfsFs {
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let caller = caller(req);
-        self.serve(caller, name, move |fs, name| {
+        self.serve_sync_point(caller, None, name, move |fs, name| {
             let result = fs.engine.rmdir(caller, parent.0, name);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
         });
@@ -345,7 +390,7 @@ impl Filesystem for McfsFs {
             Err(e) => return reply.error(errno(e)),
         };
         let newname = newname.to_os_string();
-        self.serve(caller, name, move |fs, name| {
+        self.serve_sync_point(caller, None, name, move |fs, name| {
             let result = fs.engine.rename(caller, parent.0, name, newparent.0, &newname, mode);
             let result = fs.observed(Some(caller), result, |()| ServedOp::Rename {
                 parent: parent.0,
@@ -360,14 +405,14 @@ impl Filesystem for McfsFs {
 
     fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
         let caller = caller(req);
-        self.serve(caller, newname, move |fs, newname| {
+        self.serve_sync_point(caller, None, newname, move |fs, newname| {
             let result = fs.engine.link(caller, ino.0, newparent.0, newname);
             let op = |_: &_| ServedOp::Link { ino: ino.0, new_parent: newparent.0, new_name: newname };
             reply_entry(reply, fs.observed(Some(caller), result, op));
         });
     }
 
-    fn open(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         // O_TRUNC never arrives here (no FUSE_ATOMIC_O_TRUNC): the kernel truncates with a setattr.
         let caller = caller(req);
         self.serve(caller, &(), move |fs, ()| {
@@ -375,7 +420,10 @@ impl Filesystem for McfsFs {
             match fs.observed(Some(caller), result, |()| ServedOp::Open { ino: ino.0 }) {
                 // KEEP_CACHE: the kernel's cached pages stay valid across opens,
                 // since every write to the file comes through this mount.
-                Ok(()) => reply.opened(FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE),
+                Ok(()) => {
+                    fs.opened(ino.0, flags.0);
+                    reply.opened(FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE)
+                }
                 Err(e) => reply.error(errno(e)),
             }
         });
@@ -398,6 +446,7 @@ impl Filesystem for McfsFs {
             let result = fs.create_truncated(caller, parent.0, name, perm, flags);
             match fs.observed(Some(caller), result, |attr| ServedOp::Create { ino: attr.ino, truncated }) {
                 Ok(attr) => {
+                    fs.opened(attr.ino, flags);
                     reply.created(&TTL, &file_attr(&attr), GENERATION, FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE)
                 }
                 Err(e) => reply.error(errno(e)),
@@ -476,11 +525,14 @@ impl Filesystem for McfsFs {
         _req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        if let Some(handover) = &self.served.handover {
+            handover.released(ino.0, flags.0);
+        }
         self.served.engine.release(ino.0);
         reply.ok();
     }
@@ -489,7 +541,8 @@ impl Filesystem for McfsFs {
     /// caller's app gets (a VCT boundary, or a real commit in sync mode).
     fn fsync(&self, req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
         let caller = caller(req);
-        self.serve(caller, &(), move |fs, ()| {
+        // The kernel wrote this file's dirty pages back before it sent FSYNC.
+        self.serve_sync_point(caller, Some(ino.0), &(), move |fs, ()| {
             let result = fs.engine.fsync(Some(caller), ino.0);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Fsync { ino: ino.0, datasync }));
         });
@@ -555,7 +608,7 @@ impl Filesystem for McfsFs {
 
     fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         let caller = caller(req);
-        self.serve(caller, &(), move |fs, ()| reply_empty(reply, fs.engine.sync_app(Some(caller))));
+        self.serve_sync_point(caller, None, &(), move |fs, ()| reply_empty(reply, fs.engine.sync_app(Some(caller))));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -15,6 +15,7 @@
 
 mod dir_handles;
 mod filesystem;
+mod handover;
 mod held_requests;
 mod io_priority;
 mod kernel_config;

@@ -7,7 +7,7 @@
 
 use crate::filesystem::McfsFs;
 use crate::{mount_error, session_thread};
-use fuser::{Config, Filesystem, MountOption, SessionACL};
+use fuser::{Config, Filesystem, MountOption, Notifier, SessionACL};
 use mcfs_core::Engine;
 use std::ffi::CString;
 use std::fs;
@@ -17,7 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,13 +108,24 @@ pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io:
 
 /// `mount` for a file system set up by the caller (with an observer, say).
 pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
-    start_session(fs, mountpoint, opts)
+    let notifier_slot = fs.notifier_slot();
+    start_session(fs, mountpoint, opts, notifier_slot)
 }
 
-fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
+/// Mounts and serves `fs`; the session's notifier goes to `notifier_slot`
+/// before the first request is served.
+fn start_session<FS: Filesystem>(
+    fs: FS,
+    mountpoint: &Path,
+    opts: &MountOptions,
+    notifier_slot: Option<Arc<OnceLock<Notifier>>>,
+) -> io::Result<Mounted> {
     let mountpoint = usable_mount_point(mountpoint)?;
     let session = crate::kernel_mount::open_session(fs, &mountpoint, opts)
         .map_err(|e| mount_error::explain(&mountpoint, "mcfs", e))?;
+    if let Some(slot) = notifier_slot {
+        let _ = slot.set(session.notifier());
+    }
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {
         let serving = serving.clone();
@@ -370,7 +381,7 @@ mod tests {
 
     fn mount_root_only(dir: &Path) -> Mounted {
         let opts = MountOptions { threads: 2, ..MountOptions::default() };
-        start_session(RootOnly, dir, &opts).unwrap()
+        start_session(RootOnly, dir, &opts, None).unwrap()
     }
 
     /// The type /proc/self/mountinfo gives the topmost mount on `dir`.
@@ -392,7 +403,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let flags = MountFlags { read_only, ..MountFlags::default() };
             let mounted =
-                start_session(RootOnly, dir.path(), &MountOptions { flags, ..MountOptions::default() }).unwrap();
+                start_session(RootOnly, dir.path(), &MountOptions { flags, ..MountOptions::default() }, None).unwrap();
             let err = fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap_err();
             mounted.unmount().unwrap();
             assert_eq!(err.raw_os_error(), Some(errno), "read_only {read_only}: {err}");
@@ -408,7 +419,7 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
         // Root mounts used to lose the subtype (fuser's own mount(2) says `fuse`).
         assert_eq!(mount_type(dir.path()).as_deref(), Some("fuse.mcfs"));
-        let second = start_session(RootOnly, dir.path(), &MountOptions::default()).unwrap_err();
+        let second = start_session(RootOnly, dir.path(), &MountOptions::default(), None).unwrap_err();
         assert!(second.to_string().contains("already mounted"), "{second}");
         mounted.unmount().unwrap();
         usable_mount_point(dir.path()).unwrap();

@@ -154,6 +154,7 @@ mod tests {
             ("mode", "sync"),
             ("low_battery_percent", "20"),
             ("transaction_policy", "tpl"),
+            ("consistency", "sync-point"),
             ("fasttrack.preempt", "false"),
             ("fasttrack.aging_ms", "200"),
             ("fasttrack.segment_bytes", "8K"),
@@ -164,6 +165,7 @@ mod tests {
         assert_eq!((c.dirty_high_ratio, c.max_stale_seconds), (0.5, 30.0));
         assert_eq!((c.mode, c.low_battery_percent), (SyncMode::Sync, 20));
         assert_eq!(c.transaction_policy, "tpl");
+        assert_eq!(c.consistency, mcfs_core::Consistency::SyncPoint);
         assert!(!c.fasttrack.preempt && c.fasttrack.reclaim);
         assert_eq!((c.fasttrack.aging_ms, c.fasttrack.segment_bytes), (200, 8192));
         assert_eq!(c.fasttrack.tasks_file, Some(PathBuf::from("/dev/cpuset/top-app/tasks")));

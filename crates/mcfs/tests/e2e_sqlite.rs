@@ -95,11 +95,13 @@ fn insert_until_error(conn: Connection, first: i64) -> i64 {
     acked
 }
 
-fn sqlite_survives_sigkill(journal: Journal) {
-    let test = format!("sqlite_{}", journal.pragma());
+/// `consistency` is the mount's consistency mode (`sync-point`: with the
+/// kernel's writeback cache, VCT boundaries only at sync points).
+fn sqlite_survives_sigkill(journal: Journal, consistency: &str) {
+    let test = format!("sqlite_{}_{consistency}", journal.pragma());
     let seed = common::seed(&test);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let dirs = Dirs::new(Some(CONFIG));
+    let dirs = Dirs::new(Some(&format!("{CONFIG}consistency = \"{consistency}\"\n")));
     let db = dirs.mnt.join("test.db");
 
     // The schema is committed before any kill, so every recovery must find it.
@@ -152,10 +154,20 @@ fn sqlite_survives_sigkill(journal: Journal) {
 
 #[test]
 fn sqlite_delete_journal_survives_sigkill() {
-    sqlite_survives_sigkill(Journal::Delete);
+    sqlite_survives_sigkill(Journal::Delete, "operation");
 }
 
 #[test]
 fn sqlite_wal_survives_sigkill() {
-    sqlite_survives_sigkill(Journal::Wal);
+    sqlite_survives_sigkill(Journal::Wal, "operation");
+}
+
+#[test]
+fn sqlite_delete_journal_survives_sigkill_in_sync_point_mode() {
+    sqlite_survives_sigkill(Journal::Delete, "sync-point");
+}
+
+#[test]
+fn sqlite_wal_survives_sigkill_in_sync_point_mode() {
+    sqlite_survives_sigkill(Journal::Wal, "sync-point");
 }

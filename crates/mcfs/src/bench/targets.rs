@@ -1,7 +1,7 @@
 //! The file systems a workload runs on, each set up fresh in its own scratch
 //! directory: ext4 on a loop device, tmpfs, the FUSE floor (libfuse's
 //! `passthrough_ll` example, with and without the writeback cache) and mcfs
-//! (memory or sync mode), the last two passing through to a directory on
+//! (memory or sync mode, or sync-point consistency), the last two passing through to a directory on
 //! their own loop-mounted ext4, so that what the backing device really wrote
 //! can be read from /sys/block/loopN/stat.
 //!
@@ -39,10 +39,13 @@ pub enum TargetKind {
     /// mcfs in memory mode with the tradeoff-point-location policy
     /// (`transaction_policy = "tpl"`): the policy's cost on the write path.
     McfsTpl,
+    /// mcfs in memory mode with `consistency = "sync-point"`: the kernel's
+    /// writeback cache, VCT boundaries only at sync points.
+    McfsSyncPoint,
 }
 
 impl TargetKind {
-    pub const ALL: [TargetKind; 7] = [
+    pub const ALL: [TargetKind; 8] = [
         TargetKind::Ext4,
         TargetKind::Tmpfs,
         TargetKind::FuseFloor,
@@ -50,6 +53,7 @@ impl TargetKind {
         TargetKind::Mcfs,
         TargetKind::McfsSync,
         TargetKind::McfsTpl,
+        TargetKind::McfsSyncPoint,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,11 +65,12 @@ impl TargetKind {
             TargetKind::Mcfs => "mcfs",
             TargetKind::McfsSync => "mcfs-sync",
             TargetKind::McfsTpl => "mcfs-tpl",
+            TargetKind::McfsSyncPoint => "mcfs-sync-point",
         }
     }
 
     pub fn is_mcfs(self) -> bool {
-        matches!(self, TargetKind::Mcfs | TargetKind::McfsSync | TargetKind::McfsTpl)
+        matches!(self, TargetKind::Mcfs | TargetKind::McfsSync | TargetKind::McfsTpl | TargetKind::McfsSyncPoint)
     }
 
     pub fn has_device(self) -> bool {
@@ -235,6 +240,9 @@ fn mcfs_config(kind: TargetKind, cache_size: Option<u64>, options: &[String]) ->
     let mut text = format!("mode = \"{mode}\"\n");
     if kind == TargetKind::McfsTpl {
         text.push_str("transaction_policy = \"tpl\"\n");
+    }
+    if kind == TargetKind::McfsSyncPoint {
+        text.push_str("consistency = \"sync-point\"\n");
     }
     if let Some(bytes) = cache_size {
         text.push_str(&format!("cache_size = {bytes}\n"));

@@ -1,0 +1,161 @@
+//! The kernel hands over an app's dirty pages before the app's sync point
+//! (sync-point consistency, with the kernel's writeback cache).
+//!
+//! With the writeback cache the kernel keeps an app's writes and sends them
+//! later, in its own order. A sync point may become a VCT boundary, so every
+//! page the app dirtied before it must reach the engine first. Only a file
+//! open for writing can hold dirty pages: close(2) writes a file's pages
+//! back before the kernel sends FLUSH, and a shared writable mapping keeps
+//! its file open until munmap. So `Handover` counts write opens per inode
+//! and, at a sync point, sends `FUSE_NOTIFY_INVAL_INODE` for each such file
+//! whose data goes to the app's log: the kernel writes the file's dirty
+//! pages back (launder: WRITE requests to this daemon), waits until they
+//! are answered, and drops its cached pages.
+//!
+//! That notification blocks until those WRITEs are served, so it must never
+//! run on a thread that reads requests (with all of them waiting, nobody
+//! would serve the WRITEs): a sync point with files to hand over moves,
+//! reply and all, to the one handover thread, which holds no engine lock
+//! while it notifies. Invariant: a sync point's engine call runs only after
+//! every file picked for it was handed over.
+
+use fuser::{INodeNo, Notifier};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, OnceLock};
+
+/// A sync point's work (its engine call and its reply).
+pub type Job = Box<dyn FnOnce() + Send>;
+
+pub struct Handover {
+    /// Write opens (`O_WRONLY`, `O_RDWR`) not released yet, per inode.
+    writers: Mutex<HashMap<u64, u32>>,
+    /// Set once the session exists (the mount has it only after INIT).
+    notifier: Arc<OnceLock<Notifier>>,
+    /// The handover thread's queue; unbounded, so a reading thread never
+    /// waits for it (each job is one request the kernel waits for).
+    queue: Mutex<Sender<(Vec<u64>, Job)>>,
+}
+
+impl Handover {
+    /// Starts the handover thread. Without one, a sync point's work runs
+    /// without a handover (a warning says so).
+    pub fn start() -> Handover {
+        let notifier = Arc::new(OnceLock::<Notifier>::new());
+        let (queue, jobs) = mpsc::channel::<(Vec<u64>, Job)>();
+        let for_thread = Arc::clone(&notifier);
+        let started = std::thread::Builder::new().name("mcfs-handover".into()).spawn(move || {
+            for (inos, job) in jobs {
+                hand_over(for_thread.get(), &inos);
+                job();
+            }
+        });
+        if let Err(e) = started {
+            tracing::warn!("cannot start the handover thread: {e}; sync points go without handing over dirty pages");
+        }
+        Handover { writers: Mutex::default(), notifier, queue: Mutex::new(queue) }
+    }
+
+    /// Where the mount puts the session's notifier.
+    pub fn notifier_slot(&self) -> Arc<OnceLock<Notifier>> {
+        Arc::clone(&self.notifier)
+    }
+
+    /// An open (or create) of `ino` with `flags` succeeded.
+    pub fn opened(&self, ino: u64, flags: i32) {
+        if writes(flags) {
+            *self.writers.lock().entry(ino).or_default() += 1;
+        }
+    }
+
+    /// An open of `ino` with `flags` was released.
+    pub fn released(&self, ino: u64, flags: i32) {
+        if !writes(flags) {
+            return;
+        }
+        let mut writers = self.writers.lock();
+        if let Some(count) = writers.get_mut(&ino) {
+            *count -= 1;
+            if *count == 0 {
+                writers.remove(&ino);
+            }
+        }
+    }
+
+    /// Runs `job` once every file open for writing that `pick` keeps was
+    /// handed over: on this thread if there is none, else on the handover
+    /// thread (this one returns at once).
+    pub fn then(&self, pick: impl Fn(u64) -> bool, job: Job) {
+        let inos: Vec<u64> = self.writers.lock().keys().copied().filter(|ino| pick(*ino)).collect();
+        if inos.is_empty() {
+            return job();
+        }
+        if let Err(mpsc::SendError((_, job))) = self.queue.lock().send((inos, job)) {
+            job();
+        }
+    }
+}
+
+/// Whether an open with `flags` may write.
+fn writes(flags: i32) -> bool {
+    flags & libc::O_ACCMODE != libc::O_RDONLY
+}
+
+/// Has the kernel write back and drop its pages of each of `inos` (offset
+/// 0, length 0: the whole file); returns once it has.
+fn hand_over(notifier: Option<&Notifier>, inos: &[u64]) {
+    let Some(notifier) = notifier else {
+        tracing::warn!("a sync point came before the session's notifier was set; no pages handed over");
+        return;
+    };
+    for ino in inos {
+        if let Err(e) = notifier.inval_inode(INodeNo(*ino), 0, 0) {
+            tracing::warn!("inode {ino}: the kernel did not hand over its dirty pages: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn only_write_opens_count_and_each_release_takes_one_back() {
+        let h = Handover::start();
+        h.opened(5, libc::O_RDONLY);
+        h.opened(6, libc::O_WRONLY);
+        h.opened(6, libc::O_RDWR | libc::O_APPEND);
+        h.released(6, libc::O_WRONLY);
+        h.released(5, libc::O_RDONLY);
+        let picked = Mutex::new(Vec::new());
+        h.then(
+            |ino| {
+                picked.lock().push(ino);
+                false
+            },
+            Box::new(|| {}),
+        );
+        assert_eq!(*picked.lock(), [6], "one write open of 6 is left, 5 was never one");
+        h.released(6, libc::O_RDWR);
+        assert!(h.writers.lock().is_empty());
+    }
+
+    #[test]
+    fn with_nothing_to_hand_over_the_job_runs_on_the_callers_thread() {
+        let h = Handover::start();
+        h.opened(9, libc::O_WRONLY);
+        let ran = Arc::new(AtomicBool::new(false));
+        let caller = std::thread::current().id();
+        let flag = Arc::clone(&ran);
+        h.then(
+            |_| false,
+            Box::new(move || {
+                assert_eq!(std::thread::current().id(), caller);
+                flag.store(true, Ordering::SeqCst);
+            }),
+        );
+        assert!(ran.load(Ordering::SeqCst));
+    }
+}
