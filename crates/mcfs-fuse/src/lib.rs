@@ -15,6 +15,7 @@
 
 mod dir_handles;
 mod filesystem;
+mod fuser_session;
 mod held_requests;
 mod io_priority;
 mod kernel_config;
@@ -22,12 +23,16 @@ mod kernel_mount;
 mod mount;
 mod mount_error;
 mod observer;
+mod replies;
+mod ring_mount;
+mod ring_session;
 pub mod session_thread;
 mod translate;
+pub mod uring;
 
 pub use filesystem::McfsFs;
 pub use kernel_config::ask_kernel_for;
 pub use kernel_mount::open_session;
-pub use mount::{mount, mount_fs, usable_mount_point, MountFlags, MountOptions, Mounted, Unmounter};
+pub use mount::{mount, mount_fs, usable_mount_point, MountFlags, MountOptions, Mounted, Transport, Unmounter};
 pub use mount_error::explain as explain_mount_error;
 pub use observer::{RequestObserver, ServedOp};

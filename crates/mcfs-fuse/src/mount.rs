@@ -6,9 +6,10 @@
 //! request will reach the engine any more, so the caller may shut it down.
 
 use crate::filesystem::McfsFs;
+use crate::uring::Counters;
 use crate::{mount_error, session_thread};
 use fuser::{Config, Filesystem, MountOption, SessionACL};
-use mcfs_core::Engine;
+use mcfs_core::{Engine, IoUringMode};
 use std::ffi::CString;
 use std::fs;
 use std::io;
@@ -33,6 +34,8 @@ pub struct MountOptions {
     pub subtype: String,
     /// What the kernel enforces on the mount (`ro`, `nosuid`, ...).
     pub flags: MountFlags,
+    /// Serve over io_uring (`ring_mount`; then `threads` is one per CPU) or `/dev/fuse`.
+    pub io_uring: IoUringMode,
 }
 
 /// The kernel's mount flags a user may ask for. `read_only` is enforced by
@@ -69,6 +72,7 @@ impl Default for MountOptions {
             fsname: "mcfs".to_string(),
             subtype: "mcfs".to_string(),
             flags: MountFlags::default(),
+            io_uring: IoUringMode::default(),
         }
     }
 }
@@ -108,10 +112,13 @@ pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io:
 
 /// `mount` for a file system set up by the caller (with an observer, say).
 pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
-    start_session(fs, mountpoint, opts)
+    match opts.io_uring {
+        IoUringMode::Off => start_session(fs, mountpoint, opts),
+        mode => crate::ring_mount::start(fs, mountpoint, opts, mode == IoUringMode::On),
+    }
 }
 
-fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
+pub(crate) fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
     let mountpoint = usable_mount_point(mountpoint)?;
     let session = crate::kernel_mount::open_session(fs, &mountpoint, opts)
         .map_err(|e| mount_error::explain(&mountpoint, "mcfs", e))?;
@@ -123,7 +130,7 @@ fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions)
         })?
     };
     let unmounter = Unmounter { mountpoint: Arc::new(mountpoint), serving };
-    Ok(Mounted { thread, unmounter })
+    Ok(Mounted { thread, unmounter, transport: Transport::DevFuse })
 }
 
 /// A live mount. Dropping it leaves the file system mounted and served.
@@ -131,9 +138,43 @@ fn start_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptions)
 pub struct Mounted {
     thread: JoinHandle<io::Result<()>>,
     unmounter: Unmounter,
+    transport: Transport,
+}
+
+/// How a mount's requests reach the daemon.
+#[derive(Clone, Debug)]
+pub enum Transport {
+    /// read(2) and write(2) on `/dev/fuse` (fuser).
+    DevFuse,
+    /// FUSE over io_uring, with the requests served by each path so far.
+    IoUring(Arc<Counters>),
+}
+
+impl Transport {
+    /// `dev_fuse` or `io_uring`, as `mcfs stat` shows it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transport::DevFuse => "dev_fuse",
+            Transport::IoUring(_) => "io_uring",
+        }
+    }
 }
 
 impl Mounted {
+    /// A mount served on `thread`, which ends (and clears `serving`) when the session does.
+    pub(crate) fn new(
+        thread: JoinHandle<io::Result<()>>,
+        mountpoint: PathBuf,
+        serving: Arc<AtomicBool>,
+        transport: Transport,
+    ) -> Mounted {
+        Mounted { thread, unmounter: Unmounter { mountpoint: Arc::new(mountpoint), serving }, transport }
+    }
+
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
     pub fn mountpoint(&self) -> &Path {
         &self.unmounter.mountpoint
     }
@@ -251,7 +292,7 @@ fn is_mount_root(path: &Path, meta: &fs::Metadata) -> io::Result<bool> {
     Ok(meta.dev() != parent.dev() || meta.ino() == parent.ino())
 }
 
-fn with_context(path: &Path, what: &str, e: io::Error) -> io::Error {
+pub(crate) fn with_context(path: &Path, what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {what}: {e}", path.display()))
 }
 
@@ -309,6 +350,7 @@ mod tests {
             fsname: "/srv/back".into(),
             subtype: "flashdev".into(),
             flags: MountFlags { read_only: true, ..MountFlags::default() },
+            io_uring: IoUringMode::Off,
         };
         let config = opts.session_config();
         assert_eq!(config.n_threads, Some(1), "zero threads would never serve");

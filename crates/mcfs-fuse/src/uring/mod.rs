@@ -1,0 +1,185 @@
+//! FUSE over io_uring (Linux 6.14+, protocol 7.42): a transport that serves
+//! a mounted FUSE connection through per-CPU io_uring queues instead of
+//! read(2)/write(2) on `/dev/fuse`, independent of any file system.
+//!
+//! API: mount yourself (mount(2) with `fd=N` of a `/dev/fuse` descriptor),
+//! then `Session::start(dev, &config, handler)`: it answers INIT (asking for
+//! `config.init_flags` and FUSE_OVER_IO_URING), registers `queue_depth`
+//! entries on each of one queue per possible CPU (the kernel puts a request
+//! on the queue of the CPU that made it), and serves every request by
+//! calling `Handler::handle` with the decoded `Request` and a `Reply` to
+//! answer it with (at once or later, from any thread). `Session::join`
+//! returns once the file system is unmounted. `kernel_support` says whether
+//! the kernel offers the ring at all (module parameter `enable_uring`).
+//!
+//! Which path a request takes: INIT always comes through `/dev/fuse`; so do
+//! FORGET, BATCH_FORGET and INTERRUPT (the kernel's ring sends only
+//! requests that take an answer) and anything sent before every queue was
+//! registered; all else comes over the ring. Interrupts are not acted on (a
+//! request runs to its end). Notifications (`FUSE_NOTIFY_*`) are written to
+//! `/dev/fuse` by whoever needs them, as without the ring.
+//!
+//! Threads: one per queue (pinned to its CPU) plus one on `/dev/fuse`.
+//! A request a handler answers from another thread keeps its ring entry
+//! until then; the queue's other entries go on serving.
+
+mod abi;
+mod dev;
+mod reply;
+mod request;
+mod ring;
+
+pub use reply::{DirPlusReply, DirReply, Reply};
+pub use request::{forget_pairs, InHeader, Op, Request, SetattrIn};
+
+use dev::DevFuse;
+use ring::Queue;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::AtomicU64;
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+/// The module parameter that lets FUSE connections use io_uring.
+pub const ENABLE_URING: &str = "/sys/module/fuse/parameters/enable_uring";
+
+/// Serves FUSE requests; called on the transport's threads.
+pub trait Handler: Send + Sync + 'static {
+    /// Serves `request` and answers it through `reply` (dropping it answers EIO).
+    fn handle(&self, request: &Request<'_>, reply: Reply);
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// FUSE_* init flags wanted (each granted only if the kernel offers it).
+    pub init_flags: u64,
+    /// Largest write request; also sizes each entry's payload buffer.
+    pub max_write: u32,
+    /// Entries per queue: requests of one CPU in flight at once.
+    pub queue_depth: usize,
+}
+
+/// Requests served by each path since the session started.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub ring: AtomicU64,
+    pub dev: AtomicU64,
+}
+
+/// Whether the running kernel can serve FUSE over io_uring; the error says why not.
+pub fn kernel_support() -> Result<(), String> {
+    match std::fs::read_to_string(ENABLE_URING) {
+        Ok(value) if value.trim() == "Y" => Ok(()),
+        Ok(_) => Err(format!("{ENABLE_URING} is N (as root: echo Y > {ENABLE_URING})")),
+        Err(e) => Err(format!("{ENABLE_URING}: {e} (FUSE over io_uring needs Linux 6.14 or later)")),
+    }
+}
+
+/// A running session: its threads.
+pub struct Session {
+    threads: Vec<JoinHandle<io::Result<()>>>,
+    counters: Arc<Counters>,
+}
+
+impl Session {
+    /// Answers INIT on `dev` (a mounted connection's descriptor), registers
+    /// the queues and starts serving with `handler`. Fails if the kernel
+    /// does not take the ring.
+    pub fn start(dev: OwnedFd, config: &Config, handler: Arc<dyn Handler>) -> io::Result<Session> {
+        let fd = Arc::new(dev);
+        let dev = Arc::new(DevFuse::new(Arc::clone(&fd)));
+        if !dev::handshake(&dev, config)?.ring {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the kernel did not offer FUSE_OVER_IO_URING at INIT".to_string(),
+            ));
+        }
+        let counters = Arc::new(Counters::default());
+        let payload_len = (config.max_write as usize).max(abi::MIN_READ_BUFFER);
+        let mut threads = Vec::new();
+        let (ready, registered) = mpsc::channel();
+        let queues = possible_cpus();
+        for qid in 0..queues {
+            let queue = Arc::new(Queue::new(qid as u16, Arc::clone(&fd), config.queue_depth.max(1), payload_len)?);
+            let (handler, counters, ready) = (Arc::clone(&handler), Arc::clone(&counters), ready.clone());
+            threads.push(std::thread::Builder::new().name(format!("mcfs-ring-{qid}")).spawn(move || {
+                pin_to_cpu(qid);
+                let registered = queue.register();
+                let failed = registered.as_ref().err().map(|e| io::Error::new(e.kind(), e.to_string()));
+                let _ = ready.send(registered);
+                match failed {
+                    Some(e) => Err(e),
+                    None => queue.serve(handler.as_ref(), &counters),
+                }
+            })?);
+        }
+        for _ in 0..queues {
+            registered.recv().map_err(|_| io::Error::other("a FUSE ring queue thread ended"))??;
+        }
+        let (config, counters_dev) = (config.clone(), Arc::clone(&counters));
+        threads.push(
+            std::thread::Builder::new()
+                .name("mcfs-dev-fuse".to_string())
+                .spawn(move || dev::serve(dev, &config, handler.as_ref(), &counters_dev))?,
+        );
+        Ok(Session { threads, counters })
+    }
+
+    /// Requests served over the ring and over `/dev/fuse` so far.
+    pub fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.counters)
+    }
+
+    /// Waits until the connection is gone; the first thread's error, if any.
+    pub fn join(self) -> io::Result<()> {
+        let mut result = Ok(());
+        for thread in self.threads {
+            let ended = thread.join().unwrap_or_else(|_| Err(io::Error::other("a FUSE ring thread panicked")));
+            if result.is_ok() {
+                result = ended;
+            }
+        }
+        result
+    }
+}
+
+/// Requests the transport answers itself; the rest go to the handler.
+fn dispatch(handler: &dyn Handler, request: &Request<'_>, reply: Reply) {
+    match request.op {
+        // Requests run to their end; dropping the (answerless) reply sends nothing.
+        Op::Interrupt { .. } => {}
+        Op::Init => reply.error(fuser::Errno::EIO),
+        Op::Unsupported => reply.error(fuser::Errno::ENOSYS),
+        _ => handler.handle(request, reply),
+    }
+}
+
+/// The kernel makes one queue per possible CPU (`/sys/devices/system/cpu/possible`, e.g. `0-3`).
+fn possible_cpus() -> usize {
+    let listed = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
+    let count: usize = listed
+        .trim()
+        .split(',')
+        .filter_map(|range| {
+            let (first, last) = range.split_once('-').unwrap_or((range, range));
+            Some(last.parse::<usize>().ok()? + 1 - first.parse::<usize>().ok()?)
+        })
+        .sum();
+    if count > 0 {
+        count
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+/// Keeps the calling thread on `cpu`, where the requests of its queue come from.
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays within it for cpu < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu < libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+        }
+    }
+}
