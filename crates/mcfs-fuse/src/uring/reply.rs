@@ -292,3 +292,149 @@ fn wire_time(time: SystemTime) -> (i64, u32) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::time::UNIX_EPOCH;
+
+    /// A reply for request 7 whose bytes land in a pipe, and the pipe's read end.
+    fn piped() -> (Reply, std::fs::File) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe(2) returns.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just opened and are owned here alone.
+        let (read, write) = unsafe { (std::fs::File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        (Reply::new(7, Route::Dev(Arc::new(DevFuse::new(Arc::new(write))))), read)
+    }
+
+    /// What one reply wrote: its out-header fields and its body.
+    fn written(mut read: std::fs::File) -> (u32, i32, u64, Vec<u8>) {
+        let mut bytes = Vec::new();
+        read.read_to_end(&mut bytes).unwrap();
+        let word = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap());
+        let unique = u64::from_ne_bytes(bytes[8..16].try_into().unwrap());
+        (word(0), word(4) as i32, unique, bytes[16..].to_vec())
+    }
+
+    fn attr(ino: u64) -> FileAttr {
+        let time = UNIX_EPOCH + Duration::new(1_700_000_000, 5);
+        FileAttr {
+            ino: INodeNo(ino),
+            size: 6,
+            blocks: 1,
+            atime: time,
+            mtime: time,
+            ctime: time,
+            crtime: time,
+            kind: FileType::RegularFile,
+            perm: 0o644,
+            nlink: 1,
+            uid: 1000,
+            gid: 100,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    fn u64_at(bytes: &[u8], at: usize) -> u64 {
+        u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap())
+    }
+
+    fn u32_at(bytes: &[u8], at: usize) -> u32 {
+        u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn an_error_is_a_bare_negative_header() {
+        let (reply, read) = piped();
+        reply.error(Errno::ENOENT);
+        assert_eq!(written(read), (16, -libc::ENOENT, 7, Vec::new()));
+    }
+
+    #[test]
+    fn an_entry_is_fuse_entry_out() {
+        let (reply, read) = piped();
+        reply.entry_with_ttls(&Duration::from_secs(2), &Duration::new(3, 4), &attr(42), Generation(9));
+        let (len, error, unique, body) = written(read);
+        assert_eq!((len, error, unique, body.len()), (16 + 128, 0, 7, 128));
+        assert_eq!([u64_at(&body, 0), u64_at(&body, 8), u64_at(&body, 16), u64_at(&body, 24)], [42, 9, 3, 2]);
+        assert_eq!([u32_at(&body, 32), u32_at(&body, 36)], [4, 0], "entry, then attr nanoseconds");
+        let attr = &body[40..];
+        assert_eq!([u64_at(attr, 0), u64_at(attr, 8), u64_at(attr, 16), u64_at(attr, 32)], [42, 6, 1, 1_700_000_000]);
+        assert_eq!(u32_at(attr, 52), 5, "mtime nanoseconds");
+        assert_eq!(u32_at(attr, 60), libc::S_IFREG | 0o644, "mode");
+        assert_eq!([u32_at(attr, 64), u32_at(attr, 68), u32_at(attr, 72), u32_at(attr, 80)], [1, 1000, 100, 4096]);
+    }
+
+    #[test]
+    fn fixed_size_answers_have_their_struct_sizes() {
+        type Send = Box<dyn FnOnce(Reply)>;
+        let cases: Vec<(Send, usize)> = vec![
+            (Box::new(|r| r.attr(&Duration::from_secs(1), &attr(1))), 104),
+            (Box::new(|r| r.opened(FileHandle(3), FopenFlags::FOPEN_KEEP_CACHE)), 16),
+            (Box::new(|r| r.created(&Duration::ZERO, &attr(1), Generation(0), FileHandle(0), FopenFlags::empty())), 144),
+            (Box::new(|r| r.written(4096)), 8),
+            (Box::new(|r| r.statfs(1, 2, 3, 4, 5, 4096, 255, 4096)), 80),
+            (Box::new(|r| r.size(12)), 8),
+            (Box::new(|r| r.offset(-1)), 8),
+            (Box::new(|r| r.ok()), 0),
+            (Box::new(|r| r.data(b"abc")), 3),
+        ];
+        for (i, (send, size)) in cases.into_iter().enumerate() {
+            let (reply, read) = piped();
+            send(reply);
+            let (len, error, _, body) = written(read);
+            assert_eq!((error, body.len(), len as usize), (0, size, 16 + size), "case {i}");
+        }
+    }
+
+    #[test]
+    fn an_unanswered_reply_answers_eio_and_a_forget_nothing() {
+        let (reply, read) = piped();
+        drop(reply);
+        assert_eq!(written(read).1, -libc::EIO);
+        Reply::new(1, Route::Nowhere).ok();
+    }
+
+    #[test]
+    fn directory_entries_are_padded_and_stop_at_the_size_asked() {
+        let (reply, read) = piped();
+        // Two 32-byte entries fit in 70 bytes, a third does not.
+        let mut dir = DirReply::new(reply, 70);
+        assert!(!dir.add(INodeNo(5), 1, FileType::Directory, OsStr::new("a")));
+        assert!(!dir.add(INodeNo(6), 2, FileType::RegularFile, OsStr::new("bcdefgh")));
+        assert!(dir.add(INodeNo(7), 3, FileType::RegularFile, OsStr::new("c")), "full");
+        dir.ok();
+        let body = written(read).3;
+        assert_eq!(body.len(), 64);
+        assert_eq!([u64_at(&body, 0), u64_at(&body, 8)], [5, 1]);
+        assert_eq!([u32_at(&body, 16), u32_at(&body, 20)], [1, libc::DT_DIR as u32]);
+        assert_eq!(&body[24..25], b"a");
+        assert_eq!((u64_at(&body, 32), u32_at(&body, 48)), (6, 7));
+        assert_eq!(&body[56..63], b"bcdefgh");
+    }
+
+    #[test]
+    fn a_direntplus_that_does_not_fit_leaves_nothing_behind() {
+        let (reply, read) = piped();
+        let mut dir = DirPlusReply::new(reply, 200);
+        let ttl = Duration::from_secs(1);
+        assert!(!dir.add(INodeNo(5), 1, OsStr::new("a"), &ttl, &attr(5), Generation(0)));
+        assert!(dir.add(INodeNo(6), 2, OsStr::new("b"), &ttl, &attr(6), Generation(0)), "160 + 160 > 200");
+        dir.ok();
+        let body = written(read).3;
+        assert_eq!(body.len(), 128 + 32);
+        assert_eq!(u64_at(&body, 128), 5, "the dirent follows the entry");
+    }
+
+    #[test]
+    fn times_before_the_epoch_count_down() {
+        assert_eq!(wire_time(UNIX_EPOCH - Duration::new(1, 250_000_000)), (-2, 750_000_000));
+        assert_eq!(wire_time(UNIX_EPOCH - Duration::from_secs(3)), (-3, 0));
+        assert_eq!(wire_time(UNIX_EPOCH + Duration::new(3, 9)), (3, 9));
+    }
+}

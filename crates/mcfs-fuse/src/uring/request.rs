@@ -363,3 +363,143 @@ pub fn forget_pairs(forgets: &[u8]) -> impl Iterator<Item = (u64, u64)> + '_ {
         (f.u64().unwrap_or(0), f.u64().unwrap_or(0))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `/dev/fuse` request: in-header for `opcode`, then `args`.
+    fn request(opcode: u32, nodeid: u64, args: &[u8]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let len = (IN_HEADER_SIZE + args.len()) as u32;
+        for v in [len, opcode] {
+            bytes.extend_from_slice(&v.to_ne_bytes());
+        }
+        for v in [77u64, nodeid] {
+            bytes.extend_from_slice(&v.to_ne_bytes());
+        }
+        for v in [1000u32, 100, 4242, 0] {
+            bytes.extend_from_slice(&v.to_ne_bytes());
+        }
+        bytes.extend_from_slice(args);
+        bytes
+    }
+
+    fn words(values: &[u64], sizes: &[usize]) -> Vec<u8> {
+        values
+            .iter()
+            .zip(sizes)
+            .flat_map(|(v, size)| if *size == 4 { (*v as u32).to_ne_bytes().to_vec() } else { v.to_ne_bytes().to_vec() })
+            .collect()
+    }
+
+    #[test]
+    fn the_header_and_a_lookup_are_read() {
+        let bytes = request(opcode::LOOKUP, 1, b"name\0");
+        let req = Request::from_dev(&bytes).unwrap();
+        let expected = InHeader {
+            len: bytes.len() as u32,
+            opcode: opcode::LOOKUP,
+            unique: 77,
+            nodeid: 1,
+            uid: 1000,
+            gid: 100,
+            pid: 4242,
+        };
+        assert_eq!(req.header, expected);
+        assert_eq!(req.op, Op::Lookup { name: OsStr::new("name") });
+    }
+
+    #[test]
+    fn a_write_carries_its_data_and_flags() {
+        // fuse_write_in: fh, offset, size, write_flags, lock_owner, flags, padding.
+        let mut args = words(&[9, 4096, 5, 1, 0, 0, 0], &[8, 8, 4, 4, 8, 4, 4]);
+        args.extend_from_slice(b"hello");
+        let bytes = request(opcode::WRITE, 5, &args);
+        let req = Request::from_dev(&bytes).unwrap();
+        assert_eq!(req.op, Op::Write { fh: 9, offset: 4096, data: b"hello", write_flags: 1 });
+    }
+
+    #[test]
+    fn ring_parts_decode_like_a_dev_read() {
+        // On the ring the fixed struct is in `op_in` (128 bytes) and the names in the payload.
+        let mut op_in = [0u8; 128];
+        op_in[..8].copy_from_slice(&3u64.to_ne_bytes());
+        let header = InHeader::parse(&request(opcode::RENAME, 2, &[])).unwrap();
+        let req = Request::decode(header, &op_in, b"old\0new\0").unwrap();
+        assert_eq!(req.op, Op::Rename { newdir: 3, name: OsStr::new("old"), newname: OsStr::new("new"), flags: 0 });
+        let mut args = words(&[3, 1], &[8, 8]);
+        args.extend_from_slice(b"old\0new\0");
+        let bytes = request(opcode::RENAME2, 2, &args);
+        let req = Request::from_dev(&bytes).unwrap();
+        assert_eq!(req.op, Op::Rename { newdir: 3, name: OsStr::new("old"), newname: OsStr::new("new"), flags: 1 });
+    }
+
+    #[test]
+    fn setattr_keeps_only_what_is_valid() {
+        // valid = MODE | SIZE | MTIME_NOW; the other fields hold garbage that must be ignored.
+        let valid = (FATTR_MODE | FATTR_SIZE | FATTR_MTIME_NOW) as u64;
+        let sizes = [4, 4, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4];
+        let args = words(&[valid, 0, 1, 123, 0, 5, 6, 7, 8, 9, 10, 0o644, 0, 11, 12, 0], &sizes);
+        assert_eq!(args.len(), 88);
+        let bytes = request(opcode::SETATTR, 4, &args);
+        let req = Request::from_dev(&bytes).unwrap();
+        let expected = SetattrIn { mode: Some(0o644), size: Some(123), mtime: Some(TimeOrNow::Now), ..SetattrIn::default() };
+        assert_eq!(req.op, Op::Setattr(expected));
+    }
+
+    #[test]
+    fn batch_forget_pairs_are_listed() {
+        let mut args = words(&[2, 0], &[4, 4]);
+        args.extend(words(&[10, 1, 11, 3], &[8, 8, 8, 8]));
+        let bytes = request(opcode::BATCH_FORGET, 0, &args);
+        let Op::BatchForget { forgets } = Request::from_dev(&bytes).unwrap().op else { panic!("not a batch forget") };
+        assert_eq!(forget_pairs(forgets).collect::<Vec<_>>(), [(10, 1), (11, 3)]);
+    }
+
+    #[test]
+    fn unknown_opcodes_are_unsupported_not_errors() {
+        assert_eq!(Request::from_dev(&request(9999, 1, b"xyz")).unwrap().op, Op::Unsupported);
+    }
+
+    #[test]
+    fn short_or_unterminated_requests_are_errors() {
+        let short_header = &request(opcode::LOOKUP, 1, b"")[..20];
+        assert!(Request::from_dev(short_header).is_err());
+        assert_eq!(Request::from_dev(&request(opcode::LOOKUP, 1, b"no-nul")), Err(Malformed("payload")));
+        assert_eq!(Request::from_dev(&request(opcode::READ, 1, &[0; 12])), Err(Malformed("op struct")));
+        // A write that claims more data than came.
+        let args = words(&[9, 0, 100, 0, 0, 0, 0], &[8, 8, 4, 4, 8, 4, 4]);
+        assert_eq!(Request::from_dev(&request(opcode::WRITE, 1, &args)), Err(Malformed("payload")));
+        // A batch forget whose count overflows the payload it names.
+        let args = words(&[u32::MAX as u64, 0], &[4, 4]);
+        assert!(Request::from_dev(&request(opcode::BATCH_FORGET, 0, &args)).is_err());
+        // A header whose len is shorter than the header itself.
+        let mut lying = request(opcode::GETATTR, 1, &[0; 16]);
+        lying[..4].copy_from_slice(&8u32.to_ne_bytes());
+        assert!(Request::from_dev(&lying).is_err());
+    }
+
+    /// Random bytes after a valid header, for every opcode: an answer or an error, never a panic.
+    #[test]
+    fn random_arguments_never_panic() {
+        let seed = std::env::var("MCFS_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
+        println!("seed {seed} (MCFS_TEST_SEED)");
+        let mut state = seed;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let code = (next() % 60) as u32;
+            let len = (next() % 120) as usize;
+            let args: Vec<u8> = (0..len).map(|_| if next() % 4 == 0 { 0 } else { next() as u8 }).collect();
+            let _ = Request::from_dev(&request(code, 1, &args));
+            let header = InHeader::parse(&request(code, 1, &[])).unwrap();
+            let split = len.min(op_struct_size(code));
+            let _ = Request::decode(header, &args[..split], &args[split..]);
+        }
+    }
+}
