@@ -376,7 +376,10 @@ mod tests {
         let cases: Vec<(Send, usize)> = vec![
             (Box::new(|r| r.attr(&Duration::from_secs(1), &attr(1))), 104),
             (Box::new(|r| r.opened(FileHandle(3), FopenFlags::FOPEN_KEEP_CACHE)), 16),
-            (Box::new(|r| r.created(&Duration::ZERO, &attr(1), Generation(0), FileHandle(0), FopenFlags::empty())), 144),
+            (
+                Box::new(|r| r.created(&Duration::ZERO, &attr(1), Generation(0), FileHandle(0), FopenFlags::empty())),
+                144,
+            ),
             (Box::new(|r| r.written(4096)), 8),
             (Box::new(|r| r.statfs(1, 2, 3, 4, 5, 4096, 255, 4096)), 80),
             (Box::new(|r| r.size(12)), 8),

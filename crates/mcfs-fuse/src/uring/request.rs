@@ -389,7 +389,9 @@ mod tests {
         values
             .iter()
             .zip(sizes)
-            .flat_map(|(v, size)| if *size == 4 { (*v as u32).to_ne_bytes().to_vec() } else { v.to_ne_bytes().to_vec() })
+            .flat_map(
+                |(v, size)| if *size == 4 { (*v as u32).to_ne_bytes().to_vec() } else { v.to_ne_bytes().to_vec() },
+            )
             .collect()
     }
 
@@ -444,7 +446,8 @@ mod tests {
         assert_eq!(args.len(), 88);
         let bytes = request(opcode::SETATTR, 4, &args);
         let req = Request::from_dev(&bytes).unwrap();
-        let expected = SetattrIn { mode: Some(0o644), size: Some(123), mtime: Some(TimeOrNow::Now), ..SetattrIn::default() };
+        let expected =
+            SetattrIn { mode: Some(0o644), size: Some(123), mtime: Some(TimeOrNow::Now), ..SetattrIn::default() };
         assert_eq!(req.op, Op::Setattr(expected));
     }
 
