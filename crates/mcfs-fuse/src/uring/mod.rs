@@ -104,12 +104,15 @@ impl Session {
             let (handler, counters, ready) = (Arc::clone(&handler), Arc::clone(&counters), ready.clone());
             threads.push(std::thread::Builder::new().name(format!("mcfs-ring-{qid}")).spawn(move || {
                 pin_to_cpu(qid);
-                let registered = queue.register();
-                let failed = registered.as_ref().err().map(|e| io::Error::new(e.kind(), e.to_string()));
-                let _ = ready.send(registered);
-                match failed {
-                    Some(e) => Err(e),
-                    None => queue.serve(handler.as_ref(), &counters),
+                match queue.register() {
+                    Ok(()) => {
+                        let _ = ready.send(Ok(()));
+                        queue.serve(handler.as_ref(), &counters)
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(io::Error::new(e.kind(), format!("FUSE ring queue {qid}: {e}"))));
+                        Err(e)
+                    }
                 }
             })?);
         }
@@ -145,6 +148,8 @@ impl Session {
 
 /// Requests the transport answers itself; the rest go to the handler.
 fn dispatch(handler: &dyn Handler, request: &Request<'_>, reply: Reply) {
+    let h = &request.header;
+    tracing::trace!(target: "mcfs_fuse::request", "FUSE({}) opcode {} ino {:#x} pid {}", h.unique, h.opcode, h.nodeid, h.pid);
     match request.op {
         // Requests run to their end; dropping the (answerless) reply sends nothing.
         Op::Interrupt { .. } => {}
@@ -181,5 +186,119 @@ fn pin_to_cpu(cpu: usize) {
             libc::CPU_SET(cpu, &mut set);
             libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mount::MountOptions;
+    use fuser::{FileAttr, FileType, Generation, INodeNo};
+    use parking_lot::Mutex;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+    use std::sync::mpsc::{Receiver, Sender};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    const WAIT: Duration = Duration::from_secs(20);
+
+    /// `/` holds `fast` and `slow`; a lookup of `slow` is answered only
+    /// when the test says so, from another thread.
+    struct TwoNames {
+        slow_arrived: Mutex<Sender<()>>,
+        release_slow: Mutex<Receiver<()>>,
+    }
+
+    fn attr(ino: u64, kind: FileType) -> FileAttr {
+        FileAttr {
+            ino: INodeNo(ino),
+            size: 0,
+            blocks: 0,
+            atime: UNIX_EPOCH,
+            mtime: UNIX_EPOCH,
+            ctime: UNIX_EPOCH,
+            crtime: UNIX_EPOCH,
+            kind,
+            perm: 0o755,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    impl Handler for TwoNames {
+        fn handle(&self, request: &Request<'_>, reply: Reply) {
+            let ino = request.header.nodeid;
+            match request.op {
+                Op::Getattr if ino == 1 => reply.attr(&Duration::ZERO, &attr(1, FileType::Directory)),
+                Op::Getattr => reply.attr(&Duration::ZERO, &attr(ino, FileType::RegularFile)),
+                Op::Lookup { name } if name == "fast" => {
+                    reply.entry(&Duration::ZERO, &attr(2, FileType::RegularFile), Generation(0))
+                }
+                Op::Lookup { name } if name == "slow" => {
+                    self.slow_arrived.lock().send(()).unwrap();
+                    let release = std::mem::replace(&mut *self.release_slow.lock(), mpsc::channel().1);
+                    std::thread::spawn(move || {
+                        let _ = release.recv_timeout(WAIT);
+                        reply.entry(&Duration::ZERO, &attr(3, FileType::RegularFile), Generation(0));
+                    });
+                }
+                _ => reply.error(fuser::Errno::ENOENT),
+            }
+        }
+    }
+
+    /// stat(2) of `path` on a thread pinned to CPU 0 (so on ring queue 0); its result arrives on the channel.
+    fn stat_on_cpu0(path: &Path) -> Receiver<std::io::Result<std::fs::Metadata>> {
+        let (done, result) = mpsc::channel();
+        let path = path.to_path_buf();
+        std::thread::spawn(move || {
+            pin_to_cpu(0);
+            let _ = done.send(std::fs::metadata(&path));
+        });
+        result
+    }
+
+    /// A request answered later from another thread keeps only its own
+    /// entry: the queue serves the next request meanwhile, and the late
+    /// answer's commit (made by the queue's thread) leaves the entry usable
+    /// after the answering thread is gone.
+    #[test]
+    fn a_request_answered_later_does_not_hold_up_its_queue() {
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(unsafe { libc::geteuid() }, 0, "this test mounts with mount(2): it must run as root");
+        kernel_support().unwrap_or_else(|why| panic!("this test needs FUSE over io_uring: {why}"));
+        let dir = tempfile::tempdir().unwrap();
+        let dev = crate::kernel_mount::mount_fuse(dir.path(), &MountOptions::default()).unwrap().expect("root mounts");
+        let (slow_arrived, arrivals) = mpsc::channel();
+        let (release, release_slow) = mpsc::channel();
+        let handler = TwoNames { slow_arrived: Mutex::new(slow_arrived), release_slow: Mutex::new(release_slow) };
+        // Without FUSE_PARALLEL_DIROPS the kernel would run the two lookups in `/` one at a time.
+        let parallel_dirops = fuser::InitFlags::FUSE_PARALLEL_DIROPS.bits();
+        let config = Config { init_flags: parallel_dirops, max_write: 1 << 20, queue_depth: 2 };
+        let session = Session::start(dev, &config, Arc::new(handler)).unwrap();
+
+        let slow = stat_on_cpu0(&dir.path().join("slow"));
+        arrivals.recv_timeout(WAIT).expect("the slow lookup reached the handler");
+        let fast = stat_on_cpu0(&dir.path().join("fast")).recv_timeout(WAIT);
+        release.send(()).unwrap();
+        let slow = slow.recv_timeout(WAIT);
+        // The entry the late answer gave back serves again (its answering thread has ended by now).
+        for _ in 0..5 {
+            let again = stat_on_cpu0(&dir.path().join("fast")).recv_timeout(WAIT);
+            assert_eq!(again.expect("a stat after the late answer hung").unwrap().ino(), 2);
+        }
+
+        let path = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::umount2(path.as_ptr(), 0) }, 0, "{}", io::Error::last_os_error());
+        let counters = session.counters();
+        session.join().unwrap();
+        assert_eq!(fast.expect("the fast stat waited for the slow one").unwrap().ino(), 2);
+        assert_eq!(slow.expect("the slow stat was never answered").unwrap().ino(), 3);
+        assert!(counters.ring.load(std::sync::atomic::Ordering::Relaxed) >= 2, "the lookups came over the ring");
     }
 }

@@ -311,7 +311,7 @@ fn decode_op<'a>(code: u32, op_in: &'a [u8], payload: &'a [u8]) -> Result<Op<'a>
     })
 }
 
-/// A name in the payload: NUL-terminated, not empty.
+/// A name in the payload, NUL-terminated.
 fn rest_name<'a>(rest: &mut Fields<'a>) -> Result<&'a OsStr, Malformed> {
     Ok(OsStr::from_bytes(rest.c_str()?))
 }

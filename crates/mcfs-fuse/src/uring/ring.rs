@@ -9,15 +9,19 @@
 //! An entry is the kernel's while its command is in flight and ours from
 //! its completion to its commit. Its answer may come from another thread
 //! (a request FastTrack held back): the request's decoded arguments borrow
-//! the payload buffer, so an answer given while the handler still runs is
-//! kept in the entry's `Answer` and written to the buffers only after the
-//! handler returned; an answer given later (the entry is `Detached`) is
-//! written and committed at once by the answering thread. Submissions are
-//! serialised by `submit`; completions are read by the queue thread only.
+//! the payload buffer, so an answer is kept in the entry's `Answer` and
+//! written to the buffers only by the commit, after the handler returned.
+//! Every command is submitted by the queue's thread: the kernel delivers
+//! the next request of an entry as task work of the thread that armed it,
+//! which must neither exit nor sit in a long system call (a held request's
+//! thread may do both). So a late answer (the entry is `Detached`) is put on
+//! `late` and the queue's thread woken with a NOP; it commits. Pushes to the
+//! submission queue are serialised by `submit`; completions are read by the
+//! queue's thread only.
 //!
 //! Invariant: only the party `Answer::phase` names touches an entry's
-//! buffers: the kernel (`Kernel`), the queue thread (`Serving`), or the
-//! thread holding the `answer` lock when it commits.
+//! buffers: the kernel (`Kernel`), the queue's thread (`Serving`, and when
+//! it commits).
 
 use super::abi::{
     FUSE_IO_URING_CMD_COMMIT_AND_FETCH, FUSE_IO_URING_CMD_REGISTER, IN_HEADER_SIZE, OUT_HEADER_SIZE,
@@ -37,6 +41,9 @@ use std::sync::Arc;
 /// `io_uring_sqe.len` sits at byte 24; the crate's `UringCmd80` leaves it 0.
 const SQE_LEN_OFFSET: usize = 24;
 
+/// `user_data` of the NOP that wakes the queue's thread for a late answer.
+const WAKE: u64 = u64::MAX;
+
 pub(crate) struct Queue {
     qid: u16,
     dev: Arc<OwnedFd>,
@@ -44,6 +51,8 @@ pub(crate) struct Queue {
     /// Held while pushing to the submission queue and submitting.
     submit: Mutex<()>,
     entries: Box<[Entry]>,
+    /// Entries answered after their handler returned, for the queue's thread to commit.
+    late: Mutex<Vec<usize>>,
 }
 
 // SAFETY: the raw buffers are shared between threads only as the module
@@ -77,9 +86,9 @@ enum Phase {
     Kernel,
     /// The queue thread serves its request.
     Serving,
-    /// Answered while being served; committed when the handler returns.
+    /// Answered; the queue's thread commits it (once the handler returned).
     Answered,
-    /// The handler returned without an answer: whoever answers commits.
+    /// The handler returned without an answer: the answer will come late.
     Detached,
 }
 
@@ -109,7 +118,7 @@ impl Queue {
     pub(crate) fn new(qid: u16, dev: Arc<OwnedFd>, depth: usize, payload_len: usize) -> io::Result<Queue> {
         let ring = IoUring::<squeue::Entry128, cqueue::Entry>::builder().build(depth.next_power_of_two() as u32)?;
         let entries = (0..depth).map(|_| Entry::new(payload_len)).collect();
-        Ok(Queue { qid, dev, ring, submit: Mutex::new(()), entries })
+        Ok(Queue { qid, dev, ring, submit: Mutex::new(()), entries, late: Mutex::new(Vec::new()) })
     }
 
     /// The command for entry `index`: REGISTER its buffers, or COMMIT the answer to `commit_id` and fetch.
@@ -174,8 +183,12 @@ impl Queue {
                 Err(e) => return Err(e),
             }
             // SAFETY: only this thread reads the completion queue.
-            done.extend(unsafe { self.ring.completion_shared() }.map(|cqe| (cqe.user_data() as usize, cqe.result())));
+            done.extend(unsafe { self.ring.completion_shared() }.map(|cqe| (cqe.user_data(), cqe.result())));
             for (index, result) in done.drain(..) {
+                let index = match index {
+                    WAKE => continue,
+                    index => index as usize,
+                };
                 if result < 0 {
                     live -= 1;
                     let gone = [libc::ENOTCONN, libc::ECANCELED, libc::ENODEV].contains(&-result);
@@ -186,6 +199,10 @@ impl Queue {
                 }
                 counters.ring.fetch_add(1, Ordering::Relaxed);
                 self.serve_entry(index, handler)?;
+            }
+            let late = std::mem::take(&mut *self.late.lock());
+            for index in late {
+                self.commit(index, &mut self.entries[index].answer.lock())?;
             }
         }
         failure.map_or(Ok(()), Err)
@@ -223,7 +240,7 @@ impl Queue {
     fn finish(&self, index: usize) -> io::Result<()> {
         let mut answer = self.entries[index].answer.lock();
         match answer.phase {
-            Phase::Answered => self.commit(index, &mut answer, false),
+            Phase::Answered => self.commit(index, &mut answer),
             _ => {
                 answer.phase = Phase::Detached;
                 Ok(())
@@ -241,23 +258,27 @@ impl Queue {
         match answer.phase {
             Phase::Serving => answer.phase = Phase::Answered,
             Phase::Detached => {
-                if let Err(e) = self.commit(index, &mut answer, true) {
-                    tracing::error!("FUSE ring queue {}: cannot answer request {unique}: {e}", self.qid);
+                answer.phase = Phase::Answered;
+                self.late.lock().push(index);
+                // A NOP completes at once, on this thread, and leaves nothing armed here.
+                let wake = opcode::Nop::new().build().user_data(WAKE).into();
+                if let Err(e) = self.push(&wake, true) {
+                    tracing::error!("FUSE ring queue {}: cannot wake for request {unique}: {e}", self.qid);
                 }
             }
             phase => tracing::error!("FUSE ring queue {}: answer to request {unique} in phase {phase:?}", self.qid),
         }
     }
 
-    /// Writes `answer` to entry `index`'s buffers and commits it (submitting at once with `now`).
-    fn commit(&self, index: usize, answer: &mut Answer, now: bool) -> io::Result<()> {
+    /// Writes `answer` to entry `index`'s buffers and commits it; the queue's thread submits it when it next waits.
+    fn commit(&self, index: usize, answer: &mut Answer) -> io::Result<()> {
         let entry = &self.entries[index];
         if answer.body.len() > entry.payload_len {
             tracing::error!("FUSE ring queue {}: a {}-byte answer does not fit", self.qid, answer.body.len());
             (answer.error, answer.body) = (-libc::EIO, Vec::new());
         }
         let header = out_header(answer.unique, answer.error, answer.body.len());
-        // SAFETY: the entry is ours (its handler returned, and we hold its lock);
+        // SAFETY: the entry is ours (its handler returned: Answered, and we hold its lock);
         // the copies stay inside the buffers (the body fits, checked above).
         unsafe {
             let head = entry.header.get().cast::<u8>();
@@ -267,6 +288,6 @@ impl Queue {
             std::ptr::copy_nonoverlapping(answer.body.as_ptr(), entry.payload, answer.body.len());
         }
         answer.phase = Phase::Kernel;
-        self.push(&self.command(index, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, answer.unique), now)
+        self.push(&self.command(index, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, answer.unique), false)
     }
 }
