@@ -1,4 +1,7 @@
-//! `McfsFs`: the fuser `Filesystem` over `mcfs_core::Engine`. Each request
+//! `McfsFs`: the FUSE file system over `mcfs_core::Engine`, its ops written
+//! once for both transports — the fuser session on `/dev/fuse`
+//! (`fuser_session`) and FUSE over io_uring (`ring_session`) — each
+//! answering through the traits of `replies`. Each request
 //! becomes one engine call (readdirplus: one per entry) and its result one
 //! reply; the engine does its own locking, so nothing here holds a lock
 //! across an engine call. An observer, if set, is told of each file
@@ -49,8 +52,8 @@ const GENERATION: Generation = Generation(0);
 /// File opens need no per-open state: the engine counts opens per inode.
 const FILE_HANDLE: FileHandle = FileHandle(0);
 
-/// What McfsFs asks the kernel for at INIT, over either transport. Writeback cache stays OFF: with it the kernel owns
-/// mtime, ctime and size of files being written and flushes data later
+/// What McfsFs asks the kernel for at INIT, over either transport.
+/// Writeback cache stays OFF: with it the kernel owns mtime, ctime and size of files being written and flushes data later
 /// on nobody's behalf, which breaks the POSIX time and size checks
 /// pjdfstest makes (charging those writes would be fine: the engine
 /// charges data writes to the file's app). FUSE_ATOMIC_O_TRUNC stays off

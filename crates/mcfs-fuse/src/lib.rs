@@ -1,7 +1,11 @@
 //! mcfs-fuse: the thin adapter between the kernel's FUSE requests (through
-//! `fuser`) and `mcfs_core::Engine`, plus mounting.
+//! `fuser` on `/dev/fuse`, or the io_uring transport `uring`) and
+//! `mcfs_core::Engine`, plus mounting.
 //!
-//! `McfsFs` turns each request into one engine call; `mount` checks the
+//! `McfsFs` turns each request into one engine call, answering through the
+//! traits of `replies`, which both transports implement; `fuser_session`
+//! and `ring_session` hand it their requests, `ring_mount` mounts over
+//! io_uring (`uring`: the transport, no tie to mcfs); `mount` checks the
 //! mount point and serves a `McfsFs` on several threads; `Mounted` waits for
 //! the session to end or unmounts it. Pure request translations live in
 //! `translate`, directory stream state in `dir_handles`, the mount(2) call

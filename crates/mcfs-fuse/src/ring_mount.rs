@@ -52,6 +52,7 @@ pub(crate) fn start(fs: McfsFs, mountpoint: &Path, opts: &MountOptions, required
         detach(&mountpoint);
         with_context(&mountpoint, "cannot serve FUSE over io_uring", e)
     })?;
+    tracing::info!("{}: serving FUSE over io_uring ({} entries per CPU queue)", mountpoint.display(), QUEUE_DEPTH);
     let transport = Transport::IoUring(session.counters());
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {

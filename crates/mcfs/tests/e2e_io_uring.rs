@@ -144,9 +144,16 @@ fn xattr_remove(path: &Path, name: &str) -> i32 {
     unsafe { libc::removexattr(p.as_ptr(), n.as_ptr()) }
 }
 
-/// The `fuse` section of `mcfs stat`: transport, ring requests, /dev/fuse requests.
+/// The `fuse` section of `mcfs stat`: transport, ring requests, /dev/fuse
+/// requests; the table's first line names the transport too.
 fn transport(dirs: &Dirs) -> (String, u64, u64) {
+    let table = common::mcfs(dirs, &["stat", dirs.mnt.to_str().unwrap()]).assert_success("mcfs stat");
     let fuse = &stats(dirs)["fuse"];
+    let named = match fuse["transport"].as_str() {
+        Some("io_uring") => "FUSE over io_uring",
+        _ => "FUSE over /dev/fuse",
+    };
+    assert!(table.lines().next().is_some_and(|first| first.contains(named)), "no \"{named}\" in:\n{table}");
     let count = |key: &str| fuse[key].as_u64().unwrap_or_else(|| panic!("fuse.{key} missing: {fuse}"));
     (fuse["transport"].as_str().unwrap_or("").to_string(), count("ring_requests"), count("dev_requests"))
 }
