@@ -100,12 +100,13 @@ impl Session {
         let (ready, registered) = mpsc::channel();
         let queues = possible_cpus();
         for qid in 0..queues {
-            let queue = Arc::new(Queue::new(qid as u16, Arc::clone(&fd), config.queue_depth.max(1), payload_len)?);
             let (handler, counters, ready) = (Arc::clone(&handler), Arc::clone(&counters), ready.clone());
+            let (fd, depth) = (Arc::clone(&fd), config.queue_depth.max(1));
             threads.push(std::thread::Builder::new().name(format!("mcfs-ring-{qid}")).spawn(move || {
                 pin_to_cpu(qid);
-                match queue.register() {
-                    Ok(()) => {
+                let queue = Queue::new(qid as u16, fd, depth, payload_len).map(Arc::new);
+                match queue.and_then(|queue| queue.register().map(|()| queue)) {
+                    Ok(queue) => {
                         let _ = ready.send(Ok(()));
                         queue.serve(handler.as_ref(), &counters)
                     }

@@ -15,9 +15,13 @@
 //! the next request of an entry as task work of the thread that armed it,
 //! which must neither exit nor sit in a long system call (a held request's
 //! thread may do both). So a late answer (the entry is `Detached`) is put on
-//! `late` and the queue's thread woken with a NOP; it commits. Pushes to the
-//! submission queue are serialised by `submit`; completions are read by the
-//! queue's thread only.
+//! `late` and the queue's thread woken through an eventfd it keeps a read
+//! armed on; it commits. With one submitter the ring is set up
+//! SINGLE_ISSUER and DEFER_TASKRUN: the kernel hands a request over when the
+//! queue's thread waits for it, with a plain wake-up, instead of
+//! interrupting the thread with task work. The ring is made on the queue's
+//! thread (SINGLE_ISSUER binds it to the thread that makes it), which alone
+//! submits and reads completions.
 //!
 //! Invariant: only the party `Answer::phase` names touches an entry's
 //! buffers: the kernel (`Kernel`), the queue's thread (`Serving`, and when
@@ -34,25 +38,27 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use parking_lot::Mutex;
 use std::cell::UnsafeCell;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// `io_uring_sqe.len` sits at byte 24; the crate's `UringCmd80` leaves it 0.
 const SQE_LEN_OFFSET: usize = 24;
 
-/// `user_data` of the NOP that wakes the queue's thread for a late answer.
+/// `user_data` of the eventfd read that wakes the queue's thread for a late answer.
 const WAKE: u64 = u64::MAX;
 
 pub(crate) struct Queue {
     qid: u16,
     dev: Arc<OwnedFd>,
     ring: IoUring<squeue::Entry128, cqueue::Entry>,
-    /// Held while pushing to the submission queue and submitting.
-    submit: Mutex<()>,
     entries: Box<[Entry]>,
     /// Entries answered after their handler returned, for the queue's thread to commit.
     late: Mutex<Vec<usize>>,
+    /// Written to wake the queue's thread for `late`; it keeps a read armed on it.
+    wake: OwnedFd,
+    /// Where that read puts the count.
+    woken: Box<UnsafeCell<u64>>,
 }
 
 // SAFETY: the raw buffers are shared between threads only as the module
@@ -114,11 +120,24 @@ impl Drop for Entry {
 }
 
 impl Queue {
-    /// Queue `qid` with `depth` entries of `payload_len`-byte payloads.
+    /// Queue `qid` with `depth` entries of `payload_len`-byte payloads; call
+    /// on the thread that will serve it (the ring's only submitter).
     pub(crate) fn new(qid: u16, dev: Arc<OwnedFd>, depth: usize, payload_len: usize) -> io::Result<Queue> {
-        let ring = IoUring::<squeue::Entry128, cqueue::Entry>::builder().build(depth.next_power_of_two() as u32)?;
+        // Room for every entry's command and the wake-up read.
+        let ring = IoUring::<squeue::Entry128, cqueue::Entry>::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build((depth + 1).next_power_of_two() as u32)?;
         let entries = (0..depth).map(|_| Entry::new(payload_len)).collect();
-        Ok(Queue { qid, dev, ring, submit: Mutex::new(()), entries, late: Mutex::new(Vec::new()) })
+        // SAFETY: eventfd has no memory preconditions; the result is checked.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if wake < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor just opened and owned here alone.
+        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
+        let late = Mutex::new(Vec::new());
+        Ok(Queue { qid, dev, ring, entries, late, wake, woken: Box::new(UnsafeCell::new(0)) })
     }
 
     /// The command for entry `index`: REGISTER its buffers, or COMMIT the answer to `commit_id` and fetch.
@@ -143,29 +162,28 @@ impl Queue {
         unsafe { std::mem::transmute::<[u8; 128], squeue::Entry128>(raw) }
     }
 
-    /// Queues `sqe`; with `now`, also submits it (a thread other than the
-    /// queue's, whose next wait would submit it, must).
-    fn push(&self, sqe: &squeue::Entry128, now: bool) -> io::Result<()> {
-        let _submitting = self.submit.lock();
-        // SAFETY: `submit` makes this the only SubmissionQueue; the buffers the
-        // command names live as long as the queue (the queue is kept alive by
-        // the Arc of whoever pushes).
+    /// Queues `sqe`, which the queue's thread submits when it next waits.
+    /// Called on the queue's thread only.
+    fn push(&self, sqe: &squeue::Entry128) -> io::Result<()> {
+        // SAFETY: only the queue's thread pushes, so this is the only
+        // SubmissionQueue; the buffers the command names live as long as the queue.
         let pushed = unsafe { self.ring.submission_shared().push(sqe) };
-        if pushed.is_err() {
-            // Cannot happen: the ring has room for a command per entry.
-            return Err(io::Error::other("FUSE ring submission queue full"));
-        }
-        if now {
-            self.ring.submit()?;
-        }
-        Ok(())
+        // Cannot fail: the ring has room for a command per entry and the wake-up read.
+        pushed.map_err(|_| io::Error::other("FUSE ring submission queue full"))
     }
 
-    /// Registers every entry with the kernel and submits.
+    /// Arms the read of the wake-up eventfd.
+    fn arm_wake(&self) -> io::Result<()> {
+        let read = opcode::Read::new(types::Fd(self.wake.as_raw_fd()), self.woken.get().cast(), 8);
+        self.push(&read.build().user_data(WAKE).into())
+    }
+
+    /// Registers every entry with the kernel and submits; on the queue's thread.
     pub(crate) fn register(&self) -> io::Result<()> {
         for index in 0..self.entries.len() {
-            self.push(&self.command(index, FUSE_IO_URING_CMD_REGISTER, 0), false)?;
+            self.push(&self.command(index, FUSE_IO_URING_CMD_REGISTER, 0))?;
         }
+        self.arm_wake()?;
         self.ring.submit()?;
         Ok(())
     }
@@ -186,7 +204,10 @@ impl Queue {
             done.extend(unsafe { self.ring.completion_shared() }.map(|cqe| (cqe.user_data(), cqe.result())));
             for (index, result) in done.drain(..) {
                 let index = match index {
-                    WAKE => continue,
+                    WAKE => {
+                        self.arm_wake()?;
+                        continue;
+                    }
                     index => index as usize,
                 };
                 if result < 0 {
@@ -260,9 +281,10 @@ impl Queue {
             Phase::Detached => {
                 answer.phase = Phase::Answered;
                 self.late.lock().push(index);
-                // A NOP completes at once, on this thread, and leaves nothing armed here.
-                let wake = opcode::Nop::new().build().user_data(WAKE).into();
-                if let Err(e) = self.push(&wake, true) {
+                let one = 1u64.to_ne_bytes();
+                // SAFETY: an 8-byte buffer that outlives the call.
+                if unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), 8) } != 8 {
+                    let e = io::Error::last_os_error();
                     tracing::error!("FUSE ring queue {}: cannot wake for request {unique}: {e}", self.qid);
                 }
             }
@@ -288,6 +310,6 @@ impl Queue {
             std::ptr::copy_nonoverlapping(answer.body.as_ptr(), entry.payload, answer.body.len());
         }
         answer.phase = Phase::Kernel;
-        self.push(&self.command(index, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, answer.unique), false)
+        self.push(&self.command(index, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, answer.unique))
     }
 }
