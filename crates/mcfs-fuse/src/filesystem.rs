@@ -223,6 +223,8 @@ fn reply_xattr(reply: impl XattrAnswer, value: &[u8], size: u32) {
 /// The ops, each written once for both transports: the fuser session
 /// (`fuser_session`) and the ring (`ring_session`) call them with the
 /// request's caller, its decoded arguments and their own answer type.
+// An op takes its request's arguments one by one, as fuser's callbacks do.
+#[allow(clippy::too_many_arguments)]
 impl McfsFs {
     pub(crate) fn lookup(&self, caller: Caller, parent: INodeNo, name: &OsStr, reply: impl EntryAnswer) {
         self.serve(caller, name, move |fs, name| reply_lookup(reply, fs.engine.lookup(caller, parent.0, name)));

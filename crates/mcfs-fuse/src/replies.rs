@@ -21,6 +21,8 @@ pub(crate) trait Answer: Send + 'static {
 /// fuser reply type given and for the ring's `Reply`, both by forwarding.
 macro_rules! answers {
     ($($trait:ident for $fuser:ty { $(fn $name:ident($($arg:ident: $ty:ty),*);)* })*) => {$(
+        // statfs takes fuser's eight values.
+        #[allow(clippy::too_many_arguments)]
         pub(crate) trait $trait: Answer {
             $(fn $name(self, $($arg: $ty),*);)*
         }
