@@ -60,6 +60,21 @@ check_fuse_device() {
     fi
 }
 
+# FUSE over io_uring (Linux 6.14+) is off until this module parameter is
+# set; mcfs uses it when it is (docs/FUSE_URING.md), and the io_uring tests
+# need it. A kernel without it is not an error here: mcfs serves /dev/fuse.
+enable_fuse_uring() {
+    local param=/sys/module/fuse/parameters/enable_uring
+    if [ ! -e "$param" ]; then
+        say "this kernel has no FUSE over io_uring ($param missing); mcfs will serve /dev/fuse"
+    elif [ "$(cat "$param")" = Y ]; then
+        say "FUSE over io_uring enabled"
+    else
+        say "enabling FUSE over io_uring ($param)"
+        echo Y | as_root tee "$param" >/dev/null
+    fi
+}
+
 # pjdfstest switches to these; Debian has nobody:nogroup but no 'tests'.
 test_users() {
     getent group tests >/dev/null || { say "creating group tests"; as_root groupadd --system tests; }
@@ -102,6 +117,7 @@ install_pjdfstest() {
 install_packages
 allow_other_for_users
 check_fuse_device
+enable_fuse_uring
 test_users
 rust_toolchain
 if [ "$want_pjdfstest" -eq 1 ]; then install_pjdfstest; fi

@@ -66,6 +66,8 @@ pub struct Config {
     pub checkpoint_write_rate: f64,
     /// Foreground-first I/O (FastTrack, seed 001 §4).
     pub fasttrack: FastTrackConfig,
+    /// How the daemon talks to the kernel (`[fuse]`).
+    pub fuse: FuseConfig,
     /// Per-app settings.
     pub apps: Vec<AppConfig>,
 }
@@ -99,6 +101,27 @@ pub struct FastTrackConfig {
     /// File listing the foreground app's tasks, one pid per line (Android's
     /// `/dev/cpuset/top-app/tasks`); the daemon follows it when set.
     pub tasks_file: Option<std::path::PathBuf>,
+}
+
+/// The FUSE connection's settings (`[fuse]` in the config file).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FuseConfig {
+    /// Serve requests over io_uring (docs/FUSE_URING.md) or over `/dev/fuse`.
+    pub io_uring: IoUringMode,
+}
+
+/// Whether FUSE requests come over io_uring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoUringMode {
+    /// io_uring when the kernel offers it and mcfs mounts itself (as root), else `/dev/fuse`.
+    #[default]
+    Auto,
+    /// io_uring or no mount: the mount fails, naming the cause, where it cannot be had.
+    On,
+    /// `/dev/fuse` (read and write per request).
+    Off,
 }
 
 /// uids below this belong to system services (Android gives apps 10000 and up).
@@ -156,6 +179,7 @@ impl Default for Config {
             idle_predictor: "none".to_string(),
             checkpoint_write_rate: 46.23e6,
             fasttrack: FastTrackConfig::default(),
+            fuse: FuseConfig::default(),
             apps: Vec::new(),
         }
     }
@@ -310,6 +334,17 @@ pub fn seconds(s: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fuse_io_uring_is_auto_unless_set() {
+        assert_eq!(Config::default().fuse.io_uring, IoUringMode::Auto);
+        for (text, mode) in [("on", IoUringMode::On), ("off", IoUringMode::Off), ("auto", IoUringMode::Auto)] {
+            let config = Config::from_toml(&format!("[fuse]\nio_uring = \"{text}\"\n")).unwrap();
+            assert_eq!(config.fuse.io_uring, mode);
+        }
+        let err = Config::from_toml("[fuse]\nio_uring = \"yes\"\n").unwrap_err();
+        assert!(err.contains("io_uring") || err.contains("yes"), "{err}");
+    }
 
     #[test]
     fn fasttrack_keys_parse_and_bad_values_are_named() {

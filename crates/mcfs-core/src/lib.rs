@@ -45,7 +45,7 @@ mod xattr;
 pub use app_status::IoClass;
 pub use backend::{Backend, DirBackend, MemBackend};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{AppConfig, Config, Consistency, FastTrackConfig, SyncMode};
+pub use config::{AppConfig, Config, Consistency, FastTrackConfig, FuseConfig, IoUringMode, SyncMode};
 pub use engine::Engine;
 pub use foreground::HeldBack;
 pub use split_writes::Piece;

@@ -1,4 +1,7 @@
-//! `McfsFs`: the fuser `Filesystem` over `mcfs_core::Engine`. Each request
+//! `McfsFs`: the FUSE file system over `mcfs_core::Engine`, its ops written
+//! once for both transports — the fuser session on `/dev/fuse`
+//! (`fuser_session`) and FUSE over io_uring (`ring_session`) — each
+//! answering through the traits of `replies`. Each request
 //! becomes one engine call (readdirplus: one per entry) and its result one
 //! reply; the engine does its own locking, so nothing here holds a lock
 //! across an engine call. An observer, if set, is told of each file
@@ -18,24 +21,22 @@
 //! a reference whose reply could not carry it is forgotten at once.
 
 use crate::dir_handles::{items_from, DirHandles};
-use crate::handover::Handover;
+use crate::handover::{Handover, InvalidatorSlot};
 use crate::held_requests::{HeldRequests, HELD_REQUEST_THREADS};
 use crate::io_priority;
 use crate::observer::{RequestObserver, ServedOp};
-use crate::translate::{self, caller, errno, file_attr, file_type};
-use fuser::{
-    FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags,
-    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+use crate::replies::{
+    Answer, AttrAnswer, CreateAnswer, DataAnswer, DirAnswer, DirPlusAnswer, EmptyAnswer, EntryAnswer, LseekAnswer,
+    OpenAnswer, StatfsAnswer, WriteAnswer, XattrAnswer,
 };
+use crate::translate::{self, errno, file_attr, file_type};
+use fuser::{FileHandle, FopenFlags, Generation, INodeNo, InitFlags, RenameFlags, TimeOrNow, WriteFlags};
 use mcfs_core::{Attr, Caller, Consistency, Engine, Errno, FsResult, HeldBack, RenameMode};
 use std::borrow::Borrow;
 use std::ffi::OsStr;
-use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// How long the kernel may trust attributes and names without asking. Long,
 /// because every change reaches the backing store through this mount and the
@@ -51,6 +52,34 @@ const GENERATION: Generation = Generation(0);
 
 /// File opens need no per-open state: the engine counts opens per inode.
 const FILE_HANDLE: FileHandle = FileHandle(0);
+
+/// What McfsFs asks the kernel for at INIT, over either transport
+/// (`McfsFs::init_flags` adds the writeback cache in sync-point mode: with
+/// it the kernel owns mtime, ctime and size of regular files, sends the
+/// times in a SETATTR after writing pages back, and sends data later on
+/// nobody's behalf, which the engine charges to the file's app; VCT
+/// boundaries must then wait for sync points, `handover`). FUSE_ATOMIC_O_TRUNC stays off
+/// too: with it the kernel sends O_TRUNC in `open` before it checks that
+/// nobody executes the file, so an `open(O_TRUNC)` that fails with
+/// ETXTBSY would already have emptied a running program. Without it the
+/// kernel checks first, then truncates with a `setattr`. POSIX ACLs: with
+/// FUSE_POSIX_ACL the kernel enforces the ACLs it reads back with
+/// getxattr, and leaves keeping them in step with the mode and their
+/// inheritance to us (the engine does, `mcfs_core` `acl`); with
+/// FUSE_DONT_MASK it leaves the umask to us too, since a new object
+/// that inherits a default ACL must not have the umask applied. Each
+/// capability is asked for only if the kernel offers it; a kernel
+/// without one still works.
+pub(crate) const INIT_FLAGS: &[InitFlags] = &[
+    // Several reads of one file in flight at once.
+    InitFlags::FUSE_ASYNC_READ,
+    // Lookups and readdirs in one directory run in parallel.
+    InitFlags::FUSE_PARALLEL_DIROPS,
+    // `ls -l` gets names and attributes in one pass, when the kernel sees it helps.
+    InitFlags::FUSE_DO_READDIRPLUS.union(InitFlags::FUSE_READDIRPLUS_AUTO),
+    // ACLs enforced by the kernel; the umask applied by the engine.
+    InitFlags::FUSE_POSIX_ACL.union(InitFlags::FUSE_DONT_MASK),
+];
 
 pub struct McfsFs {
     served: Arc<Served>,
@@ -86,9 +115,21 @@ impl McfsFs {
         }
     }
 
-    /// Where the mount puts the session's notifier (sync-point mode only).
-    pub fn notifier_slot(&self) -> Option<Arc<OnceLock<fuser::Notifier>>> {
-        self.served.handover.as_ref().map(Handover::notifier_slot)
+    /// What to ask the kernel for at INIT: `INIT_FLAGS`, and in sync-point
+    /// mode the writeback cache (writes stay in the kernel's page cache
+    /// until writeback or a sync point's handover).
+    pub(crate) fn init_flags(&self) -> Vec<InitFlags> {
+        let mut flags = INIT_FLAGS.to_vec();
+        if self.served.handover.is_some() {
+            flags.push(InitFlags::FUSE_WRITEBACK_CACHE);
+        }
+        flags
+    }
+
+    /// Where the mount puts what invalidates the kernel's cache of an inode
+    /// (sync-point mode only), once the session has one.
+    pub fn invalidator_slot(&self) -> Option<InvalidatorSlot> {
+        self.served.handover.as_ref().map(Handover::invalidator_slot)
     }
 
     /// Serves a sync point of `caller` (an fsync of `synced`, fsyncdir, a
@@ -194,7 +235,7 @@ impl Served {
     }
 }
 
-fn reply_entry(reply: ReplyEntry, result: FsResult<Attr>) {
+fn reply_entry(reply: impl EntryAnswer, result: FsResult<Attr>) {
     match result {
         Ok(attr) => reply.entry(&TTL, &file_attr(&attr), GENERATION),
         Err(e) => reply.error(errno(e)),
@@ -203,28 +244,28 @@ fn reply_entry(reply: ReplyEntry, result: FsResult<Attr>) {
 
 /// A lookup's answer: a missing name is a negative entry the kernel keeps
 /// (SQLite probes for its `-journal` and `-wal` files before every transaction).
-fn reply_lookup(reply: ReplyEntry, result: FsResult<Attr>) {
+fn reply_lookup(reply: impl EntryAnswer, result: FsResult<Attr>) {
     match result {
         Err(Errno::ENOENT) => reply.entry_with_ttls(&Duration::ZERO, &TTL, &translate::negative_entry(), GENERATION),
         result => reply_entry(reply, result),
     }
 }
 
-fn reply_attr(reply: ReplyAttr, result: FsResult<Attr>) {
+fn reply_attr(reply: impl AttrAnswer, result: FsResult<Attr>) {
     match result {
         Ok(attr) => reply.attr(&TTL, &file_attr(&attr)),
         Err(e) => reply.error(errno(e)),
     }
 }
 
-fn reply_empty(reply: ReplyEmpty, result: FsResult<()>) {
+fn reply_empty(reply: impl EmptyAnswer, result: FsResult<()>) {
     match result {
         Ok(()) => reply.ok(),
         Err(e) => reply.error(errno(e)),
     }
 }
 
-fn reply_xattr(reply: ReplyXattr, value: &[u8], size: u32) {
+fn reply_xattr(reply: impl XattrAnswer, value: &[u8], size: u32) {
     match translate::xattr_reply(value, size) {
         Ok(translate::XattrReply::Size(len)) => reply.size(len),
         Ok(translate::XattrReply::Data(data)) => reply.data(data),
@@ -232,67 +273,27 @@ fn reply_xattr(reply: ReplyXattr, value: &[u8], size: u32) {
     }
 }
 
-impl Filesystem for McfsFs {
-    /// Kernel settings. The writeback cache only in sync-point mode: with
-    /// it the kernel owns mtime, ctime and size of regular files, sends the
-    /// times in a SETATTR after writing pages back, and sends data later on
-    /// nobody's behalf (the engine charges it to the file's app); VCT
-    /// boundaries must then wait for sync points (`handover`). FUSE_ATOMIC_O_TRUNC stays off
-    /// too: with it the kernel sends O_TRUNC in `open` before it checks that
-    /// nobody executes the file, so an `open(O_TRUNC)` that fails with
-    /// ETXTBSY would already have emptied a running program. Without it the
-    /// kernel checks first, then truncates with a `setattr`. POSIX ACLs: with
-    /// FUSE_POSIX_ACL the kernel enforces the ACLs it reads back with
-    /// getxattr, and leaves keeping them in step with the mode and their
-    /// inheritance to us (the engine does, `mcfs_core` `acl`); with
-    /// FUSE_DONT_MASK it leaves the umask to us too, since a new object
-    /// that inherits a default ACL must not have the umask applied. Each
-    /// capability is asked for only if the kernel offers it; a kernel
-    /// without one still works.
-    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
-        // Sync-point mode: writes stay in the kernel's page cache until
-        // writeback or a sync point's handover (see `handover`).
-        let writeback_cache =
-            if self.served.handover.is_some() { InitFlags::FUSE_WRITEBACK_CACHE } else { InitFlags::empty() };
-        crate::ask_kernel_for(
-            config,
-            &[
-                writeback_cache,
-                // Several reads of one file in flight at once.
-                InitFlags::FUSE_ASYNC_READ,
-                // Lookups and readdirs in one directory run in parallel.
-                InitFlags::FUSE_PARALLEL_DIROPS,
-                // `ls -l` gets names and attributes in one pass, when the kernel sees it helps.
-                InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO,
-                // ACLs enforced by the kernel; the umask applied by the engine.
-                InitFlags::FUSE_POSIX_ACL | InitFlags::FUSE_DONT_MASK,
-            ],
-        );
-        Ok(())
-    }
-
-    /// The orderly stop (engine.shutdown) is the mounting program's job once
-    /// the session has ended; nothing is torn down here, so a request that
-    /// still arrives is served normally.
-    fn destroy(&mut self) {}
-
-    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let caller = caller(req);
+/// The ops, each written once for both transports: the fuser session
+/// (`fuser_session`) and the ring (`ring_session`) call them with the
+/// request's caller, its decoded arguments and their own answer type.
+// An op takes its request's arguments one by one, as fuser's callbacks do.
+#[allow(clippy::too_many_arguments)]
+impl McfsFs {
+    pub(crate) fn lookup(&self, caller: Caller, parent: INodeNo, name: &OsStr, reply: impl EntryAnswer) {
         self.serve(caller, name, move |fs, name| reply_lookup(reply, fs.engine.lookup(caller, parent.0, name)));
     }
 
-    // batch_forget: fuser's default calls this once per inode.
-    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+    pub(crate) fn forget(&self, ino: INodeNo, nlookup: u64) {
         self.served.engine.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.serve(caller(req), &(), move |fs, ()| reply_attr(reply, fs.engine.getattr(ino.0)));
+    pub(crate) fn getattr(&self, caller: Caller, ino: INodeNo, reply: impl AttrAnswer) {
+        self.serve(caller, &(), move |fs, ()| reply_attr(reply, fs.engine.getattr(ino.0)));
     }
 
-    fn setattr(
+    pub(crate) fn setattr(
         &self,
-        req: &Request,
+        caller: Caller,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -300,15 +301,8 @@ impl Filesystem for McfsFs {
         size: Option<u64>,
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
-        _fh: Option<FileHandle>,
-        _crtime: Option<SystemTime>,
-        _chgtime: Option<SystemTime>,
-        _bkuptime: Option<SystemTime>,
-        _flags: Option<fuser::BsdFileFlags>,
-        reply: ReplyAttr,
+        reply: impl AttrAnswer,
     ) {
-        let caller = caller(req);
         let set = translate::set_attr(mode, uid, gid, size, atime, mtime);
         // A setattr with nothing the engine keeps (only ctime or a lock owner) changes nothing.
         self.serve(caller, &(), move |fs, ()| {
@@ -325,15 +319,24 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.serve(caller(req), &(), move |fs, ()| match fs.engine.readlink(ino.0) {
+    pub(crate) fn readlink(&self, caller: Caller, ino: INodeNo, reply: impl DataAnswer) {
+        self.serve(caller, &(), move |fs, ()| match fs.engine.readlink(ino.0) {
             Ok(target) => reply.data(target.as_bytes()),
             Err(e) => reply.error(errno(e)),
         });
     }
 
-    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
-        let (caller, perm) = (caller(req), translate::new_perm(mode, umask));
+    pub(crate) fn mknod(
+        &self,
+        caller: Caller,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: impl EntryAnswer,
+    ) {
+        let perm = translate::new_perm(mode, umask);
         match translate::mknod_kind(mode) {
             Ok(kind) => self.serve(caller, name, move |fs, name| {
                 reply_entry(reply, fs.engine.mknod(caller, parent.0, name, kind, perm, rdev))
@@ -342,49 +345,60 @@ impl Filesystem for McfsFs {
         }
     }
 
-    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        let (caller, perm) = (caller(req), translate::new_perm(mode, umask));
+    pub(crate) fn mkdir(
+        &self,
+        caller: Caller,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: impl EntryAnswer,
+    ) {
+        let perm = translate::new_perm(mode, umask);
         self.serve(caller, name, move |fs, name| {
             let result = fs.engine.mkdir(caller, parent.0, name, perm);
             reply_entry(reply, fs.observed(Some(caller), result, |attr| ServedOp::Mkdir { ino: attr.ino }));
         });
     }
 
-    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let caller = caller(req);
+    pub(crate) fn unlink(&self, caller: Caller, parent: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
         self.serve_sync_point(caller, None, name, move |fs, name| {
             let result = fs.engine.unlink(caller, parent.0, name);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Unlink { parent: parent.0, name }));
         });
     }
 
-    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let caller = caller(req);
+    pub(crate) fn rmdir(&self, caller: Caller, parent: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
         self.serve_sync_point(caller, None, name, move |fs, name| {
             let result = fs.engine.rmdir(caller, parent.0, name);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
         });
     }
 
-    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        let caller = caller(req);
-        let target = target.as_os_str().to_os_string();
+    pub(crate) fn symlink(
+        &self,
+        caller: Caller,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &OsStr,
+        reply: impl EntryAnswer,
+    ) {
+        let target = target.to_os_string();
         self.serve(caller, link_name, move |fs, link_name| {
             reply_entry(reply, fs.engine.symlink(caller, parent.0, link_name, &target))
         });
     }
 
-    fn rename(
+    pub(crate) fn rename(
         &self,
-        req: &Request,
+        caller: Caller,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
         newname: &OsStr,
         flags: RenameFlags,
-        reply: ReplyEmpty,
+        reply: impl EmptyAnswer,
     ) {
-        let caller = caller(req);
         let mode = match translate::rename_mode(flags) {
             Ok(mode) => mode,
             Err(e) => return reply.error(errno(e)),
@@ -403,8 +417,14 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn link(&self, req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        let caller = caller(req);
+    pub(crate) fn link(
+        &self,
+        caller: Caller,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: impl EntryAnswer,
+    ) {
         self.serve_sync_point(caller, None, newname, move |fs, newname| {
             let result = fs.engine.link(caller, ino.0, newparent.0, newname);
             let op = |_: &_| ServedOp::Link { ino: ino.0, new_parent: newparent.0, new_name: newname };
@@ -412,16 +432,15 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    pub(crate) fn open(&self, caller: Caller, ino: INodeNo, flags: i32, reply: impl OpenAnswer) {
         // O_TRUNC never arrives here (no FUSE_ATOMIC_O_TRUNC): the kernel truncates with a setattr.
-        let caller = caller(req);
         self.serve(caller, &(), move |fs, ()| {
             let result = fs.engine.open_file(ino.0);
             match fs.observed(Some(caller), result, |()| ServedOp::Open { ino: ino.0 }) {
                 // KEEP_CACHE: the kernel's cached pages stay valid across opens,
                 // since every write to the file comes through this mount.
                 Ok(()) => {
-                    fs.opened(ino.0, flags.0);
+                    fs.opened(ino.0, flags);
                     reply.opened(FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE)
                 }
                 Err(e) => reply.error(errno(e)),
@@ -429,17 +448,16 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn create(
+    pub(crate) fn create(
         &self,
-        req: &Request,
+        caller: Caller,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
         umask: u32,
         flags: i32,
-        reply: ReplyCreate,
+        reply: impl CreateAnswer,
     ) {
-        let caller = caller(req);
         let perm = translate::new_perm(mode, umask);
         let truncated = translate::truncates(flags);
         self.serve(caller, name, move |fs, name| {
@@ -454,18 +472,7 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn read(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        size: u32,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
-    ) {
-        let caller = caller(req);
+    pub(crate) fn read(&self, caller: Caller, ino: INodeNo, offset: u64, size: u32, reply: impl DataAnswer) {
         self.serve(caller, &(), move |fs, ()| {
             let result = fs.engine.read(ino.0, offset, size);
             match fs.observed(Some(caller), result, |data| ServedOp::Read {
@@ -479,19 +486,16 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn write(
+    pub(crate) fn write(
         &self,
-        req: &Request,
+        caller: Caller,
         ino: INodeNo,
-        _fh: FileHandle,
         offset: u64,
         data: &[u8],
         write_flags: WriteFlags,
-        _flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        reply: ReplyWrite,
+        reply: impl WriteAnswer,
     ) {
-        let caller = translate::write_caller(req, write_flags);
+        let caller = translate::write_caller(caller, write_flags);
         let piece = translate::write_piece(offset, data.len(), self.pages_per_write);
         let write = move |fs: &Served, data: &[u8]| {
             let result = fs.engine.write_piece(caller, ino.0, offset, data, piece);
@@ -502,7 +506,7 @@ impl Filesystem for McfsFs {
         };
         match caller {
             Some(writer) => self.serve(writer, data, write),
-            // Kernel writeback (only with the writeback cache, which is off) has no app to class.
+            // Kernel writeback (sync-point mode's writeback cache) has no app to class.
             None => write(&self.served, data),
         }
     }
@@ -512,26 +516,16 @@ impl Filesystem for McfsFs {
     /// on this file that a checkpoint could not store is reported here, once,
     /// as close(2) reports a writeback error. The observer hears of it here,
     /// in order with the caller's other calls (a release may come any time later).
-    fn flush(&self, req: &Request, ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        let caller = caller(req);
+    pub(crate) fn flush(&self, caller: Caller, ino: INodeNo, reply: impl EmptyAnswer) {
         if let Some(observer) = &self.served.observer {
             observer.served(Some(caller), ServedOp::Close { ino: ino.0 });
         }
         reply_empty(reply, self.served.engine.flush(Some(caller), ino.0));
     }
 
-    fn release(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        flags: OpenFlags,
-        _lock_owner: Option<LockOwner>,
-        _flush: bool,
-        reply: ReplyEmpty,
-    ) {
+    pub(crate) fn release(&self, ino: INodeNo, flags: i32, reply: impl EmptyAnswer) {
         if let Some(handover) = &self.served.handover {
-            handover.released(ino.0, flags.0);
+            handover.released(ino.0, flags);
         }
         self.served.engine.release(ino.0);
         reply.ok();
@@ -539,8 +533,7 @@ impl Filesystem for McfsFs {
 
     /// fsync and fdatasync alike: the engine decides what durability the
     /// caller's app gets (a VCT boundary, or a real commit in sync mode).
-    fn fsync(&self, req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
-        let caller = caller(req);
+    pub(crate) fn fsync(&self, caller: Caller, ino: INodeNo, datasync: bool, reply: impl EmptyAnswer) {
         // The kernel wrote this file's dirty pages back before it sent FSYNC.
         self.serve_sync_point(caller, Some(ino.0), &(), move |fs, ()| {
             let result = fs.engine.fsync(Some(caller), ino.0);
@@ -548,12 +541,12 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    pub(crate) fn opendir(&self, reply: impl OpenAnswer) {
         reply.opened(FileHandle(self.served.dirs.open()), FopenFlags::empty());
     }
 
-    fn readdir(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        self.serve(caller(req), &(), move |fs, ()| {
+    pub(crate) fn readdir(&self, caller: Caller, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: impl DirAnswer) {
+        self.serve(caller, &(), move |fs, ()| {
             let listing = match fs.dirs.listing(fh.0, offset, || fs.engine.readdir(ino.0)) {
                 Ok(listing) => listing,
                 Err(e) => return reply.error(errno(e)),
@@ -570,8 +563,14 @@ impl Filesystem for McfsFs {
     /// Like readdir, with each entry's attributes. The kernel counts a
     /// lookup for every entry it receives except `.` and `..`, so entries
     /// are looked up (taking that reference) rather than stat'ed.
-    fn readdirplus(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let caller = caller(req);
+    pub(crate) fn readdirplus(
+        &self,
+        caller: Caller,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: impl DirPlusAnswer,
+    ) {
         self.serve(caller, &(), move |fs, ()| {
             let listing = match fs.dirs.listing(fh.0, offset, || fs.engine.readdir(ino.0)) {
                 Ok(listing) => listing,
@@ -601,34 +600,32 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+    pub(crate) fn releasedir(&self, fh: FileHandle, reply: impl EmptyAnswer) {
         self.served.dirs.release(fh.0);
         reply.ok();
     }
 
-    fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        let caller = caller(req);
+    pub(crate) fn fsyncdir(&self, caller: Caller, reply: impl EmptyAnswer) {
         self.serve_sync_point(caller, None, &(), move |fs, ()| reply_empty(reply, fs.engine.sync_app(Some(caller))));
     }
 
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+    pub(crate) fn statfs(&self, reply: impl StatfsAnswer) {
         match self.served.engine.statfs() {
             Ok(s) => reply.statfs(s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.bsize),
             Err(e) => reply.error(errno(e)),
         }
     }
 
-    fn setxattr(
+    pub(crate) fn setxattr(
         &self,
-        req: &Request,
+        caller: Caller,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
         flags: i32,
         position: u32,
-        reply: ReplyEmpty,
+        reply: impl EmptyAnswer,
     ) {
-        let caller = caller(req);
         // `position` is a macOS resource-fork offset; Linux always sends 0.
         let mode = match if position != 0 { Err(Errno::EINVAL) } else { translate::xattr_mode(flags) } {
             Ok(mode) => mode,
@@ -640,22 +637,21 @@ impl Filesystem for McfsFs {
         });
     }
 
-    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        self.serve(caller(req), name, move |fs, name| match fs.engine.getxattr(ino.0, name) {
+    pub(crate) fn getxattr(&self, caller: Caller, ino: INodeNo, name: &OsStr, size: u32, reply: impl XattrAnswer) {
+        self.serve(caller, name, move |fs, name| match fs.engine.getxattr(ino.0, name) {
             Ok(value) => reply_xattr(reply, &value, size),
             Err(e) => reply.error(errno(e)),
         });
     }
 
-    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        self.serve(caller(req), &(), move |fs, ()| match fs.engine.listxattr(ino.0) {
+    pub(crate) fn listxattr(&self, caller: Caller, ino: INodeNo, size: u32, reply: impl XattrAnswer) {
+        self.serve(caller, &(), move |fs, ()| match fs.engine.listxattr(ino.0) {
             Ok(names) => reply_xattr(reply, &translate::xattr_name_list(&names), size),
             Err(e) => reply.error(errno(e)),
         });
     }
 
-    fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let caller = caller(req);
+    pub(crate) fn removexattr(&self, caller: Caller, ino: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
         self.serve(caller, name, move |fs, name| reply_empty(reply, fs.engine.removexattr(caller, ino.0, name)));
     }
 
@@ -669,39 +665,26 @@ impl Filesystem for McfsFs {
     /// on a regular file for a command it does not know, such as the TCGETS
     /// Python's `open()` sends. Quietly: any app can send them by the
     /// thousand, and fuser's default logs each one.
-    fn ioctl(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
-        _flags: fuser::IoctlFlags,
-        _cmd: u32,
-        _in_data: &[u8],
-        _out_size: u32,
-        reply: fuser::ReplyIoctl,
-    ) {
+    pub(crate) fn ioctl(&self, reply: impl Answer) {
         reply.error(fuser::Errno::ENOTTY);
     }
 
-    fn fallocate(
+    pub(crate) fn fallocate(
         &self,
-        req: &Request,
+        caller: Caller,
         ino: INodeNo,
-        _fh: FileHandle,
         offset: u64,
         length: u64,
         mode: i32,
-        reply: ReplyEmpty,
+        reply: impl EmptyAnswer,
     ) {
-        self.serve(caller(req), &(), move |fs, ()| {
-            reply_empty(reply, fs.engine.fallocate(ino.0, offset, length, mode))
-        });
+        self.serve(caller, &(), move |fs, ()| reply_empty(reply, fs.engine.fallocate(ino.0, offset, length, mode)));
     }
 
     /// Only SEEK_DATA and SEEK_HOLE reach here; the kernel answers the others.
-    fn lseek(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+    pub(crate) fn lseek(&self, caller: Caller, ino: INodeNo, offset: i64, whence: i32, reply: impl LseekAnswer) {
         let Ok(offset) = u64::try_from(offset) else { return reply.error(errno(Errno::ENXIO)) };
-        self.serve(caller(req), &(), move |fs, ()| {
+        self.serve(caller, &(), move |fs, ()| {
             match fs.engine.lseek(ino.0, offset, whence).and_then(|at| i64::try_from(at).map_err(|_| Errno::EINVAL)) {
                 Ok(at) => reply.offset(at),
                 Err(e) => reply.error(errno(e)),

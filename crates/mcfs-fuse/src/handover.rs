@@ -20,6 +20,7 @@
 //! every file picked for it was handed over.
 
 use fuser::{INodeNo, Notifier};
+use std::io;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Sender};
@@ -28,11 +29,33 @@ use std::sync::{Arc, OnceLock};
 /// A sync point's work (its engine call and its reply).
 pub type Job = Box<dyn FnOnce() + Send>;
 
+/// Has the kernel write back and drop its cached pages of a file
+/// (FUSE_NOTIFY_INVAL_INODE, offset 0, length 0: the whole file), returning
+/// once it has; each transport sends it its own way.
+pub trait InodeInvalidator: Send + Sync {
+    fn invalidate(&self, ino: u64) -> io::Result<()>;
+}
+
+impl InodeInvalidator for Notifier {
+    fn invalidate(&self, ino: u64) -> io::Result<()> {
+        self.inval_inode(INodeNo(ino), 0, 0)
+    }
+}
+
+impl InodeInvalidator for crate::uring::Notifier {
+    fn invalidate(&self, ino: u64) -> io::Result<()> {
+        self.inval_inode(ino, 0, 0)
+    }
+}
+
+/// Where a session puts its invalidator once it has one.
+pub type InvalidatorSlot = Arc<OnceLock<Box<dyn InodeInvalidator>>>;
+
 pub struct Handover {
     /// Write opens (`O_WRONLY`, `O_RDWR`) not released yet, per inode.
     writers: Mutex<HashMap<u64, u32>>,
     /// Set once the session exists (the mount has it only after INIT).
-    notifier: Arc<OnceLock<Notifier>>,
+    notifier: InvalidatorSlot,
     /// The handover thread's queue; unbounded, so a reading thread never
     /// waits for it (each job is one request the kernel waits for).
     queue: Mutex<Sender<(Vec<u64>, Job)>>,
@@ -42,12 +65,12 @@ impl Handover {
     /// Starts the handover thread. Without one, a sync point's work runs
     /// without a handover (a warning says so).
     pub fn start() -> Handover {
-        let notifier = Arc::new(OnceLock::<Notifier>::new());
+        let notifier = InvalidatorSlot::default();
         let (queue, jobs) = mpsc::channel::<(Vec<u64>, Job)>();
         let for_thread = Arc::clone(&notifier);
         let started = std::thread::Builder::new().name("mcfs-handover".into()).spawn(move || {
             for (inos, job) in jobs {
-                hand_over(for_thread.get(), &inos);
+                hand_over(for_thread.get().map(|n| &**n), &inos);
                 job();
             }
         });
@@ -57,8 +80,8 @@ impl Handover {
         Handover { writers: Mutex::default(), notifier, queue: Mutex::new(queue) }
     }
 
-    /// Where the mount puts the session's notifier.
-    pub fn notifier_slot(&self) -> Arc<OnceLock<Notifier>> {
+    /// Where the mount puts the session's invalidator.
+    pub fn invalidator_slot(&self) -> InvalidatorSlot {
         Arc::clone(&self.notifier)
     }
 
@@ -104,13 +127,13 @@ fn writes(flags: i32) -> bool {
 
 /// Has the kernel write back and drop its pages of each of `inos` (offset
 /// 0, length 0: the whole file); returns once it has.
-fn hand_over(notifier: Option<&Notifier>, inos: &[u64]) {
+fn hand_over(notifier: Option<&dyn InodeInvalidator>, inos: &[u64]) {
     let Some(notifier) = notifier else {
         tracing::warn!("a sync point came before the session's notifier was set; no pages handed over");
         return;
     };
     for ino in inos {
-        if let Err(e) = notifier.inval_inode(INodeNo(*ino), 0, 0) {
+        if let Err(e) = notifier.invalidate(*ino) {
             tracing::warn!("inode {ino}: the kernel did not hand over its dirty pages: {e}");
         }
     }

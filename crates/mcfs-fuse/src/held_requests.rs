@@ -25,6 +25,9 @@ pub const HELD_REQUEST_THREADS: usize = 4;
 /// Held-back requests waiting for one of those threads, at most.
 const QUEUED_AT_MOST: usize = 16;
 
+/// Requests held back at once at most: one per thread, the others queued.
+pub const HELD_AT_MOST: usize = HELD_REQUEST_THREADS + QUEUED_AT_MOST;
+
 /// One request's work, its reply included.
 pub type Job = Box<dyn FnOnce() + Send>;
 

@@ -5,7 +5,7 @@
 use fuser::{InitFlags, KernelConfig};
 
 /// Largest write the kernel sends in one request (on flashdev: one device command).
-const MAX_WRITE: u32 = 1 << 20;
+pub(crate) const MAX_WRITE: u32 = 1 << 20;
 
 /// Where the kernel says how many pages it puts in one request at most.
 const MAX_PAGES_LIMIT: &str = "/proc/sys/fs/fuse/max_pages_limit";

@@ -31,7 +31,7 @@ pub fn open_session<FS: Filesystem>(fs: FS, mountpoint: &Path, opts: &MountOptio
 
 /// mount(2) of a FUSE file system served through a new `/dev/fuse`
 /// descriptor; `None` if this process may not mount (then fusermount3 must).
-fn mount_fuse(mountpoint: &Path, opts: &MountOptions) -> io::Result<Option<OwnedFd>> {
+pub(crate) fn mount_fuse(mountpoint: &Path, opts: &MountOptions) -> io::Result<Option<OwnedFd>> {
     let dev = match OpenOptions::new().read(true).write(true).custom_flags(libc::O_CLOEXEC).open(DEV_FUSE) {
         Ok(dev) => dev,
         // fusermount3 is setuid root and opens it itself.
@@ -92,7 +92,7 @@ fn mount_flags(opts: &MountOptions) -> libc::c_ulong {
 }
 
 /// Undoes a mount whose session could not start.
-fn detach(mountpoint: &Path) {
+pub(crate) fn detach(mountpoint: &Path) {
     if let Ok(path) = CString::new(mountpoint.as_os_str().as_bytes()) {
         // SAFETY: `path` is a NUL-terminated string that outlives the call.
         unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) };

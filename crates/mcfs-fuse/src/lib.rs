@@ -1,7 +1,11 @@
 //! mcfs-fuse: the thin adapter between the kernel's FUSE requests (through
-//! `fuser`) and `mcfs_core::Engine`, plus mounting.
+//! `fuser` on `/dev/fuse`, or the io_uring transport `uring`) and
+//! `mcfs_core::Engine`, plus mounting.
 //!
-//! `McfsFs` turns each request into one engine call; `mount` checks the
+//! `McfsFs` turns each request into one engine call, answering through the
+//! traits of `replies`, which both transports implement; `fuser_session`
+//! and `ring_session` hand it their requests, `ring_mount` mounts over
+//! io_uring (`uring`: the transport, no tie to mcfs); `mount` checks the
 //! mount point and serves a `McfsFs` on several threads; `Mounted` waits for
 //! the session to end or unmounts it. Pure request translations live in
 //! `translate`, directory stream state in `dir_handles`, the mount(2) call
@@ -15,6 +19,7 @@
 
 mod dir_handles;
 mod filesystem;
+mod fuser_session;
 mod handover;
 mod held_requests;
 mod io_priority;
@@ -23,12 +28,16 @@ mod kernel_mount;
 mod mount;
 mod mount_error;
 mod observer;
+mod replies;
+mod ring_mount;
+mod ring_session;
 pub mod session_thread;
 mod translate;
+pub mod uring;
 
 pub use filesystem::McfsFs;
 pub use kernel_config::ask_kernel_for;
 pub use kernel_mount::open_session;
-pub use mount::{mount, mount_fs, usable_mount_point, MountFlags, MountOptions, Mounted, Unmounter};
+pub use mount::{mount, mount_fs, usable_mount_point, MountFlags, MountOptions, Mounted, Transport, Unmounter};
 pub use mount_error::explain as explain_mount_error;
 pub use observer::{RequestObserver, ServedOp};

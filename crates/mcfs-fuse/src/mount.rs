@@ -6,9 +6,11 @@
 //! request will reach the engine any more, so the caller may shut it down.
 
 use crate::filesystem::McfsFs;
+use crate::uring::Counters;
 use crate::{mount_error, session_thread};
-use fuser::{Config, Filesystem, MountOption, Notifier, SessionACL};
-use mcfs_core::Engine;
+use crate::handover::InvalidatorSlot;
+use fuser::{Config, Filesystem, MountOption, SessionACL};
+use mcfs_core::{Engine, IoUringMode};
 use std::ffi::CString;
 use std::fs;
 use std::io;
@@ -17,7 +19,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +35,8 @@ pub struct MountOptions {
     pub subtype: String,
     /// What the kernel enforces on the mount (`ro`, `nosuid`, ...).
     pub flags: MountFlags,
+    /// Serve over io_uring (`ring_mount`; then `threads` is one per CPU) or `/dev/fuse`.
+    pub io_uring: IoUringMode,
 }
 
 /// The kernel's mount flags a user may ask for. `read_only` is enforced by
@@ -69,6 +73,7 @@ impl Default for MountOptions {
             fsname: "mcfs".to_string(),
             subtype: "mcfs".to_string(),
             flags: MountFlags::default(),
+            io_uring: IoUringMode::default(),
         }
     }
 }
@@ -108,23 +113,28 @@ pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io:
 
 /// `mount` for a file system set up by the caller (with an observer, say).
 pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
-    let notifier_slot = fs.notifier_slot();
-    start_session(fs, mountpoint, opts, notifier_slot)
+    match opts.io_uring {
+        IoUringMode::Off => {
+            let slot = fs.invalidator_slot();
+            start_session(fs, mountpoint, opts, slot)
+        }
+        mode => crate::ring_mount::start(fs, mountpoint, opts, mode == IoUringMode::On),
+    }
 }
 
-/// Mounts and serves `fs`; the session's notifier goes to `notifier_slot`
-/// before the first request is served.
-fn start_session<FS: Filesystem>(
+/// Mounts and serves `fs` over `/dev/fuse`; the session's notifier goes to
+/// `invalidators` (sync-point mode) before the first request is served.
+pub(crate) fn start_session<FS: Filesystem>(
     fs: FS,
     mountpoint: &Path,
     opts: &MountOptions,
-    notifier_slot: Option<Arc<OnceLock<Notifier>>>,
+    invalidators: Option<InvalidatorSlot>,
 ) -> io::Result<Mounted> {
     let mountpoint = usable_mount_point(mountpoint)?;
     let session = crate::kernel_mount::open_session(fs, &mountpoint, opts)
         .map_err(|e| mount_error::explain(&mountpoint, "mcfs", e))?;
-    if let Some(slot) = notifier_slot {
-        let _ = slot.set(session.notifier());
+    if let Some(slot) = invalidators {
+        let _ = slot.set(Box::new(session.notifier()));
     }
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {
@@ -134,7 +144,7 @@ fn start_session<FS: Filesystem>(
         })?
     };
     let unmounter = Unmounter { mountpoint: Arc::new(mountpoint), serving };
-    Ok(Mounted { thread, unmounter })
+    Ok(Mounted { thread, unmounter, transport: Transport::DevFuse })
 }
 
 /// A live mount. Dropping it leaves the file system mounted and served.
@@ -142,9 +152,43 @@ fn start_session<FS: Filesystem>(
 pub struct Mounted {
     thread: JoinHandle<io::Result<()>>,
     unmounter: Unmounter,
+    transport: Transport,
+}
+
+/// How a mount's requests reach the daemon.
+#[derive(Clone, Debug)]
+pub enum Transport {
+    /// read(2) and write(2) on `/dev/fuse` (fuser).
+    DevFuse,
+    /// FUSE over io_uring, with the requests served by each path so far.
+    IoUring(Arc<Counters>),
+}
+
+impl Transport {
+    /// `dev_fuse` or `io_uring`, as `mcfs stat` shows it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transport::DevFuse => "dev_fuse",
+            Transport::IoUring(_) => "io_uring",
+        }
+    }
 }
 
 impl Mounted {
+    /// A mount served on `thread`, which ends (and clears `serving`) when the session does.
+    pub(crate) fn new(
+        thread: JoinHandle<io::Result<()>>,
+        mountpoint: PathBuf,
+        serving: Arc<AtomicBool>,
+        transport: Transport,
+    ) -> Mounted {
+        Mounted { thread, unmounter: Unmounter { mountpoint: Arc::new(mountpoint), serving }, transport }
+    }
+
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
     pub fn mountpoint(&self) -> &Path {
         &self.unmounter.mountpoint
     }
@@ -262,7 +306,7 @@ fn is_mount_root(path: &Path, meta: &fs::Metadata) -> io::Result<bool> {
     Ok(meta.dev() != parent.dev() || meta.ino() == parent.ino())
 }
 
-fn with_context(path: &Path, what: &str, e: io::Error) -> io::Error {
+pub(crate) fn with_context(path: &Path, what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {what}: {e}", path.display()))
 }
 
@@ -320,6 +364,7 @@ mod tests {
             fsname: "/srv/back".into(),
             subtype: "flashdev".into(),
             flags: MountFlags { read_only: true, ..MountFlags::default() },
+            io_uring: IoUringMode::Off,
         };
         let config = opts.session_config();
         assert_eq!(config.n_threads, Some(1), "zero threads would never serve");

@@ -59,7 +59,7 @@ fn release(guard: BackgroundSession, mountpoint: &Path, ended_cleanly: bool) {
 /// answers ENOTCONN (asked for the type, past cached attributes: a mask of
 /// 0 would be answered from the cache). A session that ended
 /// cleanly lost its connection, so its mount is either gone or dead.
-fn dead_fuse_mount(path: &Path) -> bool {
+pub(crate) fn dead_fuse_mount(path: &Path) -> bool {
     let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else { return false };
     // SAFETY: statx is plain old data, for which all-zero is a valid value.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };

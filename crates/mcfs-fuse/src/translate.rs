@@ -43,8 +43,8 @@ pub(crate) fn write_piece(offset: u64, len: usize, max_pages: u64) -> Piece {
 /// A write from the kernel's page cache (writeback of a mmap'ed or cached
 /// page) carries the uid/pid of whoever happened to trigger it, not of the
 /// writer: it has no meaningful caller and the engine charges the file's app.
-pub(crate) fn write_caller(req: &Request, flags: WriteFlags) -> Option<Caller> {
-    (!flags.contains(WriteFlags::FUSE_WRITE_CACHE)).then(|| caller(req))
+pub(crate) fn write_caller(caller: Caller, flags: WriteFlags) -> Option<Caller> {
+    (!flags.contains(WriteFlags::FUSE_WRITE_CACHE)).then_some(caller)
 }
 
 pub(crate) fn file_type(kind: FileKind) -> FileType {

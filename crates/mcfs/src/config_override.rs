@@ -159,6 +159,7 @@ mod tests {
             ("fasttrack.aging_ms", "200"),
             ("fasttrack.segment_bytes", "8K"),
             ("fasttrack.tasks_file", "/dev/cpuset/top-app/tasks"),
+            ("fuse.io_uring", "off"),
         ])
         .unwrap();
         assert_eq!(c.cache_size, 64 << 20);
@@ -169,6 +170,7 @@ mod tests {
         assert!(!c.fasttrack.preempt && c.fasttrack.reclaim);
         assert_eq!((c.fasttrack.aging_ms, c.fasttrack.segment_bytes), (200, 8192));
         assert_eq!(c.fasttrack.tasks_file, Some(PathBuf::from("/dev/cpuset/top-app/tasks")));
+        assert_eq!(c.fuse.io_uring, mcfs_core::IoUringMode::Off);
     }
 
     #[test]
@@ -257,7 +259,7 @@ mod tests {
                 "`[fasttrack]` table" => format!("fasttrack.{key}"),
                 _ => continue,
             };
-            if key != "fasttrack" && key != "apps" {
+            if !["fasttrack", "fuse", "apps"].contains(&key.as_str()) {
                 assert!(is_key(&key), "{key} is documented but not a mount option");
                 checked += 1;
             }

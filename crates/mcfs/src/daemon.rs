@@ -26,11 +26,12 @@ use crate::{
 };
 use mcfs_core::ioprio::IoPriority;
 use mcfs_core::{Clock, DirBackend, Engine, IoClass, ManualClock, SystemClock};
-use mcfs_fuse::RequestObserver;
+use mcfs_fuse::{RequestObserver, Transport};
 use mcfs_sim::device::SimBackend;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// How long a signalled daemon waits for its session to end after unmounting.
@@ -134,10 +135,12 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture, notify: Arc<No
         None => None,
     };
 
+    // Known once mounted, last.
+    let transport: Arc<OnceLock<Transport>> = Arc::default();
     let metrics = match &plan.metrics_file {
         Some(path) => {
-            let (engine, backend) = (engine.clone(), backend.clone());
-            let render = move || stats_document(&engine, &backend).map(|doc| prometheus::render(&doc));
+            let (engine, backend, transport) = (engine.clone(), backend.clone(), transport.clone());
+            let render = move || stats_document(&engine, &backend, &transport).map(|doc| prometheus::render(&doc));
             Some(MetricsFile::spawn(path.clone(), render).map_err(thread_error)?)
         }
         None => None,
@@ -153,10 +156,11 @@ fn start(plan: &MountPlan, fuse: &FuseSettings, capture: Capture, notify: Arc<No
     // thread starts below, which undo it.
     let observer = recorder.clone().map(|r| r as Arc<dyn RequestObserver>);
     let mounted = fuse_mount::start(engine.clone(), &plan.mountpoint, fuse, observer)?;
+    let _ = transport.set(mounted.transport());
     let mount = mounted.handle();
     let handler: Arc<Handler> = {
         let (engine, mount, user_input) = (engine.clone(), mount.clone(), user_input.clone());
-        let live = Live { engine, mount, user_input, virtual_clock, backend };
+        let live = Live { engine, mount, user_input, virtual_clock, backend, transport };
         Arc::new(move |request| handle_request(&live, request))
     };
     let (events_tx, events) = mpsc::channel();
@@ -224,19 +228,37 @@ struct Live {
     user_input: Arc<UserInput>,
     virtual_clock: Option<Arc<ManualClock>>,
     backend: Arc<SimBackend<DirBackend>>,
+    transport: Arc<OnceLock<Transport>>,
 }
 
 /// The stat document (docs/STAT.md): the engine's counters, the device
-/// estimate, the log's counts and the daemon's pid and log place, now.
-fn stats_document(engine: &Engine, backend: &SimBackend<DirBackend>) -> Result<serde_json::Value, String> {
+/// estimate, the log's counts, the daemon's pid and log place and the FUSE
+/// transport (once mounted), now.
+fn stats_document(
+    engine: &Engine,
+    backend: &SimBackend<DirBackend>,
+    transport: &OnceLock<Transport>,
+) -> Result<serde_json::Value, String> {
     let raw = serde_json::to_value(engine.stats()).and_then(|mut stats| {
         stats["device_estimate"] = serde_json::to_value(backend.report())?;
         stats["log"] = serde_json::to_value(logging::counts())?;
         stats["daemon"] = serde_json::json!({ "pid": std::process::id(), "log": logging::place() });
+        if let Some(transport) = transport.get() {
+            stats["fuse"] = fuse_section(transport);
+        }
         Ok(stats)
     });
     raw.map(|raw| mcfs_core::stats_doc::document(raw, std::time::SystemTime::now()))
         .map_err(|e| format!("cannot encode stats: {e}"))
+}
+
+/// The `fuse` section: the transport and the requests each path served.
+fn fuse_section(transport: &Transport) -> serde_json::Value {
+    let (ring, dev) = match transport {
+        Transport::IoUring(served) => (served.ring.load(Ordering::Relaxed), served.dev.load(Ordering::Relaxed)),
+        Transport::DevFuse => (0, 0),
+    };
+    serde_json::json!({ "transport": transport.name(), "ring_requests": ring, "dev_requests": dev })
 }
 
 /// Answers one control request.
@@ -244,7 +266,7 @@ fn handle_request(live: &Live, request: Request) -> Response {
     let Live { engine, mount, user_input, .. } = live;
     let outcome = match request {
         Request::Stats => {
-            return match stats_document(engine, &live.backend) {
+            return match stats_document(engine, &live.backend, &live.transport) {
                 Ok(stats) => Response::Stats { stats },
                 Err(message) => Response::Error { message },
             };

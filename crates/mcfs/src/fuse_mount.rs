@@ -16,6 +16,8 @@ pub struct FuseSettings {
     pub subtype: String,
     /// `ro`, `nosuid`, `nodev`, `noexec` as asked.
     pub flags: mcfs_fuse::MountFlags,
+    /// `fuse.io_uring`: serve over io_uring or `/dev/fuse`.
+    pub io_uring: mcfs_core::IoUringMode,
 }
 
 pub struct LiveMount(mcfs_fuse::Mounted);
@@ -37,6 +39,7 @@ pub fn start(
         fsname: settings.fsname.clone(),
         subtype: settings.subtype.clone(),
         flags: settings.flags,
+        io_uring: settings.io_uring,
     };
     // mcfs-fuse errors already name the mount point and the cause.
     let fs = McfsFs::new(engine, observer);
@@ -46,6 +49,11 @@ pub fn start(
 impl LiveMount {
     pub fn handle(&self) -> MountHandle {
         MountHandle(self.0.unmounter())
+    }
+
+    /// How requests reach the daemon (`mcfs stat`'s `fuse` section).
+    pub fn transport(&self) -> mcfs_fuse::Transport {
+        self.0.transport().clone()
     }
 
     /// Blocks until the session is over: no request reaches the engine any more.

@@ -118,6 +118,9 @@ pub const FIELDS: &[Field] = &[
     f("log.rotated", Counter, "Log file rotations."),
     f("daemon.pid", Label, "The daemon's process id."),
     f("daemon.log", Label, "Where the daemon logs."),
+    f("fuse.transport", Label, "How requests reach the daemon: io_uring or dev_fuse."),
+    f("fuse.ring_requests", Counter, "Requests served over the io_uring queues."),
+    f("fuse.dev_requests", Counter, "Requests a ring session served over /dev/fuse (forgets, interrupts)."),
 ];
 
 /// The field at `path` (with `apps.<name>` written `apps.*`).

@@ -47,6 +47,7 @@ const NOT_DECISIONS: &[&str] = &[
     "device_estimate",
     "log",
     "daemon",
+    "fuse",
     "missing_lookups",
     "timestamp_seconds",
 ];

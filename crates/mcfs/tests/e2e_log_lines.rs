@@ -77,7 +77,9 @@ fn per_request_records_are_trace_not_debug() {
         let log = daemon.log_path();
         daemon.unmount();
         let log = fs::read_to_string(log).expect("the daemon's log");
-        (log.lines().filter(|l| l.contains("fuser::request")).count(), log)
+        // fuser's record per request, or the io_uring transport's.
+        let per_request = |l: &&str| l.contains("fuser::request") || l.contains("mcfs_fuse::request");
+        (log.lines().filter(per_request).count(), log)
     };
     let (at_debug, log) = requests("debug");
     assert_eq!(at_debug, 0, "DEBUG has per-request lines:\n{log}");

@@ -35,6 +35,7 @@ pub fn run(args: MountArgs) -> Result<(), String> {
         fsname: options.fsname.unwrap_or_else(|| plan.backing.display().to_string()),
         subtype: options.subtype.unwrap_or_else(|| "mcfs".to_string()),
         flags: options.flags,
+        io_uring: plan.config.fuse.io_uring,
     };
     // Opened before the fork, so that a bad path is reported here.
     let capture = Capture {

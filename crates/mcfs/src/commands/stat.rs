@@ -88,11 +88,18 @@ fn time_of_day(doc: &Value) -> String {
     format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
 }
 
-/// ", daemon pid 1234, log in /srv/data/.mcfs/mcfs.log" (nothing from a daemon too old to say).
+/// ", daemon pid 1234, log in /srv/data/.mcfs/mcfs.log, FUSE over io_uring"
+/// (each part only from a daemon that says it).
 fn daemon(stats: &Value) -> String {
     let daemon = &stats["daemon"];
-    match (daemon["pid"].as_u64(), daemon["log"].as_str()) {
+    let about_daemon = match (daemon["pid"].as_u64(), daemon["log"].as_str()) {
         (Some(pid), Some(log)) => format!(", daemon pid {pid}, log in {log}"),
         _ => String::new(),
-    }
+    };
+    let transport = match stats["fuse"]["transport"].as_str() {
+        Some("io_uring") => ", FUSE over io_uring",
+        Some("dev_fuse") => ", FUSE over /dev/fuse",
+        _ => "",
+    };
+    about_daemon + transport
 }
