@@ -241,14 +241,8 @@ impl Engine {
         if set.uid.is_some() || set.gid.is_some() {
             inode.attr.uid = set.uid.unwrap_or(inode.attr.uid);
             inode.attr.gid = set.gid.unwrap_or(inode.attr.gid);
-            if inode.attr.kind != FileKind::Dir {
-                // chown drops set-user-id, and set-group-id on group-executables (Linux).
-                let mut kill = libc::S_ISUID;
-                if inode.attr.perm & libc::S_IXGRP != 0 {
-                    kill |= libc::S_ISGID;
-                }
-                inode.attr.perm &= !kill;
-            }
+            // chown drops set-user-id, and set-group-id on group-executables (Linux).
+            inode.attr.perm = without_set_id_bits(&inode.attr, false);
             entries.push(LogEntry::SetOwner { ino, uid: inode.attr.uid, gid: inode.attr.gid });
         }
         if inode.attr.perm != old_perm || set.perm.is_some() {
@@ -561,6 +555,29 @@ impl Engine {
     /// log (see `write_piece`).
     pub fn write(&self, caller: Option<Caller>, ino: Ino, offset: u64, data: &[u8]) -> FsResult<u32> {
         self.write_piece(caller, ino, offset, data, Piece::Last)
+    }
+
+    /// A write or truncate by a caller without CAP_FSETID drops the file's
+    /// set-user-id bit, and its set-group-id bit if the file is
+    /// group-executable or the caller is not in the file's group
+    /// (`in_group`); Linux's rule. With FUSE_HANDLE_KILLPRIV_V2 the kernel
+    /// leaves that to us, instead of asking for the file's
+    /// `security.capability` with a GETXATTR before every write. Returns
+    /// whether the mode changed.
+    pub fn drop_set_id_bits(&self, caller: Caller, ino: Ino, in_group: impl Fn(u32) -> bool) -> FsResult<bool> {
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        let app = st.app_of_uid(caller.uid);
+        let inode = st.inode_mut(ino)?;
+        let keeps_set_group_id = |attr: &Attr| attr.perm & libc::S_IXGRP == 0 && in_group(attr.gid);
+        let perm = without_set_id_bits(&inode.attr, !keeps_set_group_id(&inode.attr));
+        if perm == inode.attr.perm {
+            return Ok(false);
+        }
+        inode.attr.perm = perm;
+        inode.attr.ctime = now;
+        st.log(app, LogEntry::SetPerm { ino, perm }, &[ino], now);
+        Ok(true)
     }
 
     /// Writes one request of a `write(2)` the kernel may have split
@@ -938,4 +955,18 @@ impl Engine {
         stats.missing_lookups = self.missing_lookups.load(Ordering::Relaxed);
         stats
     }
+}
+
+/// `attr`'s permission bits without set-user-id, and without set-group-id
+/// if group members may execute the file or `or_set_group_id` says so;
+/// directories keep both.
+fn without_set_id_bits(attr: &Attr, or_set_group_id: bool) -> u32 {
+    if attr.kind == FileKind::Dir {
+        return attr.perm;
+    }
+    let mut kill = libc::S_ISUID;
+    if or_set_group_id || attr.perm & libc::S_IXGRP != 0 {
+        kill |= libc::S_ISGID;
+    }
+    attr.perm & !kill
 }

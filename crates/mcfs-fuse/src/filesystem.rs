@@ -79,6 +79,10 @@ pub(crate) const INIT_FLAGS: &[InitFlags] = &[
     InitFlags::FUSE_DO_READDIRPLUS.union(InitFlags::FUSE_READDIRPLUS_AUTO),
     // ACLs enforced by the kernel; the umask applied by the engine.
     InitFlags::FUSE_POSIX_ACL.union(InitFlags::FUSE_DONT_MASK),
+    // Set-id bits dropped by the engine on write and truncate, so the kernel
+    // marks files without them S_NOSEC and stops asking for their
+    // `security.capability` with a GETXATTR before every write.
+    InitFlags::FUSE_HANDLE_KILLPRIV_V2,
 ];
 
 pub struct McfsFs {
@@ -97,6 +101,8 @@ struct Served {
     tags_io_priority: bool,
     /// Sync-point consistency: the kernel's dirty pages handed over before each sync point.
     handover: Option<Handover>,
+    /// Drops the kernel's cached attributes or pages of a file; set once the session exists.
+    kernel_cache: InvalidatorSlot,
 }
 
 impl McfsFs {
@@ -107,9 +113,11 @@ impl McfsFs {
             // A BG commit an FG request waits for runs at FG priority meanwhile.
             engine.set_io_priorities(Box::new(io_priority::ThreadPriorities));
         }
-        let handover = (engine.consistency() == Consistency::SyncPoint).then(Handover::start);
+        let kernel_cache = InvalidatorSlot::default();
+        let handover = (engine.consistency() == Consistency::SyncPoint).then(|| Handover::start(kernel_cache.clone()));
+        let dirs = DirHandles::default();
         McfsFs {
-            served: Arc::new(Served { engine, dirs: DirHandles::default(), observer, tags_io_priority, handover }),
+            served: Arc::new(Served { engine, dirs, observer, tags_io_priority, handover, kernel_cache }),
             held: HeldRequests::start(HELD_REQUEST_THREADS),
             pages_per_write: crate::kernel_config::pages_per_write(),
         }
@@ -126,10 +134,10 @@ impl McfsFs {
         flags
     }
 
-    /// Where the mount puts what invalidates the kernel's cache of an inode
-    /// (sync-point mode only), once the session has one.
-    pub fn invalidator_slot(&self) -> Option<InvalidatorSlot> {
-        self.served.handover.as_ref().map(Handover::invalidator_slot)
+    /// Where the mount puts what invalidates the kernel's cache of an
+    /// inode, once the session has one.
+    pub fn invalidator_slot(&self) -> InvalidatorSlot {
+        Arc::clone(&self.served.kernel_cache)
     }
 
     /// Serves a sync point of `caller` (an fsync of `synced`, fsyncdir, a
@@ -183,6 +191,22 @@ impl McfsFs {
 }
 
 impl Served {
+    /// Drops set-id bits as a write or truncate by `caller` that lacks
+    /// CAP_FSETID must (`Engine::drop_set_id_bits`); whether the mode changed.
+    fn drop_set_id_bits(&self, caller: Caller, ino: u64) -> FsResult<bool> {
+        self.engine.drop_set_id_bits(caller, ino, |gid| translate::in_group(caller, gid))
+    }
+
+    /// The kernel's cached attributes of `ino` are stale (a mode changed
+    /// by a request whose reply does not carry attributes).
+    fn attributes_changed(&self, ino: u64) {
+        if let Some(kernel) = self.kernel_cache.get() {
+            if let Err(e) = kernel.invalidate(ino, -1, 0) {
+                tracing::warn!("inode {ino}: cannot drop the kernel's cached attributes: {e}");
+            }
+        }
+    }
+
     /// A file open succeeded (counted for `handover` in sync-point mode).
     fn opened(&self, ino: u64, flags: i32) {
         if let Some(handover) = &self.handover {
@@ -305,9 +329,13 @@ impl McfsFs {
     ) {
         let set = translate::set_attr(mode, uid, gid, size, atime, mtime);
         // A setattr with nothing the engine keeps (only ctime or a lock owner) changes nothing.
+        // A truncate by anyone but root (standing for CAP_FSETID) drops set-id bits (FUSE_HANDLE_KILLPRIV_V2).
+        let drops_set_id_bits = set.size.is_some() && set.perm.is_none() && caller.uid != 0;
         self.serve(caller, &(), move |fs, ()| {
             let result = if set == mcfs_core::SetAttr::default() {
                 fs.engine.getattr(ino.0)
+            } else if drops_set_id_bits {
+                fs.drop_set_id_bits(caller, ino.0).and_then(|_| fs.engine.setattr(caller, ino.0, &set))
             } else {
                 fs.engine.setattr(caller, ino.0, &set)
             };
@@ -497,8 +525,17 @@ impl McfsFs {
     ) {
         let caller = translate::write_caller(caller, write_flags);
         let piece = translate::write_piece(offset, data.len(), self.pages_per_write);
+        // Set for a writer without CAP_FSETID (FUSE_HANDLE_KILLPRIV_V2).
+        let drops_set_id_bits = write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID);
         let write = move |fs: &Served, data: &[u8]| {
-            let result = fs.engine.write_piece(caller, ino.0, offset, data, piece);
+            let dropped = match caller {
+                Some(writer) if drops_set_id_bits => fs.drop_set_id_bits(writer, ino.0),
+                _ => Ok(false),
+            };
+            if dropped == Ok(true) {
+                fs.attributes_changed(ino.0);
+            }
+            let result = dropped.and_then(|_| fs.engine.write_piece(caller, ino.0, offset, data, piece));
             match fs.observed(caller, result, |n| ServedOp::Write { ino: ino.0, offset, len: u64::from(*n) }) {
                 Ok(written) => reply.written(written),
                 Err(e) => reply.error(errno(e)),

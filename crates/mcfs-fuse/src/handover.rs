@@ -20,31 +20,32 @@
 //! every file picked for it was handed over.
 
 use fuser::{INodeNo, Notifier};
-use std::io;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::io;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, OnceLock};
 
 /// A sync point's work (its engine call and its reply).
 pub type Job = Box<dyn FnOnce() + Send>;
 
-/// Has the kernel write back and drop its cached pages of a file
-/// (FUSE_NOTIFY_INVAL_INODE, offset 0, length 0: the whole file), returning
-/// once it has; each transport sends it its own way.
+/// Has the kernel drop its cached attributes of a file and, from `offset`
+/// for `len` bytes (0: to the end; negative `offset`: none), its cached
+/// pages, writing dirty ones back first (FUSE_NOTIFY_INVAL_INODE); returns
+/// once it has. Each transport sends it its own way.
 pub trait InodeInvalidator: Send + Sync {
-    fn invalidate(&self, ino: u64) -> io::Result<()>;
+    fn invalidate(&self, ino: u64, offset: i64, len: i64) -> io::Result<()>;
 }
 
 impl InodeInvalidator for Notifier {
-    fn invalidate(&self, ino: u64) -> io::Result<()> {
-        self.inval_inode(INodeNo(ino), 0, 0)
+    fn invalidate(&self, ino: u64, offset: i64, len: i64) -> io::Result<()> {
+        self.inval_inode(INodeNo(ino), offset, len)
     }
 }
 
 impl InodeInvalidator for crate::uring::Notifier {
-    fn invalidate(&self, ino: u64) -> io::Result<()> {
-        self.inval_inode(ino, 0, 0)
+    fn invalidate(&self, ino: u64, offset: i64, len: i64) -> io::Result<()> {
+        self.inval_inode(ino, offset, len)
     }
 }
 
@@ -54,35 +55,28 @@ pub type InvalidatorSlot = Arc<OnceLock<Box<dyn InodeInvalidator>>>;
 pub struct Handover {
     /// Write opens (`O_WRONLY`, `O_RDWR`) not released yet, per inode.
     writers: Mutex<HashMap<u64, u32>>,
-    /// Set once the session exists (the mount has it only after INIT).
-    notifier: InvalidatorSlot,
     /// The handover thread's queue; unbounded, so a reading thread never
     /// waits for it (each job is one request the kernel waits for).
     queue: Mutex<Sender<(Vec<u64>, Job)>>,
 }
 
 impl Handover {
-    /// Starts the handover thread. Without one, a sync point's work runs
-    /// without a handover (a warning says so).
-    pub fn start() -> Handover {
-        let notifier = InvalidatorSlot::default();
+    /// Starts the handover thread, which hands over through the session's
+    /// invalidator (set in `notifier` once the session exists, after INIT).
+    /// Without the thread, a sync point's work runs without a handover (a
+    /// warning says so).
+    pub fn start(notifier: InvalidatorSlot) -> Handover {
         let (queue, jobs) = mpsc::channel::<(Vec<u64>, Job)>();
-        let for_thread = Arc::clone(&notifier);
         let started = std::thread::Builder::new().name("mcfs-handover".into()).spawn(move || {
             for (inos, job) in jobs {
-                hand_over(for_thread.get().map(|n| &**n), &inos);
+                hand_over(notifier.get().map(|n| &**n), &inos);
                 job();
             }
         });
         if let Err(e) = started {
             tracing::warn!("cannot start the handover thread: {e}; sync points go without handing over dirty pages");
         }
-        Handover { writers: Mutex::default(), notifier, queue: Mutex::new(queue) }
-    }
-
-    /// Where the mount puts the session's invalidator.
-    pub fn invalidator_slot(&self) -> InvalidatorSlot {
-        Arc::clone(&self.notifier)
+        Handover { writers: Mutex::default(), queue: Mutex::new(queue) }
     }
 
     /// An open (or create) of `ino` with `flags` succeeded.
@@ -133,7 +127,7 @@ fn hand_over(notifier: Option<&dyn InodeInvalidator>, inos: &[u64]) {
         return;
     };
     for ino in inos {
-        if let Err(e) = notifier.invalidate(*ino) {
+        if let Err(e) = notifier.invalidate(*ino, 0, 0) {
             tracing::warn!("inode {ino}: the kernel did not hand over its dirty pages: {e}");
         }
     }
@@ -146,7 +140,7 @@ mod tests {
 
     #[test]
     fn only_write_opens_count_and_each_release_takes_one_back() {
-        let h = Handover::start();
+        let h = Handover::start(InvalidatorSlot::default());
         h.opened(5, libc::O_RDONLY);
         h.opened(6, libc::O_WRONLY);
         h.opened(6, libc::O_RDWR | libc::O_APPEND);
@@ -167,7 +161,7 @@ mod tests {
 
     #[test]
     fn with_nothing_to_hand_over_the_job_runs_on_the_callers_thread() {
-        let h = Handover::start();
+        let h = Handover::start(InvalidatorSlot::default());
         h.opened(9, libc::O_WRONLY);
         let ran = Arc::new(AtomicBool::new(false));
         let caller = std::thread::current().id();

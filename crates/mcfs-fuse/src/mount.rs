@@ -6,9 +6,9 @@
 //! request will reach the engine any more, so the caller may shut it down.
 
 use crate::filesystem::McfsFs;
+use crate::handover::InvalidatorSlot;
 use crate::uring::Counters;
 use crate::{mount_error, session_thread};
-use crate::handover::InvalidatorSlot;
 use fuser::{Config, Filesystem, MountOption, SessionACL};
 use mcfs_core::{Engine, IoUringMode};
 use std::ffi::CString;
@@ -128,14 +128,12 @@ pub(crate) fn start_session<FS: Filesystem>(
     fs: FS,
     mountpoint: &Path,
     opts: &MountOptions,
-    invalidators: Option<InvalidatorSlot>,
+    invalidators: InvalidatorSlot,
 ) -> io::Result<Mounted> {
     let mountpoint = usable_mount_point(mountpoint)?;
     let session = crate::kernel_mount::open_session(fs, &mountpoint, opts)
         .map_err(|e| mount_error::explain(&mountpoint, "mcfs", e))?;
-    if let Some(slot) = invalidators {
-        let _ = slot.set(Box::new(session.notifier()));
-    }
+    let _ = invalidators.set(Box::new(session.notifier()));
     let serving = Arc::new(AtomicBool::new(true));
     let thread = {
         let serving = serving.clone();
@@ -426,7 +424,7 @@ mod tests {
 
     fn mount_root_only(dir: &Path) -> Mounted {
         let opts = MountOptions { threads: 2, ..MountOptions::default() };
-        start_session(RootOnly, dir, &opts, None).unwrap()
+        start_session(RootOnly, dir, &opts, Default::default()).unwrap()
     }
 
     /// The type /proc/self/mountinfo gives the topmost mount on `dir`.
@@ -447,8 +445,13 @@ mod tests {
         for (read_only, errno) in [(false, libc::ENOSYS), (true, libc::EROFS)] {
             let dir = tempfile::tempdir().unwrap();
             let flags = MountFlags { read_only, ..MountFlags::default() };
-            let mounted =
-                start_session(RootOnly, dir.path(), &MountOptions { flags, ..MountOptions::default() }, None).unwrap();
+            let mounted = start_session(
+                RootOnly,
+                dir.path(),
+                &MountOptions { flags, ..MountOptions::default() },
+                Default::default(),
+            )
+            .unwrap();
             let err = fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap_err();
             mounted.unmount().unwrap();
             assert_eq!(err.raw_os_error(), Some(errno), "read_only {read_only}: {err}");
@@ -464,7 +467,7 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
         // Root mounts used to lose the subtype (fuser's own mount(2) says `fuse`).
         assert_eq!(mount_type(dir.path()).as_deref(), Some("fuse.mcfs"));
-        let second = start_session(RootOnly, dir.path(), &MountOptions::default(), None).unwrap_err();
+        let second = start_session(RootOnly, dir.path(), &MountOptions::default(), Default::default()).unwrap_err();
         assert!(second.to_string().contains("already mounted"), "{second}");
         mounted.unmount().unwrap();
         usable_mount_point(dir.path()).unwrap();

@@ -57,9 +57,7 @@ pub(crate) fn start(fs: McfsFs, mountpoint: &Path, opts: &MountOptions, required
         detach(&mountpoint);
         with_context(&mountpoint, "cannot serve FUSE over io_uring", e)
     })?;
-    if let Some(slot) = invalidators {
-        let _ = slot.set(Box::new(session.notifier()));
-    }
+    let _ = invalidators.set(Box::new(session.notifier()));
     tracing::info!("{}: serving FUSE over io_uring ({} entries per CPU queue)", mountpoint.display(), QUEUE_DEPTH);
     let transport = Transport::IoUring(session.counters());
     let serving = Arc::new(AtomicBool::new(true));

@@ -222,6 +222,19 @@ pub(crate) fn xattr_name_list(names: &[OsString]) -> Vec<u8> {
     out
 }
 
+/// Whether `caller` is in group `gid`: its own group or, read from
+/// `/proc/PID/status` only when that is not it, one of its supplementary
+/// groups (a process gone meanwhile is in none).
+pub(crate) fn in_group(caller: Caller, gid: u32) -> bool {
+    caller.gid == gid
+        || std::fs::read_to_string(format!("/proc/{}/status", caller.pid)).is_ok_and(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Groups:"))
+                .is_some_and(|groups| groups.split_whitespace().any(|g| g.parse() == Ok(gid)))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -321,6 +321,53 @@ fn posix_acls_are_enforced_and_kept_in_step_with_the_mode() {
     assert_eq!(result("uid 0: stat -c %A %a {}/t/d/new"), "0 -rw-rw---- 660", "inherited, the umask not applied");
 }
 
+/// Writes and truncates by anyone but root drop set-user-id, and
+/// set-group-id on group-executables, as ext4 does. The kernel leaves that
+/// to mcfs (FUSE_HANDLE_KILLPRIV_V2, so that it need not ask for the
+/// file's `security.capability` before every write).
+#[test]
+fn writes_and_truncates_drop_set_id_bits_as_on_ext4() {
+    use Call::*;
+    use Step::{Call as C, Run as R};
+    let t = trees();
+    macro_rules! mode {
+        () => {
+            R(ROOT, STAT, &["-c", "%A %a", "{}/t/s"])
+        };
+    }
+    let steps = [
+        C(Who { umask: 0, ..OWNER }, Create("t/s", 0o666)),
+        C(OWNER, Chmod("t/s", 0o6777)),
+        mode!(),
+        C(STRANGER, Write("t/s")),
+        mode!(),
+        // Without group execute, set-group-id stays for a writer in the
+        // file's group and goes for one outside it.
+        C(OWNER, Chmod("t/s", 0o6767)),
+        C(OWNER, Write("t/s")),
+        mode!(),
+        C(OWNER, Chmod("t/s", 0o6767)),
+        C(STRANGER, Write("t/s")),
+        mode!(),
+        C(OWNER, Chmod("t/s", 0o6777)),
+        C(STRANGER, Truncate("t/s")),
+        mode!(),
+        // Root (CAP_FSETID) keeps them.
+        C(OWNER, Chmod("t/s", 0o6777)),
+        C(ROOT, Write("t/s")),
+        C(ROOT, Truncate("t/s")),
+        mode!(),
+    ];
+    let results = same_on_both(&steps, &t.ext4, &t.mcfs);
+    let modes: Vec<&str> = steps
+        .iter()
+        .zip(&results)
+        .filter(|(s, _)| describe(s).contains("stat"))
+        .map(|(_, r)| r.trim().rsplit(' ').next().unwrap_or(""))
+        .collect();
+    assert_eq!(modes, ["6777", "777", "2767", "767", "777", "6777"]);
+}
+
 #[test]
 fn one_app_cannot_read_or_change_another_apps_private_files() {
     use Call::*;
