@@ -3,12 +3,14 @@
 //! and hide backing data beyond the new end until they commit (as pending
 //! punched holes and zeroed ranges hide theirs, see `file_space`).
 //!
-//! Reclaim (`make_room`): with `fasttrack.reclaim` on and a foreground app
-//! set, pages go in FastTrack's order (§4.3) — background clean, background
-//! dirty (after a checkpoint of the background apps), foreground clean,
-//! foreground dirty (after a full checkpoint) — the foreground writer leaves
-//! the background checkpoint to the background thread and takes its own
-//! clean pages meanwhile (docs/ENGINE.md); otherwise least recently used
+//! Reclaim (`make_room`) takes pages in the replacement policy's order
+//! (`cache.replacement`, `Cache::reclaim`), sparing the foreground app when
+//! `fasttrack.reclaim` is on. With the default `fasttrack+lru` that is
+//! FastTrack's order (§4.3) — background clean, background dirty (after a
+//! checkpoint of the background apps), foreground clean, foreground dirty
+//! (after a full checkpoint) — the foreground writer leaves the background
+//! checkpoint to the background thread and takes its own clean pages
+//! meanwhile (docs/ENGINE.md); without a spared app, least recently used
 //! clean pages of any app, then a full checkpoint. A page belongs to the app
 //! that last brought it in, read or wrote it (`State::accessor`).
 
@@ -67,11 +69,8 @@ impl State {
         }
     }
 
-    /// Brings page `idx` of a file into the cache (clean) if it is not there.
+    /// Brings page `idx` of a file, not cached, into the cache (clean).
     fn load_page(&mut self, store: &Store, ino: Ino, idx: u64) -> FsResult<()> {
-        if self.cache.contains(ino, idx) {
-            return Ok(());
-        }
         let miss = Miss::new(self.inode(ino)?, ino, idx, 1);
         let pages = fetch(store, &miss)?;
         self.insert_fetched(&miss, pages);
@@ -159,11 +158,13 @@ impl State {
             let within = (at % PAGE_SIZE) as usize;
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
             let whole_page = within == 0 && take == PAGE_SIZE as usize;
-            if whole_page && !self.cache.contains(ino, idx) {
-                self.make_room_now(1, owner, Source::Write);
-                self.cache.insert(ino, idx, Arc::new([0; PAGE_SIZE as usize]), owner, Source::Write);
-            } else {
-                self.load_page(store, ino, idx)?;
+            if !self.cache.contains(ino, idx) {
+                if whole_page {
+                    self.make_room_now(1, owner, Source::Write);
+                    self.cache.insert(ino, idx, Arc::new([0; PAGE_SIZE as usize]), owner, Source::Write);
+                } else {
+                    self.load_page(store, ino, idx)?;
+                }
             }
             let new_in_vct = trailing.is_none() && self.apps.list[app].open.record_write(ino, idx, take as u64, now);
             let page = self.cache.write(ino, idx, owner, new_in_vct).expect("loaded");

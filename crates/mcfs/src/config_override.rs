@@ -158,6 +158,7 @@ mod tests {
             ("fasttrack.aging_ms", "200"),
             ("fasttrack.segment_bytes", "8K"),
             ("fasttrack.tasks_file", "/dev/cpuset/top-app/tasks"),
+            ("cache.replacement", "lru"),
         ])
         .unwrap();
         assert_eq!(c.cache_size, 64 << 20);
@@ -167,6 +168,9 @@ mod tests {
         assert!(!c.fasttrack.preempt && c.fasttrack.reclaim);
         assert_eq!((c.fasttrack.aging_ms, c.fasttrack.segment_bytes), (200, 8192));
         assert_eq!(c.fasttrack.tasks_file, Some(PathBuf::from("/dev/cpuset/top-app/tasks")));
+        assert_eq!((c.cache.replacement.as_str(), c.cache.placement.as_str()), ("lru", "dram"));
+        let err = with(&[("cache.placement", "nvm")]).unwrap_err();
+        assert!(err.contains("cache.placement \"nvm\" is unknown"), "{err}");
     }
 
     #[test]
