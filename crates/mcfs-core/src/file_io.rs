@@ -15,7 +15,7 @@
 //! that last brought it in, read or wrote it (`State::accessor`).
 
 use crate::app_status::IoClass;
-use crate::cache::{PageBuf, Reclaim, Scope, Source};
+use crate::cache::{PageBuf, Reclaim, Scope, Source, MAX_FILL_PAGES};
 use crate::inode::Inode;
 use crate::split_writes::Piece;
 use crate::state::{State, Store};
@@ -61,6 +61,13 @@ impl State {
         let _overshoot = self.reclaim(pages, source, Some(app) == self.reclaim_spares());
     }
 
+    /// Pages a commit made clean go as far as the cache is over its limit,
+    /// now rather than at the next fill: the foreground writer's overshoot
+    /// (docs/ENGINE.md, "Memory") ends with its commit.
+    pub(crate) fn reclaim_committed(&mut self) {
+        let _only_dirty_left = self.reclaim(0, Source::Write, true);
+    }
+
     fn reclaim(&mut self, pages: u64, source: Source, past_background_dirty: bool) -> Room {
         match self.cache.reclaim(pages, source, self.reclaim_spares(), past_background_dirty) {
             Reclaim::Made => Room::Made,
@@ -99,7 +106,7 @@ impl State {
             let Some(page) = self.cache.read(ino, idx, owner) else {
                 let last_page = (end - 1) / PAGE_SIZE;
                 let run = (idx..=last_page).take_while(|i| !self.cache.contains(ino, *i)).count() as u64;
-                return Ok((out, Some(Miss::new(self.inode(ino)?, ino, idx, run.min(MAX_FETCH_PAGES)))));
+                return Ok((out, Some(Miss::new(self.inode(ino)?, ino, idx, run.min(MAX_FILL_PAGES)))));
             };
             out.extend_from_slice(&page[within..within + take]);
             at += take as u64;
@@ -227,9 +234,6 @@ impl State {
 
 /// Largest file size: what a backing file system's `off_t` can hold.
 pub(crate) const MAX_FILE_SIZE: u64 = i64::MAX as u64;
-
-/// Pages to read from the backing store at most at once (128 KiB).
-const MAX_FETCH_PAGES: u64 = 32;
 
 /// A run of pages a read needs from the backing store.
 pub struct Miss {

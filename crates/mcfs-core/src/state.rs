@@ -401,6 +401,7 @@ impl State {
         for ino in touched {
             self.drop_if_unreferenced(ino, tree);
         }
+        self.reclaim_committed();
         for app in apps {
             self.apps.list[app].metrics.intervals.checkpointed(now);
             self.note_staleness(app, now);

@@ -365,3 +365,28 @@ fn a_foreground_writer_leaves_background_dirty_pages_to_the_background_thread() 
     assert_eq!(f.app(A).stale_bytes, note.len() as u64, "and left A's open VCT alone");
     assert_eq!(f.read_all(A, "note"), note);
 }
+
+/// The foreground app writes past the cache limit rather than wait for the
+/// background apps' commit (its overshoot); once everything is committed,
+/// the pages that became clean go at once, not at the next fill, so the
+/// cache is back within its limit and stays there while nothing happens.
+#[test]
+fn the_foreground_writers_overshoot_ends_with_its_commit() {
+    let f = fixture(true, A);
+    f.engine.set_foreground(Some("uid:10001")).expect("foreground");
+    f.write_all(B, "out", &pattern(4, 32 * PAGE));
+    let note = pattern(3, 80 * PAGE);
+    f.write_all(A, "note", &note);
+    let s = f.engine.stats();
+    assert!(s.cache_total_bytes > s.cache_limit_bytes + 32 * PAGE_SIZE, "the foreground writer overshoots");
+    f.engine.checkpoint().expect("checkpoint");
+    let s = f.engine.stats();
+    assert!(
+        s.cache_total_bytes <= s.cache_limit_bytes,
+        "committed: {} bytes cached over a limit of {}",
+        s.cache_total_bytes,
+        s.cache_limit_bytes
+    );
+    assert_eq!(f.engine.check_invariants(), Ok(()));
+    assert_eq!(f.read_all(A, "note"), note);
+}

@@ -36,6 +36,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 use std::sync::Arc;
 
+/// Pages one fill from the backing store brings in at most (128 KiB): what
+/// clean pages may take the cache past its capacity by (a fill that may not
+/// take the foreground app's pages, docs/ENGINE.md "Memory").
+pub const MAX_FILL_PAGES: u64 = 32;
+
 /// Pages one app owns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AppUsage {
@@ -445,6 +450,12 @@ impl Cache {
             if counted.unwrap_or_default() != found.unwrap_or_default() {
                 return Err(format!("app {app}: the cache counts {counted:?} pages, the table holds {found:?}"));
             }
+        }
+        let (clean, capacity) = ((total - pinned) * PAGE_SIZE, self.tiers.iter().map(|t| t.capacity()).sum::<u64>());
+        if clean > capacity + MAX_FILL_PAGES * PAGE_SIZE {
+            return Err(format!(
+                "{clean} bytes of clean pages, more than the capacity ({capacity} bytes) and one fill"
+            ));
         }
         for (tier, found) in self.tiers.iter().zip(in_tier) {
             if tier.slots_used() != found || tier.used_bytes() < found * PAGE_SIZE {

@@ -102,30 +102,65 @@ impl Model {
     }
 }
 
-/// Random inserts, reads and writes by three apps, pins, closes (a frozen
+const LIMIT: u64 = 20;
+/// More pages than the limit and one fill, so the invariant on clean pages can break.
+const PAGES_PER_FILE: u64 = 32;
+
+/// Reclaim for `wanted` pages with `(spared, past_background_dirty)`, in
+/// the cache and the model: the same pages go, the same answer comes, and
+/// room made is room under the limit.
+fn reclaim_both(
+    cache: &mut Cache,
+    model: &mut Model,
+    closed: &[Held],
+    wanted: u64,
+    (spared, past): (Option<AppId>, bool),
+    at: &str,
+) {
+    let expected = loop {
+        if model.pages_held(closed) + wanted <= LIMIT {
+            break Reclaim::Made;
+        }
+        match model.victim(spared, past) {
+            Victim::Evict(p) => model.pages.remove(&(p.ino, p.idx)),
+            Victim::Checkpoint(scope) => break Reclaim::Checkpoint(scope),
+            Victim::Demote(_) => unreachable!("DRAM only"),
+        };
+    };
+    assert_eq!(cache.reclaim(wanted, Source::Backing, spared, past), expected, "{at}: reclaim");
+    if expected == Reclaim::Made {
+        assert!(cache.bytes() + wanted * PAGE_SIZE <= LIMIT * PAGE_SIZE, "{at}: the limit");
+    }
+}
+
+/// Random fills, reads and writes by three apps, pins, closes (a frozen
 /// version) and commits, truncations and reclaim (with and without a spared
 /// app) over three files, against `Model`: every read, every version, the
 /// byte counts and every reclaim decision match, and the invariants hold
-/// after every step. Seed: `MCFS_SEED`.
+/// after every step (fills and commits reclaim as the engine's do, so
+/// clean pages stay within the limit and one fill). Seed: `MCFS_SEED`.
 #[test]
 fn random_operations_match_the_model_and_keep_the_invariants() {
     use rand::{Rng, SeedableRng};
     let seed: u64 = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
     println!("seed {seed} (MCFS_SEED={seed} replays it)");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    const LIMIT: u64 = 20;
     let mut cache = cache_of("fasttrack+lru", LIMIT);
     let mut model = Model::default();
     // Pins of the open VCT (page, id) and the versions closed VCTs hold.
     let mut open: Vec<(Ino, u64, u64)> = Vec::new();
     let mut closed: Vec<Held> = Vec::new();
     for step in 0..3000 {
-        let (ino, idx, app) = (rng.gen_range(1..=3), rng.gen_range(0..16), rng.gen_range(1..=3));
+        let (ino, idx, app) = (rng.gen_range(1..=3), rng.gen_range(0..PAGES_PER_FILE), rng.gen_range(1..=3));
         let key = (ino, idx);
         let byte: u8 = rng.gen();
         let at = format!("step {step} (seed {seed})");
         match rng.gen_range(0..9) {
+            // A fill, as the engine makes one: room first, the foreground
+            // app's own fill past background dirty pages.
             0 => {
+                let spared = rng.gen_bool(0.7).then_some(rng.gen_range(1..=3));
+                reclaim_both(&mut cache, &mut model, &closed, 1, (spared, spared == Some(app)), &at);
                 if !model.pages.contains_key(&key) {
                     (model.uses, model.gens, model.ids) = (model.uses + 1, model.gens + 1, model.ids + 1);
                     let (id, last_use, gen) = (model.ids, model.uses, model.gens);
@@ -170,9 +205,12 @@ fn random_operations_match_the_model_and_keep_the_invariants() {
                 if let Some(p) = model.pages.get_mut(&(held.ino, held.idx)).filter(|p| p.id == held.id) {
                     p.pins -= 1;
                 }
+                // What the commit made clean goes as far as the cache is over its limit.
+                let spared = rng.gen_bool(0.7).then_some(app);
+                reclaim_both(&mut cache, &mut model, &closed, 0, (spared, true), &at);
             }
             5 => {
-                let from = rng.gen_range(0..16);
+                let from = rng.gen_range(0..PAGES_PER_FILE);
                 model.pages.retain(|&(i, x), _| i != ino || x < from);
                 cache.remove_from(ino, from);
             }
@@ -182,22 +220,8 @@ fn random_operations_match_the_model_and_keep_the_invariants() {
                 assert_eq!(cache.victim(spared, past), model.victim(spared, past), "{at}: victim");
             }
             7 => {
-                let (spared, wanted) = (rng.gen_bool(0.7).then_some(app), rng.gen_range(0..4));
-                let past = rng.gen_bool(0.5);
-                let expected = loop {
-                    if (model.pages_held(&closed) + wanted) * PAGE_SIZE <= LIMIT * PAGE_SIZE {
-                        break Reclaim::Made;
-                    }
-                    match model.victim(spared, past) {
-                        Victim::Evict(p) => model.pages.remove(&(p.ino, p.idx)),
-                        Victim::Checkpoint(scope) => break Reclaim::Checkpoint(scope),
-                        Victim::Demote(_) => unreachable!("DRAM only"),
-                    };
-                };
-                assert_eq!(cache.reclaim(wanted, Source::Backing, spared, past), expected, "{at}: reclaim");
-                if expected == Reclaim::Made {
-                    assert!(cache.bytes() + wanted * PAGE_SIZE <= LIMIT * PAGE_SIZE, "{at}: the limit");
-                }
+                let ask = (rng.gen_bool(0.7).then_some(app), rng.gen_bool(0.5));
+                reclaim_both(&mut cache, &mut model, &closed, rng.gen_range(0..4), ask, &at);
             }
             _ => {
                 // A page's first pin for the open VCT, without a use.
@@ -441,4 +465,22 @@ fn a_demoted_page_moves_to_the_next_tier_with_its_bytes_and_place() {
     assert_eq!(cache.reclaim(1, Source::Backing, None, false), Reclaim::Made);
     assert_eq!((cache.pages[&1][&0].tier, cache.pages[&1][&1].tier, cache.pages[&1][&2].tier), (1, 1, 0));
     assert_eq!(cache.check_invariants(), Ok(()));
+}
+
+/// Clean pages past the capacity and one fill: pages came in without the
+/// reclaim the engine runs first (or became clean without the one after a commit).
+#[test]
+fn clean_pages_past_the_limit_and_one_fill_break_the_invariants() {
+    let mut cache = cache_of("lru", 4);
+    for idx in 0..4 + MAX_FILL_PAGES {
+        cache.insert(1, idx, page(0), FG, Source::Backing);
+    }
+    assert_eq!(cache.check_invariants(), Ok(()), "one fill over");
+    cache.insert(1, 99, page(0), FG, Source::Backing);
+    assert_eq!(
+        cache.check_invariants(),
+        Err("151552 bytes of clean pages, more than the capacity (16384 bytes) and one fill".to_string())
+    );
+    assert_eq!(cache.reclaim(0, Source::Backing, None, false), Reclaim::Made);
+    assert_eq!((cache.bytes(), cache.check_invariants()), (4 * PAGE_SIZE, Ok(())));
 }
