@@ -257,9 +257,10 @@ mod tests {
             let key = match section {
                 s if s.starts_with("Top-level") => key.to_string(),
                 "`[fasttrack]` table" => format!("fasttrack.{key}"),
+                "`[cache]` table" => format!("cache.{key}"),
                 _ => continue,
             };
-            if key != "fasttrack" && key != "apps" {
+            if !["fasttrack", "cache", "apps"].contains(&key.as_str()) {
                 assert!(is_key(&key), "{key} is documented but not a mount option");
                 checked += 1;
             }
