@@ -15,7 +15,9 @@
 //!
 //! Invariants (`check_invariants`): every page is in the table once and
 //! counted once — in its tier's slots, in its owner's clean or pinned
-//! count, and in the replacement policy's lists exactly when unpinned.
+//! count, and in the replacement policy's lists exactly when unpinned; clean
+//! pages exceed the tiers' capacity by at most one fill (`MAX_FILL_PAGES`),
+//! as long as every fill and commit reclaims first (the engine's do).
 
 mod dram;
 mod placement;

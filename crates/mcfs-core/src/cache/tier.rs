@@ -91,11 +91,4 @@ impl PageVersion {
             Held::Shared(bytes) => bytes,
         }
     }
-
-    /// Whether two versions hold the same bytes (not a copy: the same slot version).
-    pub fn same_as(&self, other: &PageVersion) -> bool {
-        match (&self.held, &other.held) {
-            (Held::Shared(a), Held::Shared(b)) => Arc::ptr_eq(a, b),
-        }
-    }
 }
