@@ -89,7 +89,7 @@ impl Compiler<'_> {
         match entry {
             ClosedEntry::Write { ino, page, data, len, .. } => {
                 if let Some(path) = self.tree.path(*ino) {
-                    let data = data[..*len].to_vec();
+                    let data = data.bytes()[..*len].to_vec();
                     self.ops.push(JournalOp::Write { path, offset: page * PAGE_SIZE, data });
                 }
             }

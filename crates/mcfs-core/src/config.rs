@@ -68,6 +68,8 @@ pub struct Config {
     pub fasttrack: FastTrackConfig,
     /// How the daemon talks to the kernel (`[fuse]`).
     pub fuse: FuseConfig,
+    /// The page cache's policies (`[cache]`).
+    pub cache: CacheConfig,
     /// Per-app settings.
     pub apps: Vec<AppConfig>,
 }
@@ -122,6 +124,23 @@ pub enum IoUringMode {
     On,
     /// `/dev/fuse` (read and write per request).
     Off,
+}
+
+/// The page cache's policies, by name (`[cache]` in the config file;
+/// docs/ENGINE.md, "The page cache").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// Which page reclaim takes next (`crate::cache::REPLACEMENT_NAMES`).
+    pub replacement: String,
+    /// Which tier a page goes to (`crate::cache::PLACEMENT_NAMES`).
+    pub placement: String,
+}
+
+impl Default for CacheConfig {
+    fn default() -> CacheConfig {
+        CacheConfig { replacement: "fasttrack+lru".to_string(), placement: "dram".to_string() }
+    }
 }
 
 /// uids below this belong to system services (Android gives apps 10000 and up).
@@ -180,6 +199,7 @@ impl Default for Config {
             checkpoint_write_rate: 46.23e6,
             fasttrack: FastTrackConfig::default(),
             fuse: FuseConfig::default(),
+            cache: CacheConfig::default(),
             apps: Vec::new(),
         }
     }
@@ -227,21 +247,10 @@ impl Config {
         in_range("low_battery_percent", self.low_battery_percent, 0, 100, "")?;
         in_range("checkpoint_segment_bytes", self.checkpoint_segment_bytes, 1, MAX_BYTES, " bytes")?;
         in_range("checkpoint_write_rate", self.checkpoint_write_rate, 1.0, MAX_WRITE_RATE, " bytes/s")?;
-        if !crate::policy::POLICY_NAMES.contains(&self.transaction_policy.as_str()) {
-            return Err(format!(
-                "transaction_policy \"{}\" is unknown; known: {}",
-                self.transaction_policy,
-                crate::policy::POLICY_NAMES.join(", ")
-            ));
-        }
-        let predictors = crate::policy::interval::PREDICTOR_NAMES;
-        if !predictors.contains(&self.idle_predictor.as_str()) {
-            return Err(format!(
-                "idle_predictor \"{}\" is unknown; known: {}",
-                self.idle_predictor,
-                predictors.join(", ")
-            ));
-        }
+        known("transaction_policy", &self.transaction_policy, crate::policy::POLICY_NAMES)?;
+        known("idle_predictor", &self.idle_predictor, crate::policy::interval::PREDICTOR_NAMES)?;
+        known("cache.replacement", &self.cache.replacement, crate::cache::REPLACEMENT_NAMES)?;
+        known("cache.placement", &self.cache.placement, crate::cache::PLACEMENT_NAMES)?;
         self.validate_fasttrack()?;
         self.validate_apps()
     }
@@ -324,6 +333,14 @@ fn in_range<T: PartialOrd + std::fmt::Debug>(key: &str, value: T, min: T, max: T
     Err(format!("{key} must be in {min:?}..={max:?}{unit}, got {value:?}"))
 }
 
+/// `value` must be one of the names `names` (a registry's).
+fn known(key: &str, value: &str, names: &[&str]) -> Result<(), String> {
+    if names.contains(&value) {
+        return Ok(());
+    }
+    Err(format!("{key} \"{value}\" is unknown; known: {}", names.join(", ")))
+}
+
 /// A number of seconds as a `Duration`, never panicking: NaN and negatives
 /// are zero, anything past `MAX_SECONDS` is `MAX_SECONDS` (validated
 /// configs never get there; computed values such as bytes / rate might).
@@ -360,6 +377,21 @@ mod tests {
         assert!(err.contains("\"none\""), "{err}");
         let err = Config::from_toml("[fasttrack]\npreemt = true\n").unwrap_err();
         assert!(err.contains("preemt"), "{err}");
+    }
+
+    #[test]
+    fn cache_policies_are_chosen_by_name_and_unknown_ones_are_named() {
+        assert_eq!(Config::default().cache, CacheConfig::default());
+        assert_eq!(
+            (CacheConfig::default().replacement.as_str(), CacheConfig::default().placement.as_str()),
+            ("fasttrack+lru", "dram")
+        );
+        let config = Config::from_toml("[cache]\nreplacement = \"lru\"\n").expect("valid");
+        assert_eq!((config.cache.replacement.as_str(), config.cache.placement.as_str()), ("lru", "dram"));
+        let err = Config::from_toml("[cache]\nreplacement = \"arc\"\n").unwrap_err();
+        assert_eq!(err, "cache.replacement \"arc\" is unknown; known: fasttrack+lru, lru");
+        let err = Config::from_toml("[cache]\nplacement = \"nvm\"\n").unwrap_err();
+        assert_eq!(err, "cache.placement \"nvm\" is unknown; known: dram");
     }
 
     /// Every numeric key refuses values outside its range, naming the key,

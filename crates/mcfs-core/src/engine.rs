@@ -937,11 +937,17 @@ impl Engine {
     }
 
     /// Checks the engine's structural invariants (for now the page cache's,
-    /// `Cache::check_invariants`); the crash-consistency driver calls it
-    /// after every step. The error names the first broken one.
+    /// `Cache::check_invariants`, and that it holds pages of live inodes
+    /// only); the crash-consistency driver calls it after every step. The
+    /// error names the first broken one.
     pub fn check_invariants(&self) -> Result<(), String> {
         let st = self.state.lock();
-        st.cache.check_invariants(st.inodes.iter().map(|(ino, inode)| (*ino, &inode.pages)))
+        st.cache.check_invariants()?;
+        let forgotten = st.cache.files().find(|ino| !st.inodes.contains_key(ino));
+        match forgotten {
+            Some(ino) => Err(format!("the cache holds pages of inode {ino}, which the engine forgot")),
+            None => Ok(()),
+        }
     }
 
     pub fn stats(&self) -> Stats {

@@ -3,17 +3,19 @@
 //! and hide backing data beyond the new end until they commit (as pending
 //! punched holes and zeroed ranges hide theirs, see `file_space`).
 //!
-//! Reclaim (`make_room`): with `fasttrack.reclaim` on and a foreground app
-//! set, pages go in FastTrack's order (§4.3) — background clean, background
-//! dirty (after a checkpoint of the background apps), foreground clean,
-//! foreground dirty (after a full checkpoint) — the foreground writer leaves
-//! the background checkpoint to the background thread and takes its own
-//! clean pages meanwhile (docs/ENGINE.md); otherwise least recently used
+//! Reclaim (`make_room`) takes pages in the replacement policy's order
+//! (`cache.replacement`, `Cache::reclaim`), sparing the foreground app when
+//! `fasttrack.reclaim` is on. With the default `fasttrack+lru` that is
+//! FastTrack's order (§4.3) — background clean, background dirty (after a
+//! checkpoint of the background apps), foreground clean, foreground dirty
+//! (after a full checkpoint) — the foreground writer leaves the background
+//! checkpoint to the background thread and takes its own clean pages
+//! meanwhile (docs/ENGINE.md); without a spared app, least recently used
 //! clean pages of any app, then a full checkpoint. A page belongs to the app
 //! that last brought it in, read or wrote it (`State::accessor`).
 
 use crate::app_status::IoClass;
-use crate::cache::{PageBuf, Victim};
+use crate::cache::{PageBuf, Reclaim, Scope, Source, MAX_FILL_PAGES};
 use crate::inode::Inode;
 use crate::split_writes::Piece;
 use crate::state::{State, Store};
@@ -46,7 +48,7 @@ impl State {
     /// Room for `pages` more pages for a writer, dropping clean pages in
     /// reclaim order until it needs a checkpoint (see the module comment).
     pub fn make_room(&mut self, pages: u64) -> Room {
-        self.reclaim(pages, false)
+        self.reclaim(pages, Source::Write, false)
     }
 
     /// Room for `pages` more pages `app` brings in now, without waiting for a
@@ -55,31 +57,27 @@ impl State {
     /// of background dirty ones (else it would grow the cache without bound);
     /// a background app may not, and overshoots by at most this fill, since
     /// the pages it brings in are the first victims of the next reclaim.
-    fn make_room_now(&mut self, pages: u64, app: AppId) {
-        let _overshoot = self.reclaim(pages, Some(app) == self.reclaim_spares());
+    fn make_room_now(&mut self, pages: u64, app: AppId, source: Source) {
+        let _overshoot = self.reclaim(pages, source, Some(app) == self.reclaim_spares());
     }
 
-    fn reclaim(&mut self, pages: u64, past_background_dirty: bool) -> Room {
-        let spared = self.reclaim_spares();
-        let limit = self.config.cache_size;
-        while self.cache.bytes() + pages * PAGE_SIZE > limit {
-            match self.cache.victim(spared, past_background_dirty) {
-                Victim::Clean(ino, idx) => {
-                    let inode = self.inodes.get_mut(&ino).expect("LRU names a live inode");
-                    self.cache.drop_clean(&mut inode.pages, idx);
-                }
-                Victim::BackgroundDirty => return Room::CheckpointBackground,
-                Victim::OnlyDirty => return Room::CheckpointAll,
-            }
+    /// Pages a commit made clean go as far as the cache is over its limit,
+    /// now rather than at the next fill: the foreground writer's overshoot
+    /// (docs/ENGINE.md, "Memory") ends with its commit.
+    pub(crate) fn reclaim_committed(&mut self) {
+        let _only_dirty_left = self.reclaim(0, Source::Write, true);
+    }
+
+    fn reclaim(&mut self, pages: u64, source: Source, past_background_dirty: bool) -> Room {
+        match self.cache.reclaim(pages, source, self.reclaim_spares(), past_background_dirty) {
+            Reclaim::Made => Room::Made,
+            Reclaim::Checkpoint(Scope::Background) => Room::CheckpointBackground,
+            Reclaim::Checkpoint(Scope::All) => Room::CheckpointAll,
         }
-        Room::Made
     }
 
-    /// Brings page `idx` of a file into the cache (clean) if it is not there.
+    /// Brings page `idx` of a file, not cached, into the cache (clean).
     fn load_page(&mut self, store: &Store, ino: Ino, idx: u64) -> FsResult<()> {
-        if self.inode(ino)?.pages.contains_key(&idx) {
-            return Ok(());
-        }
         let miss = Miss::new(self.inode(ino)?, ino, idx, 1);
         let pages = fetch(store, &miss)?;
         self.insert_fetched(&miss, pages);
@@ -103,16 +101,14 @@ impl State {
         let mut at = offset;
         while at < end {
             let idx = at / PAGE_SIZE;
-            let inode = self.inodes.get_mut(&ino).expect("checked");
-            if !inode.pages.contains_key(&idx) {
-                let last_page = (end - 1) / PAGE_SIZE;
-                let run = (idx..=last_page).take_while(|i| !inode.pages.contains_key(i)).count() as u64;
-                return Ok((out, Some(Miss::new(inode, ino, idx, run.min(MAX_FETCH_PAGES)))));
-            }
             let within = (at % PAGE_SIZE) as usize;
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
-            self.cache.touch(ino, &mut inode.pages, idx, owner);
-            out.extend_from_slice(&inode.pages[&idx].data[within..within + take]);
+            let Some(page) = self.cache.read(ino, idx, owner) else {
+                let last_page = (end - 1) / PAGE_SIZE;
+                let run = (idx..=last_page).take_while(|i| !self.cache.contains(ino, *i)).count() as u64;
+                return Ok((out, Some(Miss::new(self.inode(ino)?, ino, idx, run.min(MAX_FILL_PAGES)))));
+            };
+            out.extend_from_slice(&page[within..within + take]);
             at += take as u64;
         }
         Ok((out, None))
@@ -126,12 +122,9 @@ impl State {
             return false;
         }
         let Ok(owner) = self.accessor(miss.ino) else { return false };
-        self.make_room_now(pages.len() as u64, owner);
-        let inode = self.inodes.get_mut(&miss.ino).expect("checked");
+        self.make_room_now(pages.len() as u64, owner, Source::Backing);
         for (idx, data) in (miss.first..).zip(pages) {
-            if !inode.pages.contains_key(&idx) {
-                self.cache.insert(miss.ino, &mut inode.pages, idx, data, owner);
-            }
+            self.cache.insert(miss.ino, idx, data, owner, Source::Backing);
         }
         true
     }
@@ -172,22 +165,18 @@ impl State {
             let within = (at % PAGE_SIZE) as usize;
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
             let whole_page = within == 0 && take == PAGE_SIZE as usize;
-            if whole_page && !self.inode(ino)?.pages.contains_key(&idx) {
-                self.make_room_now(1, owner);
-                let inode = self.inodes.get_mut(&ino).expect("checked");
-                self.cache.insert(ino, &mut inode.pages, idx, Arc::new([0; PAGE_SIZE as usize]), owner);
-            } else {
-                self.load_page(store, ino, idx)?;
+            if !self.cache.contains(ino, idx) {
+                if whole_page {
+                    self.make_room_now(1, owner, Source::Write);
+                    self.cache.insert(ino, idx, Arc::new([0; PAGE_SIZE as usize]), owner, Source::Write);
+                } else {
+                    self.load_page(store, ino, idx)?;
+                }
             }
             let new_in_vct = trailing.is_none() && self.apps.list[app].open.record_write(ino, idx, take as u64, now);
-            let inode = self.inodes.get_mut(&ino).expect("checked");
-            self.cache.touch(ino, &mut inode.pages, idx, owner);
-            let page = inode.pages.get_mut(&idx).expect("loaded");
-            if new_in_vct {
-                self.cache.pin(page);
-            }
+            let page = self.cache.write(ino, idx, owner, new_in_vct).expect("loaded");
             let src = (at - offset) as usize;
-            self.cache.data_mut(page)[within..within + take].copy_from_slice(&data[src..src + take]);
+            page[within..within + take].copy_from_slice(&data[src..src + take]);
             self.reserve_page(ino, idx);
             at += take as u64;
         }
@@ -225,10 +214,10 @@ impl State {
         self.apps.list[app].open.record_truncate(ino, size, now);
         let inode = self.inodes.get_mut(&ino).expect("checked");
         if size < inode.attr.size {
-            self.cache.remove_from(&mut inode.pages, size.div_ceil(PAGE_SIZE));
+            self.cache.remove_from(ino, size.div_ceil(PAGE_SIZE));
             let within = (size % PAGE_SIZE) as usize;
-            if let Some(page) = inode.pages.get_mut(&(size / PAGE_SIZE)).filter(|_| within != 0) {
-                self.cache.data_mut(page)[within..].fill(0);
+            if let Some(page) = self.cache.modify(ino, size / PAGE_SIZE).filter(|_| within != 0) {
+                page[within..].fill(0);
             }
             inode.pending_truncates.push((vct, size));
             inode.backing_valid_len = inode.backing_valid_len.min(size);
@@ -245,9 +234,6 @@ impl State {
 
 /// Largest file size: what a backing file system's `off_t` can hold.
 pub(crate) const MAX_FILE_SIZE: u64 = i64::MAX as u64;
-
-/// Pages to read from the backing store at most at once (128 KiB).
-const MAX_FETCH_PAGES: u64 = 32;
 
 /// A run of pages a read needs from the backing store.
 pub struct Miss {

@@ -310,19 +310,14 @@ impl State {
     fn zero_cached(&mut self, ino: Ino, range: Range<u64>) {
         // Holes need no blocks (what zero-range keeps allocated is counted apart).
         self.release_pages(ino, whole_pages(range.clone()));
-        let inode = self.inodes.get_mut(&ino).expect("checked by the caller");
         let whole = whole_pages(range.clone());
-        if !whole.is_empty() {
-            let mut after = inode.pages.split_off(&whole.end);
-            self.cache.remove_from(&mut inode.pages, whole.start);
-            inode.pages.append(&mut after);
-        }
+        self.cache.remove_range(ino, whole.clone());
         for idx in touched_pages(range.clone()).filter(|idx| !whole.contains(idx)) {
-            if let Some(page) = inode.pages.get_mut(&idx) {
+            if let Some(page) = self.cache.modify(ino, idx) {
                 let start = idx * PAGE_SIZE;
                 let from = range.start.max(start) - start;
                 let to = range.end.min(start + PAGE_SIZE) - start;
-                self.cache.data_mut(page)[from as usize..to as usize].fill(0);
+                page[from as usize..to as usize].fill(0);
             }
         }
     }

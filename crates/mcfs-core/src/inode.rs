@@ -2,7 +2,6 @@
 //! pending operation). Directory children are loaded from the backing store
 //! on first use; once loaded, the in-memory listing is authoritative.
 
-use crate::cache::PageMap;
 use crate::file_space::SpaceMap;
 use crate::types::*;
 use crate::vct::AppId;
@@ -22,7 +21,6 @@ pub struct Inode {
     pub symlink_target: Option<OsString>,
     /// Extended attributes, once loaded.
     pub xattrs: Option<BTreeMap<OsString, Vec<u8>>>,
-    pub pages: PageMap,
     /// Backing data at or beyond this offset must not be read: a pending
     /// truncate cut it off (zeros until a newer write says otherwise).
     pub backing_valid_len: u64,
@@ -66,7 +64,6 @@ impl Inode {
             parent,
             symlink_target: None,
             xattrs: None,
-            pages: PageMap::default(),
             pending_truncates: Vec::new(),
             pending_zeroed: Vec::new(),
             space: None,

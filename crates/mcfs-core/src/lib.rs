@@ -10,7 +10,7 @@ pub mod app_status;
 mod apps;
 pub mod backend;
 mod batch_selection;
-mod cache;
+pub mod cache;
 mod checkpoint;
 mod checkpoint_log;
 pub mod clock;

@@ -28,7 +28,6 @@ use crate::state::State;
 use crate::types::{Ino, PAGE_SIZE};
 use crate::vct::{AppId, ClosedEntry, LogEntry};
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// How long a commit waits for the rest of a split write at least.
@@ -180,28 +179,23 @@ impl State {
         let closed = &mut self.closed[at];
         let (size, atime, mtime) = (inode.attr.size, inode.attr.atime, inode.attr.mtime);
         for idx in from / PAGE_SIZE..to.div_ceil(PAGE_SIZE) {
-            let page = inode.pages.get_mut(&idx).expect("just written");
+            let (id, version) = self.cache.freeze(ino, idx).expect("just written");
             let len = size.saturating_sub(idx * PAGE_SIZE).min(PAGE_SIZE) as usize;
             let entry = closed.entries.iter_mut().find_map(|e| match e {
-                ClosedEntry::Write { ino: i, page: p, slot, data, len }
-                    if *i == ino && *p == idx && *slot == page.id =>
-                {
+                ClosedEntry::Write { ino: i, page: p, slot, data, len } if *i == ino && *p == idx && *slot == id => {
                     Some((data, len))
                 }
                 _ => None,
             });
             match entry {
                 Some((data, old_len)) => {
-                    let old = std::mem::replace(data, Arc::clone(&page.data));
-                    if Arc::strong_count(&old) == 1 {
-                        self.cache.release_cow(1); // the version the write copied away from
-                    }
+                    // The version the write copied away from.
+                    self.cache.release(std::mem::replace(data, version));
                     *old_len = len;
                 }
                 None => {
-                    self.cache.pin(page);
-                    let data = Arc::clone(&page.data);
-                    closed.entries.push(ClosedEntry::Write { ino, page: idx, slot: page.id, data, len });
+                    self.cache.pin(ino, idx);
+                    closed.entries.push(ClosedEntry::Write { ino, page: idx, slot: id, data: version, len });
                 }
             }
         }

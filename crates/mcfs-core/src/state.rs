@@ -25,7 +25,6 @@ use parking_lot::RwLock;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 pub struct State {
@@ -75,12 +74,13 @@ impl Store<'_> {
 impl State {
     pub fn new(config: Config, root: Inode) -> State {
         let apps = Apps::new(&config);
+        let cache = Cache::new(&config);
         let mut state = State {
             config,
             inodes: HashMap::new(),
             next_ino: ROOT_INO + 1,
             next_vct: 1,
-            cache: Cache::default(),
+            cache,
             apps,
             closed: VecDeque::new(),
             battery: None,
@@ -304,9 +304,9 @@ impl State {
             match e {
                 LogEntry::Write { ino, page } => {
                     let Some(inode) = self.inodes.get(&ino) else { continue };
-                    let Some(p) = inode.pages.get(&page) else { continue };
                     let len = inode.attr.size.saturating_sub(page * PAGE_SIZE).min(PAGE_SIZE) as usize;
-                    closed.push(ClosedEntry::Write { ino, page, slot: p.id, data: Arc::clone(&p.data), len });
+                    let Some((slot, data)) = self.cache.freeze(ino, page) else { continue };
+                    closed.push(ClosedEntry::Write { ino, page, slot, data, len });
                 }
                 other => closed.push(ClosedEntry::Other(other)),
             }
@@ -372,12 +372,10 @@ impl State {
             for e in vct.entries {
                 match e {
                     ClosedEntry::Write { ino, page, slot, data, len } => {
-                        if Arc::strong_count(&data) == 1 {
-                            self.cache.release_cow(1);
-                        }
+                        self.cache.release(data);
                         self.committed_page(ino, page, len);
-                        if let Some(inode) = self.inodes.get_mut(&ino) {
-                            self.cache.unpin(ino, &mut inode.pages, page, slot);
+                        self.cache.unpin(ino, page, slot);
+                        if self.inodes.contains_key(&ino) {
                             touched.push(ino);
                         }
                     }
@@ -403,6 +401,7 @@ impl State {
         for ino in touched {
             self.drop_if_unreferenced(ino, tree);
         }
+        self.reclaim_committed();
         for app in apps {
             self.apps.list[app].metrics.intervals.checkpointed(now);
             self.note_staleness(app, now);
@@ -418,12 +417,12 @@ impl State {
     /// Forgets an inode nothing refers to any more.
     pub fn drop_if_unreferenced(&mut self, ino: Ino, tree: &RwLock<Committed>) {
         let Some(inode) = self.inodes.get(&ino) else { return };
-        if ino == ROOT_INO || !inode.unreferenced() || inode.pages.values().any(|p| p.pins > 0) {
+        if ino == ROOT_INO || !inode.unreferenced() || self.cache.has_pinned(ino) {
             return;
         }
         self.release_pages(ino, 0..u64::MAX);
-        let mut inode = self.inodes.remove(&ino).expect("present");
-        self.cache.remove_from(&mut inode.pages, 0);
+        self.inodes.remove(&ino);
+        self.cache.remove_from(ino, 0);
         if tree.read().latest().is_orphan(ino) {
             self.dead_orphans.push(ino);
         }

@@ -8,11 +8,10 @@
 //! immutable. A closed VCT is committed atomically by the checkpointer and
 //! then dropped. Metadata entries keep their order with the data entries.
 
-use crate::cache::PageBuf;
+use crate::cache::PageVersion;
 use crate::types::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 /// Index of an app in the engine's app table.
@@ -302,10 +301,12 @@ impl OpenVct {
     }
 }
 
-/// An entry of a closed VCT: writes carry the page version taken at close.
+/// An entry of a closed VCT: writes carry the page version taken at close
+/// (`slot`: the id of the cache page it pinned), which the cache releases
+/// when the VCT is done with it (`Cache::release`).
 #[derive(Clone, Debug)]
 pub enum ClosedEntry {
-    Write { ino: Ino, page: u64, slot: u64, data: Arc<PageBuf>, len: usize },
+    Write { ino: Ino, page: u64, slot: u64, data: PageVersion, len: usize },
     Other(LogEntry),
 }
 

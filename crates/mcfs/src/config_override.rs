@@ -160,6 +160,7 @@ mod tests {
             ("fasttrack.segment_bytes", "8K"),
             ("fasttrack.tasks_file", "/dev/cpuset/top-app/tasks"),
             ("fuse.io_uring", "off"),
+            ("cache.replacement", "lru"),
         ])
         .unwrap();
         assert_eq!(c.cache_size, 64 << 20);
@@ -171,6 +172,9 @@ mod tests {
         assert_eq!((c.fasttrack.aging_ms, c.fasttrack.segment_bytes), (200, 8192));
         assert_eq!(c.fasttrack.tasks_file, Some(PathBuf::from("/dev/cpuset/top-app/tasks")));
         assert_eq!(c.fuse.io_uring, mcfs_core::IoUringMode::Off);
+        assert_eq!((c.cache.replacement.as_str(), c.cache.placement.as_str()), ("lru", "dram"));
+        let err = with(&[("cache.placement", "nvm")]).unwrap_err();
+        assert!(err.contains("cache.placement \"nvm\" is unknown"), "{err}");
     }
 
     #[test]
@@ -257,9 +261,10 @@ mod tests {
             let key = match section {
                 s if s.starts_with("Top-level") => key.to_string(),
                 "`[fasttrack]` table" => format!("fasttrack.{key}"),
+                "`[cache]` table" => format!("cache.{key}"),
                 _ => continue,
             };
-            if !["fasttrack", "fuse", "apps"].contains(&key.as_str()) {
+            if !["fasttrack", "fuse", "cache", "apps"].contains(&key.as_str()) {
                 assert!(is_key(&key), "{key} is documented but not a mount option");
                 checked += 1;
             }
