@@ -256,7 +256,7 @@ impl Engine {
 
     /// Retries applying a committed transaction whose apply failed before.
     fn finish_unapplied(&self, journal: &mut Journal) -> FsResult<()> {
-        if !journal.has_committed() {
+        if journal.waiting() == 0 {
             return Ok(());
         }
         let report = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
@@ -620,14 +620,14 @@ fn write_transaction(
                 return Ok(Step::GiveWay);
             }
             if let Some(done) = hold_or_extend(&mut held, op) {
-                journal.append(&done)?;
+                journal.append(done)?;
             }
             // The op just handed over is (part of) the held one, appended next.
             origins.note(journal.ops_appended(), app, &entry);
         }
     }
     if let Some(last) = held {
-        journal.append(&last)?;
+        journal.append(last)?;
     }
     journal.end()?;
     journal.wait_sync()?;

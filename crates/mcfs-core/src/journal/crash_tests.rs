@@ -74,7 +74,7 @@ fn record_txns(label: &str, txns: &[&[JournalOp]]) -> (Arc<RecordingBackend>, Ou
     for (i, ops) in txns.iter().enumerate() {
         journal.begin(i as u64 + 1).unwrap();
         for op in *ops {
-            journal.append(op).unwrap();
+            journal.append(op.clone()).unwrap();
         }
         journal.end().unwrap();
         journal.wait_sync().unwrap();
