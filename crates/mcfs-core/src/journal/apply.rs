@@ -82,7 +82,9 @@ pub fn apply_run(
         }
     }
     a.report.resumed_at = starts.iter().flatten().next().copied().unwrap_or(0);
-    a.mid_recorded = a.report.resumed_at > 0;
+    // A group may start at op 0 of a transaction after the first: then a
+    // durable record says "in the middle" with a resume point of 0.
+    a.mid_recorded = a.progress.newest().is_some_and(|p| !p.done);
     let plan = coalesce::plan(run, &starts);
     let mut last = None;
     let (mut applied, mut any_ops) = (0, false);
