@@ -129,7 +129,13 @@ mod tests {
             .enumerate()
             .map(|(i, ops)| RunTxn {
                 slot: i,
-                header: TxnHeader { version: 2, seq: i as u64 + 1, payload_len: 0, op_count: ops.len() as u64, payload_crc: 0 },
+                header: TxnHeader {
+                    version: 2,
+                    seq: i as u64 + 1,
+                    payload_len: 0,
+                    op_count: ops.len() as u64,
+                    payload_crc: 0,
+                },
                 ops: TxnOps::Held(ops),
             })
             .collect();
@@ -174,7 +180,8 @@ mod tests {
             let plan = plan_of(&[vec![w("d/f", 0, 4096)], vec![unrelated.clone(), w("d/f", 0, 4096)]]);
             assert_eq!(plan.pieces(0, 0), Some(&[][..]), "{unrelated} leaves d/f alone");
         }
-        let truncated = plan_of(&[vec![w("f", 0, 4096), JournalOp::SetLen { path: "f".into(), size: 0 }, w("f", 0, 4096)]]);
+        let truncated =
+            plan_of(&[vec![w("f", 0, 4096), JournalOp::SetLen { path: "f".into(), size: 0 }, w("f", 0, 4096)]]);
         assert_eq!(truncated.pieces(0, 0), Some(&[][..]), "a truncate in between moves no data");
     }
 }

@@ -76,11 +76,7 @@ fn record_txns(label: &str, txns: &[&[JournalOp]]) -> (Arc<RecordingBackend>, Ou
 /// As `record_txns`, but the transactions wait in the log and are applied
 /// `queue` at a time, as one coalesced run (the last run may be shorter).
 /// Also returns the bytes coalesced away.
-fn record_run(
-    label: &str,
-    txns: &[&[JournalOp]],
-    queue: usize,
-) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>, u64) {
+fn record_run(label: &str, txns: &[&[JournalOp]], queue: usize) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>, u64) {
     let oracle = opened_base();
     let mut trees = vec![tree_of(&oracle)];
     let rec = Arc::new(RecordingBackend::new(copy(&oracle)));
@@ -105,7 +101,12 @@ fn record_run(
             let report = journal.apply(&mut || {}).unwrap();
             assert_eq!(report.txns as usize, journal_ran(i, queue), "{label}: one run applies the queue");
             coalesced += report.coalesced_bytes;
-            assert_eq!(tree_of(rec.live()), trees[i + 1], "{label}: live apply up to txn {} differs from the oracle", i + 1);
+            assert_eq!(
+                tree_of(rec.live()),
+                trees[i + 1],
+                "{label}: live apply up to txn {} differs from the oracle",
+                i + 1
+            );
         }
     }
     (rec, Outcomes { trees }, commit_points, coalesced)
@@ -385,13 +386,18 @@ fn journal_crash_in_named_runs_of_queued_txns() {
     let seed = seed();
     let per_cut = (env_u64("MCFS_CRASH_STATES", 16) as usize * 4).max(8);
     let w = |path: &str, offset: u64, byte: u8| JournalOp::Write { path: path.into(), offset, data: vec![byte; 4096] };
-    let create = |path: &str| JournalOp::Create { path: path.into(), kind: crate::types::FileKind::File, perm: 0o644, rdev: 0 };
+    let create =
+        |path: &str| JournalOp::Create { path: path.into(), kind: crate::types::FileKind::File, perm: 0o644, rdev: 0 };
     let rename = |from: &str, to: &str| JournalOp::Rename { from: from.into(), to: to.into() };
     let runs: Vec<(&str, Vec<Vec<JournalOp>>)> = vec![
         ("rename a→b, then a new a", vec![vec![rename("a", "b")], vec![create("a"), w("a", 0, 1)]]),
         (
             "a page rewritten across a rename and a re-create",
-            vec![vec![w("a", 0, 1), w("c", 0, 2)], vec![rename("a", "n1"), create("a"), w("a", 0, 3)], vec![w("c", 0, 4), w("n1", 0, 5)]],
+            vec![
+                vec![w("a", 0, 1), w("c", 0, 2)],
+                vec![rename("a", "n1"), create("a"), w("a", 0, 3)],
+                vec![w("c", 0, 4), w("n1", 0, 5)],
+            ],
         ),
         (
             "a page rewritten through a hard link",

@@ -341,11 +341,8 @@ impl Journal {
         if self.waiting.is_empty() {
             return Err(misuse("apply without a committed transaction"));
         }
-        let mut run: Vec<RunTxn> = self
-            .waiting
-            .iter()
-            .map(|w| RunTxn { slot: w.slot, header: w.header, ops: TxnOps::Held(&w.ops) })
-            .collect();
+        let mut run: Vec<RunTxn> =
+            self.waiting.iter().map(|w| RunTxn { slot: w.slot, header: w.header, ops: TxnOps::Held(&w.ops) }).collect();
         let report = apply::apply_run(
             &*self.backend,
             &mut run,

@@ -106,8 +106,11 @@ pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
         backend.set_len(&segment_path(*slot), 0)?;
         report.dropped_torn_bytes += len;
     }
-    let mut run: Vec<RunTxn> =
-        log.committed.iter().map(|(slot, header)| RunTxn { slot: *slot, header: *header, ops: TxnOps::Logged }).collect();
+    let mut run: Vec<RunTxn> = log
+        .committed
+        .iter()
+        .map(|(slot, header)| RunTxn { slot: *slot, header: *header, ops: TxnOps::Logged })
+        .collect();
     if !run.is_empty() {
         report.replayed = Some(apply_run(backend, &mut run, &mut progress, u64::MAX, &mut || {}, &mut Vec::new())?);
     }
@@ -286,14 +289,14 @@ fn inspect(backend: &dyn Backend, path: &Path) -> io::Result<JournalContent> {
     // is a bug, and applying part of a committed transaction is not allowed.
     if let Some(m) = malformed {
         return Err(state_error(
-                path,
+            path,
             libc::EUCLEAN,
             format!("transaction {} is checksummed but unreadable: {m}", header.seq),
         ));
     }
     if count != header.op_count {
         return Err(state_error(
-                path,
+            path,
             libc::EUCLEAN,
             format!("transaction {} announces {} ops but holds {count}", header.seq, header.op_count),
         ));
