@@ -31,8 +31,7 @@ impl Fixture {
     /// `path` in the backing store as a crash now would leave it: committed
     /// transactions still waiting in the journal are recovered on a copy.
     fn backing(&self, path: &str) -> Option<Vec<u8>> {
-        let durable = (*self.backend).clone();
-        mcfs_core::journal::recover(&durable).expect("recover a copy");
+        let durable = mcfs_core::journal::recovered_copy(&self.backend).expect("recover a copy");
         let p = Path::new(path);
         let size = durable.stat(p).ok()?.size as usize;
         let mut buf = vec![0; size];

@@ -33,7 +33,7 @@ mod tests;
 
 pub use crate::backend::Mutation as JournalOp;
 pub use encode::HEADER_LEN;
-pub use recovery::{recover, RecoveryReport};
+pub use recovery::{recover, recovered_copy, RecoveryReport};
 
 use crate::backend::error::BackendError;
 use crate::backend::{is_not_found, Backend};

@@ -122,6 +122,15 @@ pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
     Ok(report)
 }
 
+/// A copy of `backend` brought to what a mount after a crash now would
+/// find: the committed transactions still waiting in the journal recovered
+/// (tests read "what is durable" through it).
+pub fn recovered_copy(backend: &crate::backend::MemBackend) -> io::Result<crate::backend::MemBackend> {
+    let copy = backend.clone();
+    recover(&copy)?;
+    Ok(copy)
+}
+
 /// What the segments of the log hold.
 #[derive(Debug, Default)]
 pub struct Log {
