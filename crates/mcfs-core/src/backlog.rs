@@ -94,7 +94,10 @@ impl Engine {
         };
         let waiting = std::mem::take(&mut *self.backlog.lock());
         let flushed = report.data_bytes + (journal.bytes_written() - progress_before);
-        self.counters.lock().bytes_flushed += flushed;
+        let mut c = self.counters.lock();
+        c.bytes_flushed += flushed;
+        c.coalesced_bytes += report.coalesced_bytes;
+        drop(c);
         let total: u64 = waiting.iter().map(|w| w.batch.iter().map(|v| v.bytes).sum::<u64>()).sum::<u64>().max(1);
         for w in waiting {
             let unapplied: Vec<_> = report.unapplied.iter().filter(|u| u.seq == w.seq).cloned().collect();

@@ -85,6 +85,8 @@ pub struct CheckpointCounters {
     pub bytes_flushed: u64,
     pub journal_bytes: u64,
     pub failures: u64,
+    /// File data the applier left out: later waiting transactions rewrote it.
+    pub coalesced_bytes: u64,
     pub last_error: Option<String>,
     /// After a failure, background retries wait until then (backing off).
     pub retry_at: Option<SystemTime>,
@@ -664,6 +666,7 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<Prediction
         last_checkpoint_duration_ns: (c.checkpoints > 0).then_some(c.last_duration.as_nanos() as u64),
         checkpoint_error: c.last_error.clone(),
         checkpoint_failures: c.failures,
+        coalesced_bytes: c.coalesced_bytes,
         cache_dirty_bytes: st.cache.dirty_bytes(),
         cache_total_bytes: st.cache.bytes(),
         cache_clean_bytes: st.cache.bytes() - st.cache.dirty_bytes(),

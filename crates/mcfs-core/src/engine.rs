@@ -917,6 +917,9 @@ impl Engine {
         stats.unapplied_ops = refused.count;
         stats.unapplied_recent = refused.recent.iter().cloned().collect();
         stats.missing_lookups = self.missing_lookups.load(Ordering::Relaxed);
+        let backlog = self.backlog.lock();
+        stats.journal_waiting_transactions = backlog.len() as u64;
+        stats.journal_waiting_bytes = backlog.last().map_or(0, |w| w.log_bytes);
         stats
     }
 }
