@@ -197,7 +197,7 @@ mod tests {
         .into_iter()
         .filter(|k| is_key(k))
         .collect();
-        assert_eq!(sizes.len(), 4, "every size key exists: {sizes:?}");
+        assert_eq!(sizes.len(), 5, "every size key exists: {sizes:?}");
         let err = with(&[("fasttrack.aging_ms", "1K")]).unwrap_err();
         assert!(err.contains("expected an integer"), "{err}");
     }

@@ -41,6 +41,7 @@ use crate::types::FileKind;
 use encode::{encode_op, TxnHeader};
 use progress::ProgressFile;
 use recovery::{check_consistent, inspect_log};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -172,8 +173,8 @@ pub struct Journal {
     txn: TxnState,
     /// Committed transactions waiting to be applied, in commit order.
     waiting: Vec<Waiting>,
-    /// Segment files that exist: slots `0..segments`.
-    segments: usize,
+    /// The slots of the segment files that exist.
+    segments: BTreeSet<usize>,
     /// A segment an aborted transaction wrote to: the next `begin` takes
     /// it again, so a commit record that reached the disk anyway is
     /// overwritten rather than left beside a transaction with its number.
@@ -227,7 +228,7 @@ impl Journal {
             backend,
             txn: TxnState::Idle,
             waiting: Vec::new(),
-            segments: slots.last().map_or(1, |last| last + 1),
+            segments: slots.into_iter().chain([0]).collect(),
             reuse_first: None,
             progress,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
@@ -284,10 +285,10 @@ impl Journal {
             Some(slot) => slot,
             None => (0..).find(|slot| !in_use(*slot)).unwrap_or(0),
         };
-        if slot >= self.segments {
+        if !self.segments.contains(&slot) {
             // Made durable by this transaction's own `wait_sync`.
             ensure(&*self.backend, &segment_path(slot), FileKind::File, 0o600)?;
-            self.segments = slot + 1;
+            self.segments.insert(slot);
         }
         self.reuse_first = None;
         self.txn = TxnState::Building { seq, slot, buf: Vec::new(), flushed: 0, crc: 0, ops: Vec::new() };
