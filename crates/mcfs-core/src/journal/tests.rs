@@ -59,7 +59,7 @@ fn journal_commit_then_apply_reaches_the_post_state() {
         assert_eq!(report.data_bytes, data, "{name}");
         assert_eq!(journal_len(&*b), 0, "{name}: the journal is freed");
         assert_eq!(j.bytes_written() - opened, HEADER_LEN + encoded_len(&ops) + report.journal_bytes, "{name}");
-        assert!(!(j.waiting() > 0));
+        assert_eq!(j.waiting(), 0);
         // Recovery afterwards finds nothing to do.
         let r = recover(&*b).unwrap();
         assert_eq!(r, RecoveryReport::default(), "{name}");
@@ -272,7 +272,7 @@ fn journal_apply_resumes_after_an_error_at_every_step() {
                     assert_eq!(tree_of(&inner), expected, "{name}: no failure");
                     break;
                 }
-                assert!((j.waiting() > 0), "{what}: not committed after {first:?}");
+                assert!(j.waiting() > 0, "{what}: not committed after {first:?}");
                 if via_recover {
                     drop(j);
                     recover(&*inner).unwrap_or_else(|e| panic!("{what}: recover: {e}"));
