@@ -1,14 +1,15 @@
 //! The checkpointer: commits closed VCTs to the backing store, oldest first,
-//! through the journal (BEGIN / APPEND / END / WAIT_SYNC, then in-place apply),
-//! and the background policy loop (`tick`) that decides when.
+//! through the journal (BEGIN / APPEND / END / WAIT_SYNC: a commit is done
+//! once its commit record is durable), and the background policy loop
+//! (`tick`) that decides when. The committed transactions wait in the
+//! journal until the applier (`backlog`) carries them out in place.
 //!
-//! Locking: the journal lock serialises checkpoints. The state lock is held
-//! only to take the batch and to finish it, so apps keep working while the
-//! journal is written. The committed tree is write-locked while the batch is
-//! applied in place, so a cache miss never reads a path the backing store
-//! does not have yet.
+//! Locking: the journal lock serialises checkpoints and applies. The state
+//! lock is held only to take the batch and to finish it, so apps keep
+//! working while the journal is written.
 
 use crate::app_status::IoClass;
+use crate::backlog::Waiting;
 use crate::batch_selection::{select, Selection};
 use crate::checkpoint_log::{CheckpointLog, Done};
 use crate::compile::{born_and_gone, Compiler};
@@ -56,6 +57,13 @@ impl Trigger {
     }
 
     /// Why the checkpoint ran, for its log line.
+    /// Whether the committed transactions are applied in place right away:
+    /// a checkpoint asked for, and memory pressure (only applied pages can
+    /// be reclaimed).
+    fn applies_at_once(self) -> bool {
+        matches!(self, Trigger::Everything | Trigger::Memory | Trigger::Background)
+    }
+
     fn words(self, app_name: &dyn Fn(AppId) -> String) -> String {
         match self {
             Trigger::Everything => "requested".to_string(),
@@ -77,6 +85,8 @@ pub struct CheckpointCounters {
     pub bytes_flushed: u64,
     pub journal_bytes: u64,
     pub failures: u64,
+    /// File data the applier left out: later waiting transactions rewrote it.
+    pub coalesced_bytes: u64,
     pub last_error: Option<String>,
     /// After a failure, background retries wait until then (backing off).
     pub retry_at: Option<SystemTime>,
@@ -127,7 +137,6 @@ impl Engine {
     ) -> FsResult<Commit> {
         let asked = self.clock.now();
         let mut journal = self.dispatch.take_journal(|| self.journal.lock());
-        self.finish_unapplied(&mut journal)?;
         let started = self.clock.now();
         let (batch, live, skip, rest) = {
             let mut st = self.state.lock();
@@ -146,6 +155,9 @@ impl Engine {
             let batch = st.take_closed(|v| chosen.contains(&v.id));
             if batch.is_empty() {
                 drop(st);
+                if trigger.applies_at_once() {
+                    self.apply_backlog(&mut journal)?;
+                }
                 return self.delete_dead_orphans().map(|()| Commit::Done);
             }
             let (batch, mut rest) = split_background_batch(&mut st, batch);
@@ -186,51 +198,45 @@ impl Engine {
                 Ok(_) => Ok(Commit::GaveWay),
             };
         }
-        self.refused.lock().origins = origins;
         let written_at = self.clock.now();
-        // Readers keep going during the apply except for inodes it moves.
+        // The backing store keeps the tree before the transaction until the applier runs.
         self.tree.write().install(tree);
-        let applied = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
-        // The transaction is durable: if apply failed, recovery or the next
-        // checkpoint finishes it, so the tree moves on either way.
-        let mut committed = self.tree.write();
-        committed.before = committed.after.take().expect("set above");
-        drop(committed);
-        let flushed = journal.bytes_written() - journal_before + applied.as_ref().map_or(0, |r| r.data_bytes);
+        let journal_bytes = journal.bytes_written() - journal_before;
         let mut c = self.counters.lock();
-        c.journal_bytes += journal.bytes_written() - journal_before;
-        c.bytes_flushed += flushed;
+        c.journal_bytes += journal_bytes;
+        c.bytes_flushed += journal_bytes;
         c.checkpoints += 1;
         c.last_duration = self.clock.now().duration_since(started).unwrap_or_default();
         let took = c.last_duration;
         drop(c);
-        self.log_checkpoint(seq, trigger, &batch, flushed, took);
+        self.log_checkpoint(seq, trigger, &batch, journal_bytes, took);
         let ms = |from: SystemTime, to: SystemTime| to.duration_since(from).unwrap_or_default().as_millis();
         tracing::debug!(
             seq,
             ?trigger,
             vcts = ?batch.iter().map(|v| (v.app, v.bytes)).collect::<Vec<_>>(),
             class = ?crate::dispatch::current().map(|w| w.class),
-            flushed,
+            journal_bytes,
             waited_ms = ms(asked, started),
             journal_ms = ms(started, written_at),
-            apply_ms = ms(written_at, self.clock.now()),
             "checkpoint"
         );
-        match applied {
-            Ok(report) => {
-                self.note_unapplied(seq, &report.unapplied);
-                self.state.lock().committed(batch, flushed, &self.tree, self.clock.now());
-                self.succeeded();
-                self.delete_dead_orphans()?;
-                Ok(if rest.is_empty() { Commit::Done } else { Commit::More(rest) })
-            }
-            Err(e) => {
-                // Pages stay dirty until the backing store really has them.
-                *self.unapplied.lock() = batch;
-                Err(self.failed("applying the journal", &e))
-            }
+        // The journal copy takes backing space now: ask the store again.
+        let mut st = self.state.lock();
+        st.space.changed();
+        st.journaled(&batch, journal_bytes, written_at);
+        drop(st);
+        let log_bytes = journal.waiting_bytes();
+        self.backlog.lock().push(Waiting { seq, batch, origins, committed_at: written_at, log_bytes });
+        self.succeeded();
+        if trigger.applies_at_once() {
+            self.apply_backlog(&mut journal)?;
+        } else if self.backlog_due() {
+            // The commit is durable whatever the apply does: a failure is
+            // logged, counted and retried (`tick`), not this caller's error.
+            let _ = self.apply_backlog(&mut journal);
         }
+        Ok(if rest.is_empty() { Commit::Done } else { Commit::More(rest) })
     }
 
     /// Keeps a batch from splitting a `write(2)` whose rest may still come
@@ -254,30 +260,13 @@ impl Engine {
         st.split_writes.settle(Some(&|vct| chosen.contains(&vct)));
     }
 
-    /// Retries applying a committed transaction whose apply failed before.
-    fn finish_unapplied(&self, journal: &mut Journal) -> FsResult<()> {
-        if !journal.has_committed() {
-            return Ok(());
-        }
-        let report = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
-        match report {
-            Ok(r) => {
-                self.note_unapplied(r.seq, &r.unapplied);
-                let batch = std::mem::take(&mut *self.unapplied.lock());
-                self.counters.lock().bytes_flushed += r.data_bytes;
-                self.state.lock().committed(batch, r.data_bytes, &self.tree, self.clock.now());
-                self.succeeded();
-                Ok(())
-            }
-            Err(e) => Err(self.failed("applying the journal", &e)),
-        }
-    }
-
-    /// Logs and counts the ops the backing store could not hold, and owes
-    /// their apps the error (see `refused`).
-    fn note_unapplied(&self, seq: u64, unapplied: &[crate::journal::UnappliedOp]) {
+    /// Logs and counts the ops of transaction `seq` the backing store could
+    /// not hold, and owes their apps the error (see `refused`).
+    pub(crate) fn note_unapplied(&self, seq: u64, origins: OpOrigins, unapplied: &[crate::journal::UnappliedOp]) {
         let app_name = self.app_names();
-        self.refused.lock().applied(seq, unapplied, &app_name);
+        let mut refused = self.refused.lock();
+        refused.origins = origins;
+        refused.applied(seq, unapplied, &app_name);
     }
 
     /// Names apps as the config and `mcfs stat` do.
@@ -312,12 +301,12 @@ impl Engine {
         }
     }
 
-    fn succeeded(&self) {
+    pub(crate) fn succeeded(&self) {
         let mut c = self.counters.lock();
         (c.last_error, c.retry_at) = (None, None);
     }
 
-    fn failed(&self, what: &str, e: &std::io::Error) -> Errno {
+    pub(crate) fn failed(&self, what: &str, e: &std::io::Error) -> Errno {
         let msg = format!("checkpoint failed {what} in the backing store: {e}");
         tracing::error!("{msg}; the data stays in memory and is retried");
         let mut c = self.counters.lock();
@@ -328,8 +317,13 @@ impl Engine {
         Errno::from_io(e)
     }
 
-    /// Deletes orphans (unlinked files kept while open) nobody uses any more.
-    fn delete_dead_orphans(&self) -> FsResult<()> {
+    /// Deletes orphans (unlinked files kept while open) nobody uses any more,
+    /// once no transaction waits (an orphan may be in the tree they lead to
+    /// and not yet in the backing store).
+    pub(crate) fn delete_dead_orphans(&self) -> FsResult<()> {
+        if !self.backlog.lock().is_empty() {
+            return Ok(());
+        }
         let dead: Vec<Ino> = std::mem::take(&mut self.state.lock().dead_orphans);
         let mut committed = self.tree.write();
         let tree = &mut committed.before;
@@ -360,9 +354,16 @@ impl Engine {
     }
 
     /// Runs the policies: closes VCTs that are due and checkpoints what the
-    /// batch selection picks. The mount calls it from a background thread;
-    /// the simulator at each step.
+    /// batch selection picks, then applies the waiting transactions if their
+    /// backlog is due (`backlog`) or dirty data is past the background
+    /// ratio. The mount calls it from a background thread; the simulator at
+    /// each step.
     pub fn tick(&self) {
+        self.commit_due();
+        self.apply_if_due();
+    }
+
+    fn commit_due(&self) {
         self.log_held_checkpoints(false);
         let now = self.clock.now();
         let retry_at = self.counters.lock().retry_at;
@@ -385,7 +386,7 @@ impl Engine {
                     st.close_all();
                 }
             }
-            if st.closed.is_empty() && self.unapplied.lock().is_empty() {
+            if st.closed.is_empty() {
                 return;
             }
             // After a failure the batch went back to the queue, and
@@ -412,7 +413,7 @@ impl Engine {
         let withheld = st.withheld(now);
         if !withheld.is_empty()
             && st.closed.iter().all(|v| withheld.contains(&v.id))
-            && self.unapplied.lock().is_empty()
+            && self.backlog.lock().is_empty()
             && !st.background_commit_owed
         {
             // Only VCTs waiting for the rest of a split write: look again when
@@ -420,11 +421,7 @@ impl Engine {
             let expiry = st.split_writes.next_expiry(now, st.split_write_wait()).unwrap_or(now);
             return expiry.duration_since(now).unwrap_or_default().max(SPLIT_WRITE_RECHECK);
         }
-        if !self.unapplied.lock().is_empty()
-            || (!st.closed.is_empty() && !waiting_for_idle)
-            || over_background_ratio(&st)
-            || st.background_commit_owed
-        {
+        if (!st.closed.is_empty() && !waiting_for_idle) || over_background_ratio(&st) || st.background_commit_owed {
             let retry_at = self.counters.lock().retry_at;
             return retry_at.map_or(Duration::ZERO, |t| t.duration_since(now).unwrap_or_default());
         }
@@ -443,6 +440,10 @@ impl Engine {
                 let deadline = first + limits_of(&st, app).max_stale;
                 wait = wait.min(deadline.duration_since(now).unwrap_or_default());
             }
+        }
+        if let Some(due) = self.backlog_due_at(&st) {
+            let retry_at = self.counters.lock().retry_at.unwrap_or(due);
+            wait = wait.min(due.max(retry_at).duration_since(now).unwrap_or_default());
         }
         wait
     }
@@ -620,14 +621,14 @@ fn write_transaction(
                 return Ok(Step::GiveWay);
             }
             if let Some(done) = hold_or_extend(&mut held, op) {
-                journal.append(&done)?;
+                journal.append(done)?;
             }
             // The op just handed over is (part of) the held one, appended next.
             origins.note(journal.ops_appended(), app, &entry);
         }
     }
     if let Some(last) = held {
-        journal.append(&last)?;
+        journal.append(last)?;
     }
     journal.end()?;
     journal.wait_sync()?;
@@ -665,6 +666,7 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<Prediction
         last_checkpoint_duration_ns: (c.checkpoints > 0).then_some(c.last_duration.as_nanos() as u64),
         checkpoint_error: c.last_error.clone(),
         checkpoint_failures: c.failures,
+        coalesced_bytes: c.coalesced_bytes,
         cache_dirty_bytes: st.cache.dirty_bytes(),
         cache_total_bytes: st.cache.bytes(),
         cache_clean_bytes: st.cache.bytes() - st.cache.dirty_bytes(),

@@ -2,11 +2,13 @@
 //! checkpointer turns inode numbers in write logs into backing paths with it,
 //! and cache misses read file data through it.
 //!
-//! While a checkpoint applies a transaction in place, `Committed` holds the
-//! tree before and after it. A reader may use a path that is the same in
-//! both (the transaction does not move that inode, and the pages it writes
-//! are pinned in the cache, so the reader never sees them half-written);
-//! only an inode the transaction moves has to wait for the apply to end.
+//! While committed transactions wait in the journal, `Committed` holds the
+//! tree the backing store has (before them) and the tree they lead to. The
+//! backing store is the tree before them until the applier runs, so readers
+//! use that one (the pages the waiting transactions write are pinned in the
+//! cache, and their truncates and punched holes are still pending in the
+//! inodes). While the applier runs, a reader may use a path that is the same
+//! in both; only an inode the run moves has to wait for the apply to end.
 
 use crate::types::{Ino, ROOT_INO};
 use crate::STATE_DIR;
@@ -110,8 +112,10 @@ pub struct Moving;
 pub struct Committed {
     /// The tree the backing store has (before the transaction in flight).
     pub before: CommittedTree,
-    /// While a transaction is applied: the tree it leads to.
+    /// While transactions wait in the journal: the tree they lead to.
     pub after: Option<CommittedTree>,
+    /// The applier is carrying the waiting transactions out in place.
+    pub applying: bool,
     /// While a checkpoint compiles its transaction against a copy of the
     /// tree: the names found in the backing store meanwhile, which the copy
     /// gets when it is installed (else they would be lost, and the inodes
@@ -126,11 +130,11 @@ impl Committed {
     }
 
     /// A backing path for reading `ino` that is valid throughout the apply
-    /// in flight; `Ok(None)` if the inode is not in the backing store.
+    /// in flight, if any; `Ok(None)` if the inode is not in the backing store.
     pub fn stable_path(&self, ino: Ino) -> Result<Option<PathBuf>, Moving> {
         let before = self.before.path(ino);
         match &self.after {
-            Some(after) if after.path(ino) != before => Err(Moving),
+            Some(after) if self.applying && after.path(ino) != before => Err(Moving),
             _ => Ok(before),
         }
     }
@@ -203,6 +207,8 @@ mod tests {
         after.remove_link(2, ROOT_INO, OsStr::new("a"));
         after.add_link(2, ROOT_INO, OsStr::new("z"));
         c.after = Some(after);
+        assert_eq!(c.stable_path(2), Ok(Some(PathBuf::from("a"))), "waiting: the backing store has the old name");
+        c.applying = true;
         assert_eq!(c.stable_path(2), Err(Moving));
         assert_eq!(c.stable_path(3), Ok(Some(PathBuf::from("b"))));
         assert_eq!(c.latest().path(2), Some(PathBuf::from("z")));

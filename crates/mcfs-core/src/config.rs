@@ -55,6 +55,11 @@ pub struct Config {
     pub low_battery_writeback_seconds: f64,
     /// Bytes a checkpoint writes before it checks for waiting foreground work.
     pub checkpoint_segment_bytes: u64,
+    /// Committed transactions wait in the journal to be applied in place
+    /// until they take this many bytes of it (then they are applied at once).
+    pub apply_backlog_bytes: u64,
+    /// ... or until the oldest of them has waited this long.
+    pub apply_backlog_seconds: f64,
     /// Name of the transactioning policy.
     pub transaction_policy: String,
     /// Name of the user-idle interval predictor; with one, background
@@ -194,6 +199,8 @@ impl Default for Config {
             low_battery_percent: 15,
             low_battery_writeback_seconds: 30.0,
             checkpoint_segment_bytes: 4 * MIB,
+            apply_backlog_bytes: 32 * MIB,
+            apply_backlog_seconds: 5.0,
             transaction_policy: "staleness-limit".to_string(),
             idle_predictor: "none".to_string(),
             checkpoint_write_rate: 46.23e6,
@@ -241,11 +248,13 @@ impl Config {
             ("max_stale_seconds", self.max_stale_seconds),
             ("writeback_interval_seconds", self.writeback_interval_seconds),
             ("low_battery_writeback_seconds", self.low_battery_writeback_seconds),
+            ("apply_backlog_seconds", self.apply_backlog_seconds),
         ] {
             in_range(key, v, MIN_SECONDS, MAX_SECONDS, " seconds")?;
         }
         in_range("low_battery_percent", self.low_battery_percent, 0, 100, "")?;
         in_range("checkpoint_segment_bytes", self.checkpoint_segment_bytes, 1, MAX_BYTES, " bytes")?;
+        in_range("apply_backlog_bytes", self.apply_backlog_bytes, 0, MAX_BYTES, " bytes")?;
         in_range("checkpoint_write_rate", self.checkpoint_write_rate, 1.0, MAX_WRITE_RATE, " bytes/s")?;
         known("transaction_policy", &self.transaction_policy, crate::policy::POLICY_NAMES)?;
         known("idle_predictor", &self.idle_predictor, crate::policy::interval::PREDICTOR_NAMES)?;

@@ -38,8 +38,8 @@ pub struct Engine {
     pub(crate) journal: Mutex<Journal>,
     pub(crate) preserve_owner: bool,
     pub(crate) counters: Mutex<CheckpointCounters>,
-    /// A committed batch whose in-place apply failed (retried first).
-    pub(crate) unapplied: Mutex<Vec<crate::vct::ClosedVct>>,
+    /// Committed transactions waiting to be applied, in commit order (`backlog`).
+    pub(crate) backlog: Mutex<Vec<crate::backlog::Waiting>>,
     /// Ops the backing store refused for good, and the errors owed for them.
     pub(crate) refused: Mutex<crate::refused::Refused>,
     /// Wakes the background thread when a VCT closes or on shutdown.
@@ -173,7 +173,7 @@ impl Engine {
             // SAFETY: geteuid has no preconditions.
             preserve_owner: unsafe { libc::geteuid() } == 0,
             counters: Mutex::new(CheckpointCounters::default()),
-            unapplied: Mutex::new(Vec::new()),
+            backlog: Mutex::new(Vec::new()),
             refused: Mutex::new(Default::default()),
             wake: (Mutex::new(false), Condvar::new()),
             idle: Mutex::new(idle),
@@ -936,11 +936,12 @@ impl Engine {
         self.wake_background();
     }
 
-    /// Checks the engine's structural invariants (for now the page cache's,
-    /// `Cache::check_invariants`, and that it holds pages of live inodes
-    /// only); the crash-consistency driver calls it after every step. The
-    /// error names the first broken one.
+    /// Checks the engine's structural invariants (the page cache's,
+    /// `Cache::check_invariants`, that it holds pages of live inodes only,
+    /// and the journal backlog's, `check_backlog`); the crash-consistency
+    /// driver calls it after every step. The error names the first broken one.
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_backlog()?;
         let st = self.state.lock();
         st.cache.check_invariants()?;
         let forgotten = st.cache.files().find(|ino| !st.inodes.contains_key(ino));
@@ -948,6 +949,12 @@ impl Engine {
             Some(ino) => Err(format!("the cache holds pages of inode {ino}, which the engine forgot")),
             None => Ok(()),
         }
+    }
+
+    /// Committed transactions waiting to be applied, and the journal bytes they take.
+    pub fn waiting_transactions(&self) -> (usize, u64) {
+        let journal = self.journal.lock();
+        (journal.waiting(), journal.waiting_bytes())
     }
 
     pub fn stats(&self) -> Stats {
@@ -959,6 +966,9 @@ impl Engine {
         stats.unapplied_ops = refused.count;
         stats.unapplied_recent = refused.recent.iter().cloned().collect();
         stats.missing_lookups = self.missing_lookups.load(Ordering::Relaxed);
+        let backlog = self.backlog.lock();
+        stats.journal_waiting_transactions = backlog.len() as u64;
+        stats.journal_waiting_bytes = backlog.last().map_or(0, |w| w.log_bytes);
         stats
     }
 }

@@ -9,6 +9,7 @@ mod app_metrics;
 pub mod app_status;
 mod apps;
 pub mod backend;
+mod backlog;
 mod batch_selection;
 pub mod cache;
 mod checkpoint;

@@ -136,7 +136,7 @@ mod tests {
         let mut refused = Refused::default();
         refused.origins.note(0, 0, &write(5));
         refused.origins.note(1, 1, &write(6));
-        let unapplied = [UnappliedOp { index: 1, op: "truncate f to 9".into(), errno: libc::EFBIG }];
+        let unapplied = [UnappliedOp { seq: 1, index: 1, op: "truncate f to 9".into(), errno: libc::EFBIG }];
         refused.applied(3, &unapplied, &|app| format!("app{app}"));
         assert_eq!(refused.take(0, 5), None, "app 0's op went through");
         assert_eq!(refused.take(1, 6), Some(Errno::EFBIG));

@@ -355,20 +355,40 @@ impl State {
         }
     }
 
-    /// Bookkeeping once a batch of VCTs is durable and applied: their pages
-    /// become clean, their truncates, punched holes and zeroed ranges stop
-    /// hiding backing data.
-    pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>, now: SystemTime) {
-        self.space.changed();
-        let mut touched = Vec::new();
-        let total: u64 = batch.iter().map(|v| v.bytes).sum::<u64>().max(1);
+    /// Bookkeeping once a batch of VCTs is durable in the journal (its
+    /// commit record synced): its apps' data is committed, and what they
+    /// flushed for it (`flushed`, shared by VCT size) is counted.
+    pub fn journaled(&mut self, batch: &[ClosedVct], flushed: u64, now: SystemTime) {
+        self.count_flushed(batch, flushed);
         let mut apps: Vec<AppId> = batch.iter().map(|v| v.app).collect();
         apps.sort_unstable();
         apps.dedup();
         for vct in batch {
-            let app = &mut self.apps.list[vct.app].counters;
-            app.vcts_committed += 1;
-            app.bytes_flushed += flushed * vct.bytes / total;
+            self.apps.list[vct.app].counters.vcts_committed += 1;
+        }
+        for app in apps {
+            self.apps.list[app].metrics.intervals.checkpointed(now);
+            self.note_staleness(app, now);
+        }
+    }
+
+    /// Shares `flushed` bytes among the batch's apps by VCT size.
+    fn count_flushed(&mut self, batch: &[ClosedVct], flushed: u64) {
+        let total: u64 = batch.iter().map(|v| v.bytes).sum::<u64>().max(1);
+        for vct in batch {
+            let share = u128::from(flushed) * u128::from(vct.bytes) / u128::from(total);
+            self.apps.list[vct.app].counters.bytes_flushed += share as u64;
+        }
+    }
+
+    /// Bookkeeping once a journaled batch is applied in place (`flushed`
+    /// bytes for it): its pages become clean, its truncates, punched holes
+    /// and zeroed ranges stop hiding backing data.
+    pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>) {
+        self.space.changed();
+        self.count_flushed(&batch, flushed);
+        let mut touched = Vec::new();
+        for vct in batch {
             for e in vct.entries {
                 match e {
                     ClosedEntry::Write { ino, page, slot, data, len } => {
@@ -402,10 +422,6 @@ impl State {
             self.drop_if_unreferenced(ino, tree);
         }
         self.reclaim_committed();
-        for app in apps {
-            self.apps.list[app].metrics.intervals.checkpointed(now);
-            self.note_staleness(app, now);
-        }
     }
 
     /// Records the app's bytes at risk from `now` on (after a write or a commit).

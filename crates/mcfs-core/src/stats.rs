@@ -57,6 +57,13 @@ pub struct Stats {
     /// succeeded since.
     pub checkpoint_error: Option<String>,
     pub checkpoint_failures: u64,
+    /// Committed transactions waiting in the journal to be applied in place.
+    pub journal_waiting_transactions: u64,
+    /// Journal bytes they take.
+    pub journal_waiting_bytes: u64,
+    /// File data the applier did not write because a later waiting
+    /// transaction wrote the same bytes (each went home once, last version).
+    pub coalesced_bytes: u64,
     /// Ops the backing store refused for good at apply time, skipped (their
     /// apps got the error at their next fsync or close of the file).
     pub unapplied_ops: u64,

@@ -436,6 +436,8 @@ fn a_bg_commit_gives_way_to_an_fg_fsync_and_then_commits_whole() {
     });
     assert!(!armed.load(Ordering::SeqCst));
     assert_eq!(engine.dispatch_stats().commits_given_way, 1);
+    // Both commits wait in the journal; the applier carries them out in commit order.
+    engine.checkpoint().unwrap();
     let first_write_to = |name: &str| {
         (0..backend.op_count())
             .find(|&i| matches!(backend.op(i), Some(Op::Write { path, .. }) if path == Path::new(name)))

@@ -28,11 +28,14 @@ impl Fixture {
         a.ino
     }
 
+    /// `path` in the backing store as a crash now would leave it: committed
+    /// transactions still waiting in the journal are recovered on a copy.
     fn backing(&self, path: &str) -> Option<Vec<u8>> {
+        let durable = mcfs_core::journal::recovered_copy(&self.backend).expect("recover a copy");
         let p = Path::new(path);
-        let size = self.backend.stat(p).ok()?.size as usize;
+        let size = durable.stat(p).ok()?.size as usize;
         let mut buf = vec![0; size];
-        let n = self.backend.read_at(p, 0, &mut buf).expect("read backing");
+        let n = durable.read_at(p, 0, &mut buf).expect("read backing");
         buf.truncate(n);
         Some(buf)
     }
@@ -187,7 +190,44 @@ fn a_page_of_a_closed_vct_is_copied_on_write() {
     let on_disk = f.backing("f").unwrap();
     assert!(on_disk == vec![1u8; 4096], "the committed VCT holds its own version");
     assert_eq!(&f.engine.read(ino, 0, 10).unwrap(), &[2u8; 10]);
-    assert_eq!(f.engine.stats().cache_total_bytes, 4096, "the old version is gone once committed");
+    let waiting = f.engine.stats().cache_total_bytes;
+    assert_eq!(waiting, 2 * 4096, "the old version stays while its transaction waits to be applied");
+    f.clock.advance(Duration::from_secs_f64(Config::default().apply_backlog_seconds));
+    f.engine.tick(); // the backlog is due: applied
+    assert_eq!(f.engine.stats().cache_total_bytes, 4096, "the old version is gone once applied");
+}
+
+/// A commit is done once its commit record is durable; the transaction
+/// waits in the journal, its pages pinned in the cache, until the backlog
+/// reaches its byte bound or its age bound, and is then applied in place.
+#[test]
+fn committed_transactions_wait_in_the_journal_until_the_backlog_is_due() {
+    let config = Config { mode: SyncMode::Sync, apply_backlog_bytes: 64 << 10, ..Config::default() };
+    let f = fixture(config);
+    let ino = f.create(ROOT_INO, "db");
+    let in_place = |f: &Fixture| {
+        let mut buf = vec![0; 8192];
+        let n = f.backend.read_at(Path::new("db"), 0, &mut buf).unwrap_or(0);
+        buf.truncate(n);
+        buf
+    };
+    for round in 0..3u8 {
+        f.engine.write(Some(ME), ino, 0, &[round + 1; 4096]).unwrap();
+        f.engine.fsync(Some(ME), ino).unwrap();
+        assert_eq!(f.backing("db"), Some(vec![round + 1; 4096]), "round {round}: the fsync is durable");
+        assert!(in_place(&f).is_empty(), "round {round}: nothing applied in place yet");
+        assert_eq!(f.engine.read(ino, 0, 4096).unwrap(), vec![round + 1; 4096], "reads see the cache");
+        f.engine.check_invariants().unwrap();
+    }
+    assert_eq!(f.engine.stats().checkpoints, 3);
+    f.clock.advance(Duration::from_secs_f64(Config::default().apply_backlog_seconds));
+    f.engine.tick();
+    assert_eq!(in_place(&f), vec![3; 4096], "the age bound applied the backlog, the page's last version only");
+    f.engine.check_invariants().unwrap();
+    // The byte bound: a commit that brings the backlog to 64 KiB applies it at once.
+    f.engine.write(Some(ME), ino, 0, &[9; 70_000]).unwrap();
+    f.engine.fsync(Some(ME), ino).unwrap();
+    assert_eq!(in_place(&f), vec![9; 8192], "the byte bound applied it at once");
 }
 
 #[test]

@@ -70,7 +70,7 @@ fn journal_apply_timing_on_a_real_directory() {
         let mut journal = Journal::open(backend.clone()).unwrap();
         journal.begin(1).unwrap();
         for op in &ops {
-            journal.append(op).unwrap();
+            journal.append(op.clone()).unwrap();
         }
         journal.end().unwrap();
         journal.wait_sync().unwrap();

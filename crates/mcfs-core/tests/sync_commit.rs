@@ -22,6 +22,8 @@ fn engine() -> (Arc<MemBackend>, Engine) {
 
 /// What the backing store holds at `path` (None: no such file).
 fn contents(backend: &MemBackend, path: &str) -> Option<Vec<u8>> {
+    // What a crash now would leave: waiting transactions recovered.
+    let backend = mcfs_core::journal::recovered_copy(backend).ok()?;
     let size = backend.stat(Path::new(path)).ok()?.size as usize;
     let mut buf = vec![0; size];
     let n = backend.read_at(Path::new(path), 0, &mut buf).ok()?;

@@ -65,6 +65,8 @@ fn the_dataless_store_reads_back_the_bytes_the_replay_wrote() {
             let options = ReplayOptions { config, timing: Timing::OpenLoop, keep_data, ..ReplayOptions::default() };
             let mut r = Replayer::new(options).expect("engine starts");
             events.iter().for_each(|e| r.replay(e));
+            // The fsyncs are durable in the journal; this puts them in place.
+            r.engine().checkpoint().expect("checkpoint");
             let mut buf = vec![0xee; 100_000];
             let n = r.backend().store().read_at(std::path::Path::new("f"), 0, &mut buf).expect("f is stored");
             buf.truncate(n);

@@ -195,11 +195,17 @@ mod tests {
             assert!(parse_size(bad).unwrap_err().contains("K, M, G or T"), "{bad}");
         }
         assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
-        let sizes: Vec<&str> = ["cache_size", "max_stale_bytes", "checkpoint_segment_bytes", "fasttrack.segment_bytes"]
-            .into_iter()
-            .filter(|k| is_key(k))
-            .collect();
-        assert_eq!(sizes.len(), 4, "every size key exists: {sizes:?}");
+        let sizes: Vec<&str> = [
+            "cache_size",
+            "max_stale_bytes",
+            "checkpoint_segment_bytes",
+            "apply_backlog_bytes",
+            "fasttrack.segment_bytes",
+        ]
+        .into_iter()
+        .filter(|k| is_key(k))
+        .collect();
+        assert_eq!(sizes.len(), 5, "every size key exists: {sizes:?}");
         let err = with(&[("fasttrack.aging_ms", "1K")]).unwrap_err();
         assert!(err.contains("expected an integer"), "{err}");
     }

@@ -29,7 +29,7 @@ fn committed(back: &Path, ops: &[JournalOp]) {
     let mut journal = Journal::open(backend).unwrap();
     journal.begin(1).unwrap();
     for op in ops {
-        journal.append(op).unwrap();
+        journal.append(op.clone()).unwrap();
     }
     journal.end().unwrap();
     journal.wait_sync().unwrap();

@@ -264,6 +264,11 @@ impl Cache {
         Some(self.tiers[entry.tier as usize].load_mut(entry.slot))
     }
 
+    /// Whether page `id` (the slot a VCT pinned) is still cached unpinned.
+    pub fn is_unpinned(&self, ino: Ino, idx: u64, id: u64) -> bool {
+        self.pages.get(&ino).and_then(|m| m.get(&idx)).is_some_and(|e| e.id == id && e.pins == 0)
+    }
+
     /// Pins the page once more (a closed VCT takes it); its id.
     pub fn pin(&mut self, ino: Ino, idx: u64) -> Option<u64> {
         let entry = self.pages.get_mut(&ino)?.get_mut(&idx)?;

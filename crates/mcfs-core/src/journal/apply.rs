@@ -1,5 +1,10 @@
-//! Applies a committed transaction in place, crash-safely, from its durable
-//! progress point. The live checkpointer and recovery run this same code.
+//! Applies a run of committed transactions in place, in commit order,
+//! crash-safely, from the durable progress point. The live applier (ops held
+//! in memory, writes coalesced: `coalesce`) and recovery (ops read back from
+//! the log, every write replayed) run this same code.
+//!
+//! The ops of the run form one stream: a group may span transactions, and a
+//! progress record names the transaction and op it resumes at.
 //!
 //! Ops are applied in *groups*. A group starts at a durable progress record
 //! and takes ops without further barriers; a namespace op starts a new group
@@ -9,40 +14,45 @@
 //! sync. An op the backing store can never hold (`refusal`) is skipped,
 //! reported, and followed by a new group, so no replay runs it again.
 //!
-//! Invariant (argued in docs/JOURNAL.md): when the durable progress of
-//! transaction `seq` says `j`, op `j` starts a group, every op before `j` is
-//! durable (or was skipped for good), no op of a later group has been
+//! Invariant (argued in docs/JOURNAL.md): when the durable progress says
+//! transaction `seq`, op `j`, op `j` starts a group, every op before it (of
+//! `seq` and of every earlier transaction) is durable (or was skipped for
+//! good, or coalesced into a later write of the run), no op of a later group has been
 //! issued, each namespace op of the group has either happened or not
 //! (replay can tell which), and each data op that took effect reached the
 //! object it reaches in a clean apply. So restarting at `j` — every op of
 //! the group again, namespace ops with their "already done" tests — always
 //! ends in the post-transaction state.
 
+use super::coalesce::{self, Plan};
 use super::encode::TxnHeader;
 use super::group::PathSet;
 use super::progress::{Progress, ProgressFile};
 use super::reader::{OpReader, ReadError};
 use super::refusal::cannot_hold;
-use super::{journal_error, journal_path, progress_error, ApplyReport, JournalOp, UnappliedOp};
+use super::{journal_error, progress_error, segment_path, ApplyReport, JournalOp, RunTxn, TxnOps, UnappliedOp};
 use crate::backend::error::errno_of;
 use crate::backend::{is_not_found, Backend};
 use crate::types::FileKind;
+use std::borrow::Cow;
 use std::io;
 
-/// Applies `txn` (whose payload is in the journal file), then truncates the
-/// journal. `between_segments` is called after every `segment_bytes` of
-/// written data. Ops skipped for good are added to `unapplied` (which keeps
-/// those of earlier, failed attempts) and handed out in the report. On error
-/// the transaction stays committed; calling this again resumes it.
-pub fn apply_txn(
+/// Applies the transactions of `run` (in commit order) from the durable
+/// progress point, then frees their segments. `between_segments` is called
+/// after every `segment_bytes` of written data. Ops skipped for good are
+/// added to `unapplied` (which keeps those of earlier, failed attempts) and
+/// handed out in the report. On error the transactions stay committed;
+/// calling this again resumes them.
+pub fn apply_run(
     backend: &dyn Backend,
-    txn: &TxnHeader,
+    run: &mut [RunTxn],
     progress: &mut ProgressFile,
     segment_bytes: u64,
     between_segments: &mut dyn FnMut(),
     unapplied: &mut Vec<UnappliedOp>,
 ) -> io::Result<ApplyReport> {
-    let mut run = Applier {
+    let first = run.first().map_or(0, |t| t.header.seq);
+    let mut a = Applier {
         backend,
         progress,
         unsynced: true,
@@ -50,47 +60,66 @@ pub fn apply_txn(
         group: PathSet::default(),
         renamed: PathSet::default(),
         unapplied,
-        report: ApplyReport { seq: txn.seq, ..ApplyReport::default() },
+        report: ApplyReport { seq: first, txns: run.len() as u64, ..ApplyReport::default() },
     };
-    if run.progress.has_pending() {
-        // An earlier attempt failed writing a record, or after it: make it
-        // durable before resuming from it (an op may only follow a durable
-        // record, and replaying ops the record already covers could leave
-        // a create's truncation without its rewrite).
-        run.report.journal_bytes += run.progress.rewrite_pending(backend)?;
-        run.unsynced = true;
-        run.sync()?;
+    if a.progress.has_pending() {
+        // An earlier attempt failed writing a record, or after it, or the
+        // last run's done record is not durable yet: make it durable before
+        // going on from it (an op may only follow a durable record, and
+        // replaying ops the record already covers could leave a create's
+        // truncation without its rewrite).
+        a.report.journal_bytes += a.progress.rewrite_pending(backend)?;
+        a.unsynced = true;
+        a.sync()?;
     }
-    let start = run.progress.resume_index(txn.seq);
-    if start > txn.op_count {
-        return Err(progress_error(format!(
-            "says transaction {} was applied up to op {start}, but it has only {} ops",
-            txn.seq, txn.op_count
-        )));
+    let starts: Vec<Option<u64>> = run.iter().map(|t| a.progress.resume_point(t.header.seq)).collect();
+    for (txn, start) in run.iter().zip(&starts) {
+        if let Some(start) = start.filter(|s| *s > txn.header.op_count) {
+            return Err(progress_error(format!(
+                "says transaction {} was applied up to op {start}, but it has only {} ops",
+                txn.header.seq, txn.header.op_count
+            )));
+        }
     }
-    run.report.resumed_at = start;
-    run.mid_recorded = start > 0;
-    if start < txn.op_count {
-        run.ops_from(txn, start, segment_bytes, between_segments)?;
+    a.report.resumed_at = starts.iter().flatten().next().copied().unwrap_or(0);
+    // A group may start at op 0 of a transaction after the first: then a
+    // durable record says "in the middle" with a resume point of 0.
+    a.mid_recorded = a.progress.newest().is_some_and(|p| !p.done);
+    let plan = coalesce::plan(run, &starts);
+    let mut last = None;
+    let (mut applied, mut any_ops) = (0, false);
+    for (pos, txn) in run.iter_mut().enumerate() {
+        let Some(start) = starts[pos] else { continue };
+        if start < txn.header.op_count {
+            a.ops_from(pos, txn, start, &plan, segment_bytes, between_segments)?;
+        }
+        last = Some(txn.header);
+        applied += 1;
+        any_ops |= txn.header.op_count > 0;
     }
-    if txn.op_count > 0 && !run.progress.is_done(txn.seq) {
-        // Marking the txn done spares a later recovery from redoing it; the
+    if let Some(last) = last.filter(|_| any_ops) {
+        // Marking the run done spares a later recovery from redoing it; the
         // sync first makes sure the mark never runs ahead of the ops.
-        run.sync()?;
-        run.record(Progress { seq: txn.seq, next: txn.op_count, done: true })?;
-        if run.mid_recorded {
+        a.sync()?;
+        a.record(Progress { seq: last.seq, next: last.op_count, done: true })?;
+        if a.mid_recorded || applied > 1 {
             // Once a record said "in the middle of `seq`", recovery insists
-            // on finding `seq` in the journal until a durable record says
-            // "done": so that one is durable before the journal goes.
-            run.sync()?;
+            // on finding `seq` in the log until a durable record says
+            // "done"; and with several segments freed, a crash could keep
+            // some of them: replayed over the later ones' effects, they
+            // would roll them back. So the done record is durable before
+            // any segment goes.
+            a.sync()?;
         }
     }
     // Not synced here: the next commit (or recovery) makes the truncation
-    // durable. A crash before that finds this txn again, fully applied, and
-    // resuming it from its durable progress point changes nothing.
-    backend.set_len(&journal_path(), 0)?;
-    run.report.unapplied = std::mem::take(run.unapplied);
-    Ok(run.report)
+    // durable. A crash before that finds these txns again, applied, and
+    // the durable progress says so.
+    for txn in run.iter() {
+        backend.set_len(&segment_path(txn.slot), 0)?;
+    }
+    a.report.unapplied = std::mem::take(a.unapplied);
+    Ok(a.report)
 }
 
 struct Applier<'a> {
@@ -111,49 +140,67 @@ struct Applier<'a> {
 impl Applier<'_> {
     fn ops_from(
         &mut self,
-        txn: &TxnHeader,
+        pos: usize,
+        txn: &RunTxn,
         start: u64,
+        plan: &Plan,
         segment_bytes: u64,
         between_segments: &mut dyn FnMut(),
     ) -> io::Result<()> {
-        let mut reader = OpReader::new(self.backend, txn.payload_len);
-        for index in 0..start {
-            if !reader.skip_op().map_err(|e| read_error(e, txn, index))? {
-                return Err(read_error(ReadError::Short, txn, index));
+        let header = &txn.header;
+        let path = segment_path(txn.slot);
+        let mut reader = OpReader::new(self.backend, &path, header.payload_len);
+        if matches!(txn.ops, TxnOps::Logged) {
+            for index in 0..start {
+                if !reader.skip_op().map_err(|e| read_error(e, header, index))? {
+                    return Err(read_error(ReadError::Short, header, index));
+                }
             }
         }
         let mut data_since_yield = 0u64;
-        for index in start..txn.op_count {
-            let op = match reader.next_op() {
-                Ok(Some(op)) => op,
-                Ok(None) => return Err(read_error(ReadError::Short, txn, index)),
-                Err(e) => return Err(read_error(e, txn, index)),
+        for index in start..header.op_count {
+            let op: Cow<JournalOp> = match txn.ops {
+                TxnOps::Held(ops) => match ops.get(index as usize) {
+                    Some(op) => Cow::Borrowed(op),
+                    None => return Err(read_error(ReadError::Short, header, index)),
+                },
+                TxnOps::Logged => match reader.next_op() {
+                    Ok(Some(op)) => Cow::Owned(op),
+                    Ok(None) => return Err(read_error(ReadError::Short, header, index)),
+                    Err(e) => return Err(read_error(e, header, index)),
+                },
             };
+            let op = &*op;
             let outcome = if op.is_namespace() {
-                // Always admitted at `start`, whose record is already durable (or absent, meaning 0).
-                if !self.group.admits(&op) {
-                    self.start_group(Progress { seq: txn.seq, next: index, done: false })?;
+                // Always admitted at the run's start, whose record is already durable (or absent, meaning 0).
+                if !self.group.admits(op) {
+                    self.start_group(Progress { seq: header.seq, next: index, done: false })?;
                 }
-                self.namespace_op(&op)
+                self.namespace_op(op)
             } else {
-                if self.renamed.related_op(&op) {
+                if self.renamed.related_op(op) {
                     // Until the rename is durable, a crash image may hold
                     // this op without it: acting through the old binding, it
                     // would change an object the rename unlinked from the name
                     // but that other hard links keep visible.
                     self.sync()?;
                 }
-                self.data_op(&op)
+                match plan.pieces(pos, index) {
+                    Some(pieces) => self.write_pieces(op, pieces),
+                    None => self.data_op(op),
+                }
             };
             match outcome {
                 Ok(()) => {
                     if matches!(op, JournalOp::Rename { .. }) {
-                        self.renamed.insert_op(&op);
+                        self.renamed.insert_op(op);
                     }
-                    self.group.insert_op(&op);
+                    // A coalesced write counts too: recovery, which replays
+                    // it, forms the very same groups.
+                    self.group.insert_op(op);
                 }
-                Err(e) if cannot_hold(&op, errno_of(&e)) => self.skip(txn.seq, index, &op, &e)?,
-                Err(e) => return Err(with_context(e, &op)),
+                Err(e) if cannot_hold(op, errno_of(&e)) => self.skip(header.seq, index, op, &e)?,
+                Err(e) => return Err(with_context(e, op)),
             }
             self.report.ops += 1;
             data_since_yield += op.data_len();
@@ -172,8 +219,8 @@ impl Applier<'_> {
     /// skip durable before any later op is issued.
     fn skip(&mut self, seq: u64, index: u64, op: &JournalOp, e: &io::Error) -> io::Result<()> {
         tracing::warn!("journal txn {seq}: the backing store cannot hold op {index} ({op}): {e}; skipped");
-        if !self.unapplied.iter().any(|u| u.index == index) {
-            self.unapplied.push(UnappliedOp { index, op: op.to_string(), errno: errno_of(e) });
+        if !self.unapplied.iter().any(|u| (u.seq, u.index) == (seq, index)) {
+            self.unapplied.push(UnappliedOp { seq, index, op: op.to_string(), errno: errno_of(e) });
         }
         self.start_group(Progress { seq, next: index + 1, done: false })
     }
@@ -255,6 +302,30 @@ impl Applier<'_> {
             }
             Err(e) => return Err(e),
         }
+        Ok(())
+    }
+}
+
+impl Applier<'_> {
+    /// Writes only `pieces` of write `op`: a later write of the run covers
+    /// the rest (`coalesce`).
+    fn write_pieces(&mut self, op: &JournalOp, pieces: &[(u64, u64)]) -> io::Result<()> {
+        let JournalOp::Write { path, offset, data } = op else { return misdispatched(op) };
+        let mut written = 0;
+        for &(start, end) in pieces {
+            let bytes = &data[(start - offset) as usize..(end - offset) as usize];
+            self.unsynced = true;
+            match self.backend.write_at(path, start, bytes) {
+                Ok(()) => written += bytes.len() as u64,
+                Err(e) if is_not_found(&e) => {
+                    self.report.skipped_missing += 1;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.report.data_bytes += written;
+        self.report.coalesced_bytes += data.len() as u64 - pieces.iter().map(|(s, e)| e - s).sum::<u64>();
         Ok(())
     }
 }

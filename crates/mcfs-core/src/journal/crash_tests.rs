@@ -11,6 +11,7 @@
 
 use super::scenarios::{base_tree, copy, mixed_txn, random_txn, scenarios, tree_of};
 use super::*;
+use super::{segment_path, segment_slots};
 use crate::backend::{MemBackend, RecordingBackend, TreeSnapshot};
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -47,7 +48,10 @@ fn recover_to_outcome(state: &MemBackend, outcomes: &Outcomes, what: &dyn Fn() -
         let diffs: Vec<_> = outcomes.trees.iter().map(|t| tree.diff(t)).collect();
         panic!("{}: recovered to none of the trees (diffs: before, after each txn)\n  {diffs:?}", what());
     };
-    assert_eq!(state.stat(&journal_path()).map(|a| a.size).ok(), Some(0), "{}: journal not freed", what());
+    for slot in segment_slots(state).unwrap() {
+        let size = state.stat(&segment_path(slot)).map(|a| a.size).ok();
+        assert_eq!(size, Some(0), "{}: journal segment {slot} not freed", what());
+    }
     let again = recover(state).unwrap_or_else(|e| panic!("{}: second recover: {e}", what()));
     assert_eq!(again, RecoveryReport::default(), "{}: a second recovery found work", what());
     reached
@@ -65,29 +69,52 @@ fn opened_base() -> Arc<MemBackend> {
 /// `base_tree`), checks the live result against the oracle, and returns the
 /// recorder, the outcomes and the op count at which each commit returned.
 fn record_txns(label: &str, txns: &[&[JournalOp]]) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>) {
+    let (rec, outcomes, commit_points, _) = record_run(label, txns, 1);
+    (rec, outcomes, commit_points)
+}
+
+/// As `record_txns`, but the transactions wait in the log and are applied
+/// `queue` at a time, as one coalesced run (the last run may be shorter).
+/// Also returns the bytes coalesced away.
+fn record_run(label: &str, txns: &[&[JournalOp]], queue: usize) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>, u64) {
     let oracle = opened_base();
     let mut trees = vec![tree_of(&oracle)];
     let rec = Arc::new(RecordingBackend::new(copy(&oracle)));
     let mut journal = Journal::open(rec.clone()).unwrap();
     journal.set_segment_bytes(4096);
     let mut commit_points = Vec::new();
+    let mut coalesced = 0;
     for (i, ops) in txns.iter().enumerate() {
         journal.begin(i as u64 + 1).unwrap();
         for op in *ops {
-            journal.append(op).unwrap();
+            journal.append(op.clone()).unwrap();
         }
         journal.end().unwrap();
         journal.wait_sync().unwrap();
         commit_points.push(rec.op_count());
-        journal.apply(&mut || {}).unwrap();
         let expected = super::scenarios::apply_directly(&oracle, ops);
-        assert_eq!(tree_of(rec.live()), expected, "{label}: live apply of txn {} differs from the oracle", i + 1);
         for op in *ops {
             let _ = super::scenarios::apply_op(&*oracle, op);
         }
         trees.push(expected);
+        if journal.waiting() == queue || i + 1 == txns.len() {
+            let report = journal.apply(&mut || {}).unwrap();
+            assert_eq!(report.txns as usize, journal_ran(i, queue), "{label}: one run applies the queue");
+            coalesced += report.coalesced_bytes;
+            assert_eq!(
+                tree_of(rec.live()),
+                trees[i + 1],
+                "{label}: live apply up to txn {} differs from the oracle",
+                i + 1
+            );
+        }
     }
-    (rec, Outcomes { trees }, commit_points)
+    (rec, Outcomes { trees }, commit_points, coalesced)
+}
+
+/// How many transactions the run after commit `i` (from 0) applies.
+fn journal_ran(i: usize, queue: usize) -> usize {
+    i % queue + 1
 }
 
 /// Commits and applies `txns` on a recorder and checks every crash state:
@@ -95,7 +122,13 @@ fn record_txns(label: &str, txns: &[&[JournalOp]]) -> (Arc<RecordingBackend>, Ou
 /// some transaction, and after every transaction whose commit was durable.
 /// Returns the number of crash states checked.
 fn crash_test_txns(label: &str, txns: &[&[JournalOp]], seed: u64, states_per_cut: usize) -> usize {
-    let (rec, outcomes, commit_points) = record_txns(label, txns);
+    crash_test_run(label, txns, 1, seed, states_per_cut).0
+}
+
+/// `crash_test_txns` with the transactions applied `queue` at a time;
+/// also returns the bytes the live runs coalesced away.
+fn crash_test_run(label: &str, txns: &[&[JournalOp]], queue: usize, seed: u64, states_per_cut: usize) -> (usize, u64) {
+    let (rec, outcomes, commit_points, coalesced) = record_run(label, txns, queue);
     let mut checked = 0;
     for cut in 0..=rec.op_count() {
         for (i, crash) in rec.crash_states(cut, seed ^ cut as u64, states_per_cut).into_iter().enumerate() {
@@ -111,7 +144,7 @@ fn crash_test_txns(label: &str, txns: &[&[JournalOp]], seed: u64, states_per_cut
             }
         }
     }
-    checked
+    (checked, coalesced)
 }
 
 fn crash_test_txn(label: &str, ops: &[JournalOp], seed: u64, states_per_cut: usize) -> usize {
@@ -314,4 +347,66 @@ fn journal_damaged_progress_or_journal_mid_apply_is_finished_or_refused_never_ro
         }
     }
     assert!(refusals > 4, "too few states had a transaction in its middle ({refusals})");
+}
+
+/// Transactions waiting in the log, then applied as one coalesced run:
+/// consecutive slices of one random op sequence (each valid after the one
+/// before), so several of them write the same bytes of the same files and
+/// rename, link and remove them in between. Crash states fall between the
+/// commits, between the last commit and the run, inside the run (its
+/// coalesced writes) and inside the recovery of any of them.
+#[test]
+fn journal_crash_between_commit_and_coalesced_apply_of_queued_txns() {
+    let seed = seed();
+    let per_cut = (env_u64("MCFS_CRASH_STATES", 16) as usize / 4).max(2);
+    let (mut states, mut coalesced) = (0, 0);
+    for i in 0..6 {
+        let txn_seed = seed.wrapping_add(100 + i);
+        let ops = random_txn(txn_seed, 36);
+        let txns: Vec<&[JournalOp]> = ops.chunks(ops.len().div_ceil(4)).collect();
+        let label = format!("queued random txns {txn_seed}");
+        let (checked, bytes) = crash_test_run(&label, &txns, 4, txn_seed, per_cut);
+        eprintln!("{label}: {} txns queued, {bytes} bytes coalesced, {checked} crash states", txns.len());
+        (states, coalesced) = (states + checked, coalesced + bytes);
+    }
+    let mix = mixed_txn(8);
+    let pairs: Vec<&[JournalOp]> = mix.chunks(mix.len().div_ceil(3)).collect();
+    states += crash_test_run("engine-shaped mix in 3 queued txns", &pairs, 2, seed, per_cut).0;
+    eprintln!("queued transactions: {states} crash states recovered, {coalesced} bytes coalesced");
+    assert!(coalesced > 0, "no run coalesced anything: the test does not reach coalesced applies");
+}
+
+/// Named runs of queued transactions, each crashed at every cut with many
+/// states per cut: a run that frees several segments, where replaying an
+/// earlier transaction over a later one's effects rolls data back (a rename
+/// `a→b`, then a new `a`), and writes coalesced across a rename, a hard
+/// link and a re-created name.
+#[test]
+fn journal_crash_in_named_runs_of_queued_txns() {
+    let seed = seed();
+    let per_cut = (env_u64("MCFS_CRASH_STATES", 16) as usize * 4).max(8);
+    let w = |path: &str, offset: u64, byte: u8| JournalOp::Write { path: path.into(), offset, data: vec![byte; 4096] };
+    let create =
+        |path: &str| JournalOp::Create { path: path.into(), kind: crate::types::FileKind::File, perm: 0o644, rdev: 0 };
+    let rename = |from: &str, to: &str| JournalOp::Rename { from: from.into(), to: to.into() };
+    let runs: Vec<(&str, Vec<Vec<JournalOp>>)> = vec![
+        ("rename a→b, then a new a", vec![vec![rename("a", "b")], vec![create("a"), w("a", 0, 1)]]),
+        (
+            "a page rewritten across a rename and a re-create",
+            vec![
+                vec![w("a", 0, 1), w("c", 0, 2)],
+                vec![rename("a", "n1"), create("a"), w("a", 0, 3)],
+                vec![w("c", 0, 4), w("n1", 0, 5)],
+            ],
+        ),
+        (
+            "a page rewritten through a hard link",
+            vec![vec![w("b", 0, 1)], vec![w("b_link", 0, 2)], vec![w("b", 4096, 3), w("b", 0, 4)]],
+        ),
+    ];
+    for (name, txns) in runs {
+        let txns: Vec<&[JournalOp]> = txns.iter().map(Vec::as_slice).collect();
+        let (checked, coalesced) = crash_test_run(name, &txns, txns.len(), seed, per_cut);
+        eprintln!("{name}: {checked} crash states recovered, {coalesced} bytes coalesced");
+    }
 }

@@ -1,15 +1,22 @@
 //! The checkpointer's journal (MobiFS §4.5): BEGIN / APPEND / END / WAIT_SYNC
-//! make one transaction durable and atomic in `.mcfs/journal`; `apply` then
-//! carries it out in place in the backing store and frees the journal;
-//! `recover` finishes (or drops) whatever a crash left behind.
+//! make one transaction durable and atomic in a segment file of the log
+//! (`.mcfs/journal`, `.mcfs/journal.1`, ...: one transaction per segment);
+//! `apply` later carries every waiting transaction out in place, in commit
+//! order and coalesced, from the ops this `Journal` holds in memory (never
+//! reading the log back), and frees their segments; `recover` finishes (or
+//! drops) whatever a crash left behind, reading the log.
 //!
-//! Invariant: the journal holds at most one transaction. Once its commit
-//! record is durable (`wait_sync` returned) it is applied exactly to its end,
-//! by `apply` or, after a crash at any instant, by `recover`; before that, a
-//! crash leaves the backing store untouched by it. docs/JOURNAL.md has the
-//! format, the protocol and the crash argument.
+//! Invariant: the log holds any number of committed transactions, each in a
+//! segment of its own, and they are applied in commit order. Once a commit
+//! record is durable (`wait_sync` returned) its transaction is applied exactly
+//! to its end, by `apply` or, after a crash at any instant, by `recover`;
+//! before that, a crash leaves the backing store untouched by it. A segment
+//! is freed only once a durable progress record says its transaction is
+//! applied. docs/JOURNAL.md has the format, the protocol and the crash
+//! argument.
 
 mod apply;
+mod coalesce;
 mod encode;
 mod group;
 mod progress;
@@ -26,14 +33,15 @@ mod tests;
 
 pub use crate::backend::Mutation as JournalOp;
 pub use encode::HEADER_LEN;
-pub use recovery::{recover, RecoveryReport};
+pub use recovery::{recover, recovered_copy, RecoveryReport};
 
 use crate::backend::error::BackendError;
 use crate::backend::{is_not_found, Backend};
 use crate::types::FileKind;
 use encode::{encode_op, TxnHeader};
 use progress::ProgressFile;
-use recovery::{check_consistent, inspect, JournalContent};
+use recovery::{check_consistent, inspect_log};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -42,13 +50,20 @@ use std::sync::Arc;
 /// What one `apply` (or the replay inside `recover`) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApplyReport {
+    /// The first transaction of the run (the last one is `seq + txns - 1`).
     pub seq: u64,
-    /// Op index the apply started from (0 unless resuming after a crash or error).
+    /// Transactions applied in this run (coalesced).
+    pub txns: u64,
+    /// Op index of transaction `seq` the apply started from (0 unless
+    /// resuming after a crash or error).
     pub resumed_at: u64,
     /// Ops carried out (from `resumed_at` on).
     pub ops: u64,
     /// File data written in place.
     pub data_bytes: u64,
+    /// File data not written because a later waiting transaction writes the
+    /// same bytes of the same file (coalesced: the last version goes home once).
+    pub coalesced_bytes: u64,
     /// Namespace ops found already done (resuming after a crash).
     pub already_done: u64,
     /// Data ops whose object a later op had already removed or moved.
@@ -66,6 +81,8 @@ pub struct ApplyReport {
 /// xattr, ...): `apply` skipped it and went on with the rest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnappliedOp {
+    /// Its transaction.
+    pub seq: u64,
     /// Its index in the transaction.
     pub index: u64,
     /// What it was: its kind and backing path(s), e.g. `setxattr d/f`.
@@ -86,8 +103,34 @@ const STREAM_CHUNK: usize = 256 << 10;
 /// Default for `set_segment_bytes`.
 const DEFAULT_SEGMENT_BYTES: u64 = 4 << 20;
 
+/// The first segment of the log (the only one an older mcfs wrote).
 pub(crate) fn journal_path() -> PathBuf {
-    Path::new(crate::STATE_DIR).join("journal")
+    segment_path(0)
+}
+
+/// Segment `slot` of the log: `.mcfs/journal`, then `.mcfs/journal.1`, ...
+pub(crate) fn segment_path(slot: usize) -> PathBuf {
+    let name = if slot == 0 { "journal".to_string() } else { format!("journal.{slot}") };
+    Path::new(crate::STATE_DIR).join(name)
+}
+
+/// The slots of the segment files that exist, in order.
+pub(crate) fn segment_slots(backend: &dyn Backend) -> io::Result<Vec<usize>> {
+    let entries = match backend.list_dir(Path::new(crate::STATE_DIR)) {
+        Ok(entries) => entries,
+        Err(e) if is_not_found(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut slots: Vec<usize> = entries
+        .iter()
+        .filter(|(_, kind)| *kind == FileKind::File)
+        .filter_map(|(name, _)| match name.to_str()? {
+            "journal" => Some(0),
+            other => other.strip_prefix("journal.")?.parse().ok().filter(|slot| *slot > 0),
+        })
+        .collect();
+    slots.sort_unstable();
+    Ok(slots)
 }
 
 pub(crate) fn progress_path() -> PathBuf {
@@ -103,42 +146,57 @@ enum TxnState {
     Idle,
     Building {
         seq: u64,
+        slot: usize,
         buf: Vec<u8>,
         flushed: u64,
         crc: u32,
-        op_count: u64,
+        ops: Vec<JournalOp>,
     },
-    Ended(TxnHeader),
-    Committed(TxnHeader),
+    Ended(Waiting),
     /// An I/O error hit the txn before it was committed: only `abort` helps.
     Failed {
         seq: u64,
+        slot: usize,
     },
+}
+
+/// A committed transaction not applied yet: its segment, its commit record,
+/// and its ops as the engine gave them (what `apply` carries out).
+struct Waiting {
+    slot: usize,
+    header: TxnHeader,
+    ops: Vec<JournalOp>,
 }
 
 pub struct Journal {
     backend: Arc<dyn Backend>,
     txn: TxnState,
+    /// Committed transactions waiting to be applied, in commit order.
+    waiting: Vec<Waiting>,
+    /// The slots of the segment files that exist.
+    segments: BTreeSet<usize>,
+    /// A segment an aborted transaction wrote to: the next `begin` takes
+    /// it again, so a commit record that reached the disk anyway is
+    /// overwritten rather than left beside a transaction with its number.
+    reuse_first: Option<usize>,
     progress: ProgressFile,
     segment_bytes: u64,
-    /// Bytes written to the journal file (payload and commit records).
+    /// Bytes written to the log (payload and commit records).
     txn_bytes: u64,
     /// The last transaction committed through this `Journal`: `begin` needs
     /// a larger number, or that txn's progress record would be taken for the
     /// new one's. (An aborted number may be reused; across opens numbers may
     /// repeat, as `open` clears old progress.)
     last_seq: Option<u64>,
-    /// The journal file may hold bytes of a transaction nobody will commit.
-    stale: bool,
-    /// Ops of the committed transaction skipped so far, by attempts that
+    /// Ops of the waiting transactions skipped so far, by attempts that
     /// then failed: the attempt that finishes reports them.
     unapplied: Vec<UnappliedOp>,
 }
 
 impl Journal {
     /// Opens the journal, creating `.mcfs/`, `.mcfs/orphans/` and the journal
-    /// files if missing. Run `recover` first: a journal that still holds a
-    /// committed transaction is refused.
+    /// files if missing, and dropping uncommitted segments. Run `recover`
+    /// first: a log that still holds a committed transaction is refused.
     pub fn open(backend: Arc<dyn Backend>) -> io::Result<Journal> {
         let b = &*backend;
         let mut created = ensure(b, Path::new(crate::STATE_DIR), FileKind::Dir, 0o700)?;
@@ -150,27 +208,31 @@ impl Journal {
             b.sync()?;
         }
         let mut progress = ProgressFile::load(b)?;
-        let content = inspect(b)?;
-        check_consistent(&content, &progress)?;
-        let stale = match content {
-            JournalContent::Empty => false,
-            JournalContent::Torn { .. } => true,
-            JournalContent::Committed(h) => {
-                return Err(journal_error(
-                    libc::EBUSY,
-                    format!("holds committed transaction {}; run recovery before opening the journal", h.seq),
-                ))
-            }
-        };
+        let slots = segment_slots(b)?;
+        let log = inspect_log(b, &slots)?;
+        check_consistent(&log, &progress)?;
+        if let Some((slot, h)) = log.committed.first() {
+            return Err(state_error(
+                &segment_path(*slot),
+                libc::EBUSY,
+                format!("holds committed transaction {}; run recovery before opening the journal", h.seq),
+            ));
+        }
+        for (slot, _) in &log.torn {
+            // Never committed: whatever survives of this truncation is still torn.
+            b.set_len(&segment_path(*slot), 0)?;
+        }
         progress.reset(b)?;
         Ok(Journal {
             last_seq: None,
             backend,
             txn: TxnState::Idle,
+            waiting: Vec::new(),
+            segments: slots.into_iter().chain([0]).collect(),
+            reuse_first: None,
             progress,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             txn_bytes: 0,
-            stale,
             unapplied: Vec::new(),
         })
     }
@@ -188,21 +250,26 @@ impl Journal {
 
     /// Ops appended to the transaction being built: the index the next one gets.
     pub fn ops_appended(&self) -> u64 {
-        match self.txn {
-            TxnState::Building { op_count, .. } => op_count,
+        match &self.txn {
+            TxnState::Building { ops, .. } => ops.len() as u64,
             _ => 0,
         }
     }
 
-    /// A transaction is committed but not (fully) applied yet.
-    pub fn has_committed(&self) -> bool {
-        matches!(self.txn, TxnState::Committed(_))
+    /// Committed transactions not (fully) applied yet.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
     }
 
-    /// BEGIN_TRANSACTION.
+    /// Bytes the waiting transactions take in the log (their segments).
+    pub fn waiting_bytes(&self) -> u64 {
+        self.waiting.iter().map(|w| HEADER_LEN + w.header.payload_len).sum()
+    }
+
+    /// BEGIN_TRANSACTION, in a free segment (created if none is).
     pub fn begin(&mut self, seq: u64) -> io::Result<()> {
         if !matches!(self.txn, TxnState::Idle) {
-            return Err(misuse("begin while another transaction is in the journal"));
+            return Err(misuse("begin while another transaction is being built"));
         }
         if seq == 0 {
             return Err(misuse("begin(0): transaction 0 stands for \"none\" in the progress file"));
@@ -213,20 +280,28 @@ impl Journal {
                 self.last_seq
             )));
         }
-        if self.stale {
-            self.backend.set_len(&journal_path(), 0)?;
-            self.stale = false;
+        let in_use = |slot: usize| self.waiting.iter().any(|w| w.slot == slot);
+        let slot = match self.reuse_first.filter(|slot| !in_use(*slot)) {
+            Some(slot) => slot,
+            None => (0..).find(|slot| !in_use(*slot)).unwrap_or(0),
+        };
+        if !self.segments.contains(&slot) {
+            // Made durable by this transaction's own `wait_sync`.
+            ensure(&*self.backend, &segment_path(slot), FileKind::File, 0o600)?;
+            self.segments.insert(slot);
         }
-        self.txn = TxnState::Building { seq, buf: Vec::new(), flushed: 0, crc: 0, op_count: 0 };
+        self.reuse_first = None;
+        self.txn = TxnState::Building { seq, slot, buf: Vec::new(), flushed: 0, crc: 0, ops: Vec::new() };
         Ok(())
     }
 
-    /// APPEND_ENTRY. Streams to the journal file once enough has piled up.
-    pub fn append(&mut self, op: &JournalOp) -> io::Result<()> {
-        let TxnState::Building { buf, op_count, .. } = &mut self.txn else {
+    /// APPEND_ENTRY. Streams to the segment once enough has piled up, and
+    /// keeps `op` for `apply`.
+    pub fn append(&mut self, op: JournalOp) -> io::Result<()> {
+        let TxnState::Building { buf, ops, .. } = &mut self.txn else {
             return Err(misuse("append outside a transaction"));
         };
-        let mut result = encode_op(op, buf).map(|()| *op_count += 1);
+        let mut result = encode_op(&op, buf).map(|()| ops.push(op));
         if result.is_ok() && buf.len() >= STREAM_CHUNK {
             result = self.flush();
         }
@@ -242,36 +317,42 @@ impl Journal {
         self.fail_on_error(result)
     }
 
-    /// WAIT_SYNC: once this returns, the transaction is committed.
+    /// WAIT_SYNC: once this returns, the transaction is committed and waits
+    /// in the log for `apply`. This is the commit's one device flush.
     pub fn wait_sync(&mut self) -> io::Result<()> {
-        let TxnState::Ended(header) = self.txn else {
+        if !matches!(self.txn, TxnState::Ended(_)) {
             return Err(misuse("wait_sync before end"));
-        };
-        let result = self.backend.sync().map(|()| {
-            // The sync also settles the previous txn's last progress record.
+        }
+        let result = self.backend.sync();
+        if result.is_ok() {
+            // The sync also settles the last progress record of an apply.
             self.progress.synced();
-            self.last_seq = Some(header.seq);
-            self.txn = TxnState::Committed(header);
-        });
+            if let TxnState::Ended(waiting) = std::mem::replace(&mut self.txn, TxnState::Idle) {
+                self.last_seq = Some(waiting.header.seq);
+                self.waiting.push(waiting);
+            }
+        }
         self.fail_on_error(result)
     }
 
-    /// Applies the committed transaction in place (see `apply::apply_txn`),
-    /// then frees the journal. On error the transaction stays committed and
-    /// the next `apply` (or `recover`) resumes it.
+    /// Applies every waiting transaction in place, in commit order and
+    /// coalesced (see `apply::apply_run`), then frees their segments. On
+    /// error they stay waiting and the next `apply` (or `recover`) resumes.
     pub fn apply(&mut self, between_segments: &mut dyn FnMut()) -> io::Result<ApplyReport> {
-        let TxnState::Committed(header) = self.txn else {
+        if self.waiting.is_empty() {
             return Err(misuse("apply without a committed transaction"));
-        };
-        let report = apply::apply_txn(
+        }
+        let mut run: Vec<RunTxn> =
+            self.waiting.iter().map(|w| RunTxn { slot: w.slot, header: w.header, ops: TxnOps::Held(&w.ops) }).collect();
+        let report = apply::apply_run(
             &*self.backend,
-            &header,
+            &mut run,
             &mut self.progress,
             self.segment_bytes,
             between_segments,
             &mut self.unapplied,
         )?;
-        self.txn = TxnState::Idle;
+        self.waiting.clear();
         Ok(report)
     }
 
@@ -279,32 +360,29 @@ impl Journal {
     /// `end` or `wait_sync` failed). Should its commit record reach the disk
     /// anyway, recovery applies it whole — still a point-in-time state.
     pub fn abort(&mut self) -> io::Result<()> {
-        let written = match &self.txn {
+        let (slot, written) = match &self.txn {
             TxnState::Idle => return Ok(()),
-            TxnState::Committed(h) => {
-                return Err(misuse(&format!("abort of committed transaction {}: apply it", h.seq)))
-            }
-            TxnState::Building { flushed, .. } => *flushed > 0,
-            TxnState::Ended(_) | TxnState::Failed { .. } => true,
+            TxnState::Building { slot, flushed, .. } => (*slot, *flushed > 0),
+            TxnState::Ended(w) => (w.slot, true),
+            TxnState::Failed { slot, .. } => (*slot, true),
         };
         self.txn = TxnState::Idle;
         if written {
-            self.stale = true;
-            self.backend.set_len(&journal_path(), 0)?;
-            self.stale = false;
+            self.reuse_first = Some(slot);
+            self.backend.set_len(&segment_path(slot), 0)?;
         }
         Ok(())
     }
 
-    /// Streams the buffered payload to the journal file.
+    /// Streams the buffered payload to the segment.
     fn flush(&mut self) -> io::Result<()> {
-        let TxnState::Building { buf, flushed, crc, .. } = &mut self.txn else {
+        let TxnState::Building { slot, buf, flushed, crc, .. } = &mut self.txn else {
             return Ok(());
         };
         if buf.is_empty() {
             return Ok(());
         }
-        self.backend.write_at(&journal_path(), HEADER_LEN + *flushed, buf)?;
+        self.backend.write_at(&segment_path(*slot), HEADER_LEN + *flushed, buf)?;
         *crc = crc32c::crc32c_append(*crc, buf);
         *flushed += buf.len() as u64;
         self.txn_bytes += buf.len() as u64;
@@ -313,27 +391,50 @@ impl Journal {
     }
 
     fn write_commit_record(&mut self) -> io::Result<()> {
-        let TxnState::Building { seq, flushed, crc, op_count, .. } = self.txn else {
+        let TxnState::Building { seq, slot, flushed, crc, ops, .. } = &mut self.txn else {
             return Err(misuse("commit record outside a transaction"));
         };
-        let header = TxnHeader { version: encode::VERSION, seq, payload_len: flushed, op_count, payload_crc: crc };
-        self.backend.write_at(&journal_path(), 0, &header.encode())?;
+        let header = TxnHeader {
+            version: encode::VERSION,
+            seq: *seq,
+            payload_len: *flushed,
+            op_count: ops.len() as u64,
+            payload_crc: *crc,
+        };
+        let slot = *slot;
+        self.backend.write_at(&segment_path(slot), 0, &header.encode())?;
         self.txn_bytes += HEADER_LEN;
-        self.txn = TxnState::Ended(header);
+        let ops = std::mem::take(ops);
+        self.txn = TxnState::Ended(Waiting { slot, header, ops });
         Ok(())
     }
 
     fn fail_on_error(&mut self, result: io::Result<()>) -> io::Result<()> {
         if result.is_err() {
-            let seq = match self.txn {
-                TxnState::Building { seq, .. } | TxnState::Failed { seq } => seq,
-                TxnState::Ended(h) | TxnState::Committed(h) => h.seq,
+            let (seq, slot) = match &self.txn {
+                TxnState::Building { seq, slot, .. } | TxnState::Failed { seq, slot } => (*seq, *slot),
+                TxnState::Ended(w) => (w.header.seq, w.slot),
                 TxnState::Idle => return result,
             };
-            self.txn = TxnState::Failed { seq };
+            self.txn = TxnState::Failed { seq, slot };
         }
         result
     }
+}
+
+/// One transaction of an apply run: where its segment is, its commit
+/// record, and where its ops come from.
+pub(crate) struct RunTxn<'a> {
+    pub slot: usize,
+    pub header: TxnHeader,
+    pub ops: TxnOps<'a>,
+}
+
+/// The ops of a transaction being applied: held in memory by the live
+/// `Journal`, or read back from its segment by `recover`.
+pub(crate) enum TxnOps<'a> {
+    Held(&'a [JournalOp]),
+    Logged,
 }
 
 /// Creates `path` as `kind` unless it exists; an object of another kind

@@ -125,6 +125,14 @@ impl ProgressFile {
         self.slots().filter(|s| s.value.seq == seq).map(|s| s.value.next).max().unwrap_or(0)
     }
 
+    /// Where transaction `seq` of a run resumes: `None` if it is applied
+    /// (done, or a later transaction has progress, as runs go in commit
+    /// order), else its resume point.
+    pub fn resume_point(&self, seq: u64) -> Option<u64> {
+        let later = self.slots().any(|s| s.value.seq > seq);
+        (!later && !self.is_done(seq)).then(|| self.resume_index(seq))
+    }
+
     /// A valid slot says transaction `seq` is applied to its end.
     pub fn is_done(&self, seq: u64) -> bool {
         self.slots().any(|s| s.value.seq == seq && s.value.done)

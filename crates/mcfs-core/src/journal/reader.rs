@@ -1,4 +1,4 @@
-//! Streams the op records of the transaction in `.mcfs/journal` back through
+//! Streams the op records of the transaction in a segment of the log back through
 //! the backend, a bounded chunk at a time (plus at most one record), keeping a
 //! running crc32c of the bytes it consumed.
 //!
@@ -7,9 +7,10 @@
 //! was skipped unread.
 
 use super::encode::{decode_op, HEADER_LEN, RECORD_LEN_BYTES};
-use super::{journal_path, JournalOp};
+use super::JournalOp;
 use crate::backend::Backend;
 use std::io;
+use std::path::Path;
 
 const CHUNK: u64 = 256 * 1024;
 
@@ -24,6 +25,8 @@ pub enum ReadError {
 
 pub struct OpReader<'a> {
     backend: &'a dyn Backend,
+    /// The segment file.
+    path: &'a Path,
     payload_len: u64,
     /// Payload offset of `buf[0]`.
     buf_start: u64,
@@ -35,8 +38,8 @@ pub struct OpReader<'a> {
 }
 
 impl<'a> OpReader<'a> {
-    pub fn new(backend: &'a dyn Backend, payload_len: u64) -> OpReader<'a> {
-        OpReader { backend, payload_len, buf_start: 0, buf: Vec::new(), cursor: 0, crc: Some(0) }
+    pub fn new(backend: &'a dyn Backend, path: &'a Path, payload_len: u64) -> OpReader<'a> {
+        OpReader { backend, path, payload_len, buf_start: 0, buf: Vec::new(), cursor: 0, crc: Some(0) }
     }
 
     pub fn position(&self) -> u64 {
@@ -133,7 +136,7 @@ impl<'a> OpReader<'a> {
         let have = self.buf.len();
         self.buf.resize(want, 0);
         let file_offset = HEADER_LEN + self.buf_start + have as u64;
-        let got = self.backend.read_at(&journal_path(), file_offset, &mut self.buf[have..]).map_err(ReadError::Io)?;
+        let got = self.backend.read_at(self.path, file_offset, &mut self.buf[have..]).map_err(ReadError::Io)?;
         self.buf.truncate(have + got);
         if (self.buf.len() as u64) < n {
             return Err(ReadError::Short);

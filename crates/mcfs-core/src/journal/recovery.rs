@@ -1,7 +1,7 @@
-//! Recovery, run at every mount and by `mcfs recover BACKING`: finishes a
-//! committed transaction from its durable progress point (the very code the
-//! live checkpointer uses), drops a torn one whole, and empties
-//! `.mcfs/orphans/`.
+//! Recovery, run at every mount and by `mcfs recover BACKING`: finishes
+//! every committed transaction of the log, in commit order, from the durable
+//! progress point (the very code the live applier uses, reading the ops back
+//! from the segments), drops torn ones whole, and empties `.mcfs/orphans/`.
 //!
 //! Invariant: recovery only writes through the apply protocol, the journal
 //! truncation and orphan removal, so a crash inside it leaves a state the
@@ -9,13 +9,15 @@
 //! identify as an mcfs journal of a version it knows, and it changes nothing
 //! when its own state (`.mcfs/journal` and `.mcfs/progress`) is one no crash
 //! can leave: it refuses, naming the file, rather than replay from a wrong
-//! point and roll data back.
+//! point and roll data back. Only recovery reads the log back.
 
-use super::apply::apply_txn;
+use super::apply::apply_run;
 use super::encode::{ForeignHeader, HeaderState, TxnHeader, HEADER_LEN, LEGACY_VERSION};
 use super::progress::ProgressFile;
 use super::reader::{OpReader, ReadError};
-use super::{journal_error, journal_path, orphans_dir, progress_error, ApplyReport};
+use super::{
+    journal_error, orphans_dir, progress_error, segment_path, segment_slots, state_error, ApplyReport, RunTxn, TxnOps,
+};
 use crate::backend::{is_not_found, Backend};
 use crate::human;
 use crate::types::FileKind;
@@ -26,9 +28,9 @@ use std::path::Path;
 /// What `recover` did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
-    /// The committed transaction that was finished, if there was one.
+    /// The committed transactions that were finished (as one run), if any.
     pub replayed: Option<ApplyReport>,
-    /// Size of an uncommitted (torn or corrupt) transaction that was dropped.
+    /// Size of the uncommitted (torn or corrupt) transactions that were dropped.
     pub dropped_torn_bytes: u64,
     /// Entries removed from `.mcfs/orphans/`.
     pub orphans_removed: u64,
@@ -62,6 +64,7 @@ impl fmt::Display for RecoveryReport {
 }
 
 /// "replayed committed transaction 12 from op 40: 300 ops applied, 2 found already done, ..."
+/// (or "transactions 12 to 14")
 fn replayed(r: &ApplyReport) -> String {
     let refused = r.unapplied.len() as u64;
     let applied = r.ops.saturating_sub(r.already_done + r.skipped_missing + refused);
@@ -70,9 +73,12 @@ fn replayed(r: &ApplyReport) -> String {
     } else {
         String::new()
     };
+    let which = match r.txns {
+        0 | 1 => format!("transaction {}", r.seq),
+        n => format!("transactions {} to {}", r.seq, r.seq + n - 1),
+    };
     let mut text = format!(
-        "replayed committed transaction {}{from}: {} applied ({} of file data)",
-        r.seq,
+        "replayed committed {which}{from}: {} applied ({} of file data)",
         human::count(applied as usize, "op"),
         human::bytes(r.data_bytes)
     );
@@ -83,84 +89,136 @@ fn replayed(r: &ApplyReport) -> String {
         text.push_str(&format!(", {} skipped as a later op had removed their file", r.skipped_missing));
     }
     if refused > 0 {
-        let ops: Vec<String> = r.unapplied.iter().map(|op| format!("op {}: {op}", op.index)).collect();
+        let ops: Vec<String> = r.unapplied.iter().map(|op| format!("txn {} op {}: {op}", op.seq, op.index)).collect();
         text.push_str(&format!(", {refused} skipped as the backing store cannot hold them: {}", ops.join(", ")));
     }
     text
 }
 
-/// See the module comment. A journal with a foreign magic or an unknown
+/// See the module comment. A segment with a foreign magic or an unknown
 /// version is refused with an error naming the file.
 pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
     let mut report = RecoveryReport::default();
     let mut progress = ProgressFile::load(backend)?;
-    let content = inspect(backend)?;
-    check_consistent(&content, &progress)?;
-    match content {
-        JournalContent::Empty => {}
-        JournalContent::Torn { len, .. } => {
-            backend.set_len(&journal_path(), 0)?;
-            report.dropped_torn_bytes = len;
-        }
-        JournalContent::Committed(header) => {
-            let applied = apply_txn(backend, &header, &mut progress, u64::MAX, &mut || {}, &mut Vec::new())?;
-            report.replayed = Some(applied);
-        }
+    let log = inspect_log(backend, &segment_slots(backend)?)?;
+    check_consistent(&log, &progress)?;
+    for (slot, len) in &log.torn {
+        backend.set_len(&segment_path(*slot), 0)?;
+        report.dropped_torn_bytes += len;
+    }
+    let mut run: Vec<RunTxn> = log
+        .committed
+        .iter()
+        .map(|(slot, header)| RunTxn { slot: *slot, header: *header, ops: TxnOps::Logged })
+        .collect();
+    if !run.is_empty() {
+        report.replayed = Some(apply_run(backend, &mut run, &mut progress, u64::MAX, &mut || {}, &mut Vec::new())?);
     }
     report.orphans_removed = remove_orphans(backend)?;
     if report != RecoveryReport::default() {
-        // Leave the backing store settled (and the journal durably empty).
+        // Leave the backing store settled (and the log durably empty).
         backend.sync()?;
     }
     Ok(report)
 }
 
-/// Refuses a journal and progress file that no crash can leave behind
+/// A copy of `backend` brought to what a mount after a crash now would
+/// find: the committed transactions still waiting in the journal recovered
+/// (tests read "what is durable" through it).
+pub fn recovered_copy(backend: &crate::backend::MemBackend) -> io::Result<crate::backend::MemBackend> {
+    let copy = backend.clone();
+    recover(&copy)?;
+    Ok(copy)
+}
+
+/// What the segments of the log hold.
+#[derive(Debug, Default)]
+pub struct Log {
+    /// Committed transactions (slot, commit record), in commit order.
+    pub committed: Vec<(usize, TxnHeader)>,
+    /// Segments holding bytes of transactions never committed (slot, length).
+    pub torn: Vec<(usize, u64)>,
+    /// The commit records of torn segments whose record is valid (their payload is not).
+    torn_headers: Vec<TxnHeader>,
+}
+
+/// Reads and checks every segment of the log. Two committed transactions
+/// with one number are refused: no crash leaves them (`begin` takes the
+/// segment of an aborted transaction again).
+pub fn inspect_log(backend: &dyn Backend, slots: &[usize]) -> io::Result<Log> {
+    let mut log = Log::default();
+    for &slot in slots {
+        match inspect(backend, &segment_path(slot))? {
+            JournalContent::Empty => {}
+            JournalContent::Torn { len, header } => {
+                log.torn.push((slot, len));
+                log.torn_headers.extend(header);
+            }
+            JournalContent::Committed(header) => log.committed.push((slot, header)),
+        }
+    }
+    log.committed.sort_by_key(|(_, h)| h.seq);
+    if let Some(pair) = log.committed.windows(2).find(|w| w[0].1.seq == w[1].1.seq) {
+        return Err(state_error(
+            &segment_path(pair[1].0),
+            libc::EUCLEAN,
+            format!(
+                "holds transaction {}, and so does {}; recovery cannot tell which came first",
+                pair[1].1.seq,
+                segment_path(pair[0].0).display()
+            ),
+        ));
+    }
+    Ok(log)
+}
+
+/// Refuses a log and progress file that no crash can leave behind
 /// (docs/JOURNAL.md, "Telling damage from a crash"):
 /// * the newest progress record says a transaction is in the middle of its
-///   apply, but the journal does not hold it, committed and intact;
+///   apply, but the log does not hold it, committed and intact;
 /// * next to a transaction of the current format, a progress file that is
 ///   short or has no valid slot (`Journal::open` leaves all of them valid).
 ///
 /// Finishing from a guessed point could roll files back; dropping the
 /// transaction would leave it half-applied. The error names the file.
-pub fn check_consistent(content: &JournalContent, progress: &ProgressFile) -> io::Result<()> {
-    let header = match content {
-        JournalContent::Committed(h) | JournalContent::Torn { header: Some(h), .. } => Some(h),
-        _ => None,
-    };
-    if let Some(h) = header.filter(|h| h.version > LEGACY_VERSION) {
+pub fn check_consistent(log: &Log, progress: &ProgressFile) -> io::Result<()> {
+    let headers = log.committed.iter().map(|(_, h)| h).chain(&log.torn_headers);
+    if let Some(h) = headers.filter(|h| h.version > LEGACY_VERSION).min_by_key(|h| h.seq) {
         if let Some(damage) = progress.damage() {
             return Err(progress_error(format!(
                 "{damage}; recovery cannot tell how far transaction {} in {} was applied, and refuses to guess \
-                 (move both files away to give the transaction up, leaving it partly applied)",
+                 (move the progress file and the journal segments away to give the transactions up, leaving \
+                 them partly applied)",
                 h.seq,
-                journal_path().display()
+                super::journal_path().display()
             )));
         }
     }
     let Some(mid) = progress.newest().filter(|p| !p.done) else { return Ok(()) };
-    let found = match content {
-        JournalContent::Committed(h) if h.seq == mid.seq => return Ok(()),
-        JournalContent::Committed(h) => format!("holds transaction {} instead", h.seq),
-        JournalContent::Torn { header: Some(h), .. } if h.seq == mid.seq => {
-            "holds it damaged (its checksum fails or it is cut short)".to_string()
-        }
-        JournalContent::Torn { .. } => "holds no readable transaction".to_string(),
-        JournalContent::Empty => "is empty".to_string(),
+    if log.committed.iter().any(|(_, h)| h.seq == mid.seq) {
+        return Ok(());
+    }
+    let found = if log.torn_headers.iter().any(|h| h.seq == mid.seq) {
+        "holds it damaged (its checksum fails or it is cut short)".to_string()
+    } else if log.committed.is_empty() {
+        "holds no committed transaction".to_string()
+    } else {
+        let seqs: Vec<String> = log.committed.iter().map(|(_, h)| h.seq.to_string()).collect();
+        format!("holds transactions {} instead", seqs.join(", "))
     };
     Err(journal_error(
         libc::EUCLEAN,
         format!(
             "{found}, but {} says transaction {} was being applied (up to op {}); recovery cannot finish it \
-             and refuses to leave it half-applied (restore the journal, or move both files away to give it up)",
+             and refuses to leave it half-applied (restore the journal, or move it and the progress file away \
+             to give it up)",
             super::progress_path().display(),
             mid.seq,
             mid.next
         ),
     ))
 }
-/// What the journal file holds.
+/// What one segment of the log holds.
 #[derive(Debug, PartialEq, Eq)]
 pub enum JournalContent {
     Empty,
@@ -174,10 +232,9 @@ pub enum JournalContent {
     Committed(TxnHeader),
 }
 
-/// Reads and checks the journal: header, payload checksum, then every record.
-pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
-    let path = journal_path();
-    let len = match backend.stat(&path) {
+/// Reads and checks one segment: header, payload checksum, then every record.
+fn inspect(backend: &dyn Backend, path: &Path) -> io::Result<JournalContent> {
+    let len = match backend.stat(path) {
         Ok(attr) => attr.size,
         Err(e) if is_not_found(&e) => return Ok(JournalContent::Empty),
         Err(e) => return Err(e),
@@ -186,12 +243,13 @@ pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
         return Ok(JournalContent::Empty);
     }
     let mut sector = [0u8; HEADER_LEN as usize];
-    let n = backend.read_at(&path, 0, &mut sector)?;
+    let n = backend.read_at(path, 0, &mut sector)?;
     let header = match TxnHeader::decode(&sector[..n]) {
         Ok(HeaderState::Valid(h)) => h,
         Ok(HeaderState::Empty | HeaderState::Torn) => return Ok(JournalContent::Torn { len, header: None }),
         Err(ForeignHeader::Magic(magic)) => {
-            return Err(journal_error(
+            return Err(state_error(
+                path,
                 libc::EINVAL,
                 format!(
                     "not an mcfs journal (magic {:?}); refusing to recover — move it away if it is not mcfs's",
@@ -200,7 +258,8 @@ pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
             ))
         }
         Err(ForeignHeader::Version(v)) => {
-            return Err(journal_error(
+            return Err(state_error(
+                path,
                 libc::EINVAL,
                 format!(
                     "journal format version {v}, this mcfs knows version {}; use the mcfs that wrote it",
@@ -213,7 +272,7 @@ pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
     if len - HEADER_LEN.min(len) < header.payload_len {
         return Ok(torn);
     }
-    let mut reader = OpReader::new(backend, header.payload_len);
+    let mut reader = OpReader::new(backend, path, header.payload_len);
     let mut count = 0u64;
     let mut malformed = None;
     loop {
@@ -238,13 +297,15 @@ pub fn inspect(backend: &dyn Backend) -> io::Result<JournalContent> {
     // The checksum matches, so the bytes are what was written: a bad record
     // is a bug, and applying part of a committed transaction is not allowed.
     if let Some(m) = malformed {
-        return Err(journal_error(
+        return Err(state_error(
+            path,
             libc::EUCLEAN,
             format!("transaction {} is checksummed but unreadable: {m}", header.seq),
         ));
     }
     if count != header.op_count {
-        return Err(journal_error(
+        return Err(state_error(
+            path,
             libc::EUCLEAN,
             format!("transaction {} announces {} ops but holds {count}", header.seq, header.op_count),
         ));
@@ -304,7 +365,7 @@ mod report_tests {
                 data_bytes: 3 << 20,
                 already_done: 2,
                 skipped_missing: 1,
-                unapplied: vec![UnappliedOp { index: 57, op: "setxattr d/f".into(), errno: libc::EOPNOTSUPP }],
+                unapplied: vec![UnappliedOp { seq: 12, index: 57, op: "setxattr d/f".into(), errno: libc::EOPNOTSUPP }],
                 ..ApplyReport::default()
             }),
             dropped_torn_bytes: 512,
@@ -314,7 +375,7 @@ mod report_tests {
             report.to_string(),
             "replayed committed transaction 12 from op 40 (the ops before it were applied before the crash): \
              296 ops applied (3.0 MiB of file data), 2 found already done, 1 skipped as a later op had removed \
-             their file, 1 skipped as the backing store cannot hold them: op 57: setxattr d/f: Operation not \
+             their file, 1 skipped as the backing store cannot hold them: txn 12 op 57: setxattr d/f: Operation not \
              supported (os error 95); dropped an uncommitted transaction (512 B torn by the crash); removed 3 \
              orphans (files deleted while still open)"
         );

@@ -10,7 +10,7 @@
 //!    boundary per app, chosen together (cross-app dependencies respected);
 //! 3. that choice is, for every app, at least as new as the newest boundary
 //!    the engine had reported committed (`vcts_committed`) when the backend
-//!    had issued at most `k` ops (nothing acknowledged is lost);
+//!    had issued fewer than `k` ops (nothing acknowledged is lost);
 //! 4. recovering it again changes nothing.
 //!
 //! For crash states where recovery replays a committed transaction (and a
@@ -53,6 +53,10 @@ pub struct Tally {
     pub nested_runs: usize,
     pub nested_states: usize,
     pub restarts: usize,
+    /// Crash states at cuts inside a step around which several committed
+    /// transactions waited in the journal (between their commits and their
+    /// apply, or inside the coalesced apply of them).
+    pub queued_states: usize,
 }
 
 impl Tally {
@@ -63,6 +67,7 @@ impl Tally {
         self.nested_runs += other.nested_runs;
         self.nested_states += other.nested_states;
         self.restarts += other.restarts;
+        self.queued_states += other.queued_states;
     }
 }
 
@@ -71,8 +76,8 @@ impl std::fmt::Display for Tally {
         write!(
             f,
             "{} backend ops, {} cuts, {} crash states recovered and checked, {} recoveries crashed ({} more \
-             states), {} mounts after a crash",
-            self.ops, self.cuts, self.states, self.nested_runs, self.nested_states, self.restarts
+             states), {} mounts after a crash; {} states with several transactions queued",
+            self.ops, self.cuts, self.states, self.nested_runs, self.nested_states, self.restarts, self.queued_states
         )
     }
 }
@@ -194,12 +199,15 @@ impl<'r> Checker<'r> {
         self.run.boundaries[j].iter().rposition(|b| b.counts.contains(&count)).expect("counts come from boundaries")
     }
 
-    /// Boundaries per app the engine had reported committed by cut `k`.
+    /// Boundaries per app the engine had reported committed by cut `k`. A
+    /// step that ends with a sync (a commit is done once its commit record
+    /// is durable) has returned by cut `k` only if an op came after it: a
+    /// crash at the cut of its last op may fall before the sync returned.
     fn acknowledged(&self, k: usize) -> Vec<usize> {
         self.run
             .acks
             .iter()
-            .take_while(|(ops, _)| *ops <= k)
+            .take_while(|(ops, _)| *ops < k)
             .last()
             .map_or(vec![0; APPS], |(_, c)| c.iter().map(|n| *n as usize).collect())
     }
@@ -322,6 +330,8 @@ pub fn check_run(run: &Run, seed: u64, budget: Budget) -> Result<Tally, (Failure
             let fail = |f: Failure, nested: Option<&str>| (f, context(run, &state, nested));
             let (report, tree) = recover_and_read(&state.state).map_err(|f| fail(f, None))?;
             tally.states += 1;
+            let step = run.steps.iter().find(|s| s.ops_before < k && k <= s.ops_after);
+            tally.queued_states += usize::from(step.is_some_and(|s| s.waiting >= 2));
             checker.check(&tree, k).map_err(|f| fail(f, None))?;
             if tally.restarts < budget.restarts && rng.gen_bool(0.1) {
                 tally.restarts += 1;

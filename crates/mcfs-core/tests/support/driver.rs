@@ -46,6 +46,9 @@ pub struct StepRecord {
     /// Backend ops issued before the step started and when it returned.
     pub ops_before: usize,
     pub ops_after: usize,
+    /// Committed transactions waiting in the journal to be applied, the
+    /// most before or after the step.
+    pub waiting: usize,
 }
 
 /// A VCT boundary of one app: the counts of that app's logged steps it may
@@ -379,7 +382,7 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
                 problem.get_or_insert(format!("before the mount: {step}: {e}"));
             }
         }
-        steps.push(StepRecord { step: step.clone(), skipped, log: None, ops_before: 0, ops_after: 0 });
+        steps.push(StepRecord { step: step.clone(), skipped, log: None, ops_before: 0, ops_after: 0, waiting: 0 });
     }
     let recorder = Arc::new(RecordingBackend::new(initial_store(pre_mount, start)));
     let clock = Arc::new(ManualClock::new());
@@ -408,8 +411,9 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
     let mut logged = [0usize; APPS];
     for (index, step) in script.iter().enumerate().skip(mounted_at) {
         let ops_before = recorder.op_count();
+        let waiting = harness.engine.waiting_transactions().0;
         let mut record =
-            StepRecord { step: step.clone(), skipped: false, log: None, ops_before, ops_after: ops_before };
+            StepRecord { step: step.clone(), skipped: false, log: None, ops_before, ops_after: ops_before, waiting };
         let before = model.tree();
         let refused_with = model.refused_with(step);
         let log_app = match refused_with.map_or_else(|| model.apply(step), |_| Ok(None)) {
@@ -423,6 +427,7 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
         let (closed_before, _, checkpoints_before) = harness.counters();
         let result = harness.exec(step);
         record.ops_after = recorder.op_count();
+        record.waiting = record.waiting.max(harness.engine.waiting_transactions().0);
         if let Some(app) = log_app {
             record.log = Some((app, logged[app]));
             logged[app] += 1;
