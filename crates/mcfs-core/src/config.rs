@@ -123,13 +123,11 @@ pub struct FuseConfig {
 #[serde(rename_all = "lowercase")]
 pub enum IoUringMode {
     /// io_uring when the kernel offers it and mcfs mounts itself (as root), else `/dev/fuse`.
+    #[default]
     Auto,
     /// io_uring or no mount: the mount fails, naming the cause, where it cannot be had.
     On,
-    /// `/dev/fuse` (read and write per request). The default: on the 2-core
-    /// machine this was measured on, the ring doubled a request's latency
-    /// (docs/BENCHMARKS.md, "io_uring against /dev/fuse, quiet").
-    #[default]
+    /// `/dev/fuse` (read and write per request).
     Off,
 }
 
@@ -364,8 +362,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fuse_io_uring_is_off_unless_set() {
-        assert_eq!(Config::default().fuse.io_uring, IoUringMode::Off);
+    fn fuse_io_uring_is_auto_unless_set() {
+        assert_eq!(Config::default().fuse.io_uring, IoUringMode::Auto);
         for (text, mode) in [("on", IoUringMode::On), ("off", IoUringMode::Off), ("auto", IoUringMode::Auto)] {
             let config = Config::from_toml(&format!("[fuse]\nio_uring = \"{text}\"\n")).unwrap();
             assert_eq!(config.fuse.io_uring, mode);
