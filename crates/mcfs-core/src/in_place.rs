@@ -321,8 +321,8 @@ impl<'a> InPlace<'a> {
         let before = Before { seq: self.seq, path: path.to_path_buf(), size: attr.size, atime: attr.atime, mtime: attr.mtime };
         let Some(record) = before.encode() else { return Ok(false) };
         if self.placed.is_empty() {
-            // A fresh file: the records of an earlier transaction are settled.
-            self.backend.set_len(&appends_path(), 0)?;
+            // Created or emptied (the records of an earlier transaction are settled).
+            self.backend.create(&appends_path(), FileKind::File, 0o600, 0)?;
         }
         self.backend.write_at(&appends_path(), self.record_bytes, &record)?;
         self.backend.sync()?;
