@@ -194,12 +194,12 @@ impl Engine {
             // The transaction is not durable: the backing store has none of
             // it once the appends written in place are cut back (after the
             // abort, whose truncation of the segment their sync makes durable).
-            let undone = journal.abort().and_then(|()| in_place.undo());
+            let undone = in_place.undo(journal.abort());
             self.tree.write().abandon_compile();
             self.state.lock().requeue_closed(batch);
             let wasted = journal.bytes_written() - journal_before + in_place.record_bytes();
             let mut c = self.counters.lock();
-            (c.journal_bytes, c.bytes_flushed) = (c.journal_bytes + wasted, c.bytes_flushed + wasted);
+            (c.journal_bytes, c.bytes_flushed) = (c.journal_bytes + wasted, c.bytes_flushed + wasted + in_place.data_bytes);
             drop(c);
             if let Err(e) = undone {
                 // Its records stay for recovery; new ones must not replace them.
@@ -653,6 +653,7 @@ fn write_transaction(
         journal.append(last)?;
     }
     in_place.journal_ops = journal.ops_appended();
+    in_place.make_durable()?;
     journal.end()?;
     journal.wait_sync()?;
     Ok(Step::GoOn)

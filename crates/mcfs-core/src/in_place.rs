@@ -331,6 +331,16 @@ impl<'a> InPlace<'a> {
         Ok(true)
     }
 
+    /// Syncs the data written in place, before the commit record is
+    /// written: a crash must never keep the record without the data (unlike
+    /// the journal's payload, no checksum would tell).
+    pub(crate) fn make_durable(&self) -> io::Result<()> {
+        if self.data_bytes == 0 {
+            return Ok(());
+        }
+        self.backend.sync()
+    }
+
     /// The transaction committed (its `wait_sync` returned): its records
     /// go. Not synced: every apply run with an op syncs before it frees a
     /// segment, so no crash keeps the freed segment of this transaction
@@ -347,14 +357,17 @@ impl<'a> InPlace<'a> {
         Ok(())
     }
 
-    /// The transaction did not commit: cuts the files back to their size and
-    /// times before it and forgets the records, durably (the sync also makes
-    /// the aborted segment's truncation durable, so its commit record cannot
-    /// turn up beside the cut files).
-    pub(crate) fn undo(&self) -> io::Result<()> {
+    /// The transaction did not commit and was aborted (`aborted`: how the
+    /// journal's abort went): cuts the files back to their size and times
+    /// before it and forgets the records, durably (the sync also makes the
+    /// aborted segment's truncation durable, so its commit record cannot
+    /// turn up beside the cut files; if that truncation failed, nothing is
+    /// cut and the error is the caller's).
+    pub(crate) fn undo(&self, aborted: io::Result<()>) -> io::Result<()> {
         if self.placed.is_empty() {
             return Ok(());
         }
+        aborted?;
         let records: Vec<Before> = self.placed.values().cloned().collect();
         put_back(self.backend, &records)?;
         self.backend.set_len(&appends_path(), 0)?;
@@ -430,6 +443,24 @@ mod tests {
         assert_eq!(backend.stat(&appends_path()).unwrap().size, 0, "records forgotten");
         assert!(!recover(&backend, &|_| false).unwrap(), "nothing left to do");
         let _ = old;
+    }
+
+    #[test]
+    fn an_aborted_transaction_cuts_its_files_back_unless_the_abort_failed() {
+        let backend = MemBackend::new();
+        backend.create(Path::new(crate::STATE_DIR), FileKind::Dir, 0o700, 0).unwrap();
+        backend.create(Path::new("f"), FileKind::File, 0o644, 0).unwrap();
+        backend.write_at(Path::new("f"), 0, &[1; 10]).unwrap();
+        let mut place = InPlace::new(&backend, 1, 1, std::iter::empty());
+        let append = JournalOp::Write { path: PathBuf::from("f"), offset: 10, data: vec![2; 90] };
+        assert!(place.route(append).unwrap().is_none());
+        let failed = place.undo(Err(io::Error::other("abort failed")));
+        assert!(failed.is_err(), "the abort's error is the caller's");
+        assert_eq!(backend.stat(Path::new("f")).unwrap().size, 100, "nothing cut while the segment may stay");
+        place.undo(Ok(())).unwrap();
+        assert_eq!(backend.stat(Path::new("f")).unwrap().size, 10, "cut back");
+        assert_eq!(backend.stat(&appends_path()).unwrap().size, 0, "records gone");
+        InPlace::new(&backend, 2, 1, std::iter::empty()).undo(Err(io::Error::other("x"))).unwrap();
     }
 
     #[test]
