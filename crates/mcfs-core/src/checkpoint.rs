@@ -199,7 +199,8 @@ impl Engine {
             self.state.lock().requeue_closed(batch);
             let wasted = journal.bytes_written() - journal_before + in_place.record_bytes();
             let mut c = self.counters.lock();
-            (c.journal_bytes, c.bytes_flushed) = (c.journal_bytes + wasted, c.bytes_flushed + wasted + in_place.data_bytes);
+            (c.journal_bytes, c.bytes_flushed) =
+                (c.journal_bytes + wasted, c.bytes_flushed + wasted + in_place.data_bytes);
             drop(c);
             if let Err(e) = undone {
                 // Its records stay for recovery; new ones must not replace them.
@@ -214,7 +215,10 @@ impl Engine {
         let (placed_bytes, record_bytes) = (in_place.data_bytes, in_place.record_bytes());
         if let Err(e) = in_place.committed() {
             // Committed all the same; the records stay, for recovery to read.
-            tracing::error!("cannot clear {}: {e}; appends go through the journal from now on", crate::in_place::appends_path().display());
+            tracing::error!(
+                "cannot clear {}: {e}; appends go through the journal from now on",
+                crate::in_place::appends_path().display()
+            );
             self.in_place_off.store(true, Ordering::Relaxed);
         }
         let written_at = self.clock.now();

@@ -318,7 +318,8 @@ impl<'a> InPlace<'a> {
         if offset < attr.size.max(self.waiting_ends.get(&object).copied().unwrap_or(0)) {
             return Ok(false);
         }
-        let before = Before { seq: self.seq, path: path.to_path_buf(), size: attr.size, atime: attr.atime, mtime: attr.mtime };
+        let before =
+            Before { seq: self.seq, path: path.to_path_buf(), size: attr.size, atime: attr.atime, mtime: attr.mtime };
         let Some(record) = before.encode() else { return Ok(false) };
         if self.placed.is_empty() {
             // Created or emptied (the records of an earlier transaction are settled).

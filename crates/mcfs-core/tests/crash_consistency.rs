@@ -458,4 +458,3 @@ fn appends_written_in_place_recover_to_vct_boundaries() {
         Start::Mounted,
     );
 }
-

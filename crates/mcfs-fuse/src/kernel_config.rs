@@ -46,8 +46,15 @@ pub fn raise_readahead(mountpoint: &Path) {
     };
     let path = readahead_path(dev);
     match std::fs::write(&path, (MAX_WRITE / 1024).to_string()) {
-        Ok(()) => tracing::debug!("read-ahead of {} raised to {} KiB ({})", mountpoint.display(), MAX_WRITE / 1024, path.display()),
-        Err(e) => tracing::debug!("read-ahead of {} stays at the kernel's: {}: {e}", mountpoint.display(), path.display()),
+        Ok(()) => tracing::debug!(
+            "read-ahead of {} raised to {} KiB ({})",
+            mountpoint.display(),
+            MAX_WRITE / 1024,
+            path.display()
+        ),
+        Err(e) => {
+            tracing::debug!("read-ahead of {} stays at the kernel's: {}: {e}", mountpoint.display(), path.display())
+        }
     }
 }
 
