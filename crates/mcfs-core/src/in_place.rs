@@ -276,9 +276,9 @@ impl<'a> InPlace<'a> {
                 }
                 Ok(Some(op))
             }
-            op if op.is_namespace() => {
+            _ if op.is_namespace() => {
                 self.open = false;
-                Ok(Some(op.clone()))
+                Ok(Some(op))
             }
             // Owner, mode, times and xattrs: applied later, over the data either way.
             _ => Ok(Some(op)),
