@@ -2,7 +2,8 @@
 //! record durable, their pages pinned in the cache, their VCTs not marked
 //! committed), and are carried out in place together, in commit order and
 //! coalesced (`Journal::apply`), from the ops the engine holds. They are
-//! applied when the backlog reaches `apply_backlog_bytes` of journal or its
+//! applied when the backlog reaches `apply_backlog_bytes` of journal (and
+//! of data its transactions wrote in place, whose pages they pin too) or its
 //! oldest has waited `apply_backlog_seconds`, at a requested checkpoint and
 //! at unmount, on memory pressure, and when backing space runs short.
 //!
@@ -29,6 +30,9 @@ pub struct Waiting {
     pub committed_at: SystemTime,
     /// Bytes the journal's waiting transactions took once it was committed.
     pub log_bytes: u64,
+    /// Appended data this transaction wrote in place (`in_place`): not in
+    /// the journal, but its pages stay pinned until the apply all the same.
+    pub placed_bytes: u64,
 }
 
 impl Engine {
@@ -43,7 +47,8 @@ impl Engine {
     pub(crate) fn backlog_due_at(&self, st: &State) -> Option<SystemTime> {
         let backlog = self.backlog.lock();
         let (oldest, newest) = (backlog.first()?, backlog.last()?);
-        if newest.log_bytes >= st.config.apply_backlog_bytes {
+        let placed: u64 = backlog.iter().map(|w| w.placed_bytes).sum();
+        if newest.log_bytes + placed >= st.config.apply_backlog_bytes {
             return Some(oldest.committed_at);
         }
         Some(oldest.committed_at + crate::config::seconds(st.config.apply_backlog_seconds))

@@ -15,6 +15,7 @@ use crate::checkpoint_log::{CheckpointLog, Done};
 use crate::compile::{born_and_gone, Compiler};
 use crate::dispatch::Step;
 use crate::engine::Engine;
+use crate::in_place::InPlace;
 use crate::journal::{Journal, JournalOp};
 use crate::policy::prediction_score::PredictionScore;
 use crate::policy::Limits;
@@ -26,6 +27,7 @@ use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
 use parking_lot::MutexGuard;
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Why a checkpoint runs; says which open VCTs it closes first.
@@ -87,6 +89,8 @@ pub struct CheckpointCounters {
     pub failures: u64,
     /// File data the applier left out: later waiting transactions rewrote it.
     pub coalesced_bytes: u64,
+    /// Appended file data commits wrote in place instead of into the journal.
+    pub placed_bytes: u64,
     pub last_error: Option<String>,
     /// After a failure, background retries wait until then (backing off).
     pub retry_at: Option<SystemTime>,
@@ -138,7 +142,7 @@ impl Engine {
         let asked = self.clock.now();
         let mut journal = self.dispatch.take_journal(|| self.journal.lock());
         let started = self.clock.now();
-        let (batch, live, skip, rest) = {
+        let (batch, live, skip, rest, append_in_place_bytes) = {
             let mut st = self.state.lock();
             match trigger {
                 Trigger::Everything | Trigger::Memory => st.close_all(),
@@ -168,7 +172,7 @@ impl Engine {
             let keeps_data = |i: Ino| referenced(i) && st.inodes.get(&i).is_some_and(|n| !n.is_dir());
             let live: HashSet<Ino> = batch_inodes(&batch).filter(|i| keeps_data(*i)).collect();
             let skip = born_and_gone(batch.iter().flat_map(|v| v.entries.iter()), &referenced);
-            (batch, live, skip, rest)
+            (batch, live, skip, rest, st.config.append_in_place_bytes)
         };
         let journal_before = journal.bytes_written();
         let mut tree = self.tree.write().begin_compile();
@@ -183,28 +187,48 @@ impl Engine {
         };
         let step = || self.dispatch.commit_step(gave_way_at);
         let mut origins = OpOrigins::default();
-        let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step, &mut origins);
+        let min_bytes = if self.in_place_off.load(Ordering::Relaxed) { 0 } else { append_in_place_bytes };
+        let mut in_place = InPlace::new(&*self.backend, seq, min_bytes, journal.waiting_ops());
+        let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step, &mut origins, &mut in_place);
         if !matches!(written, Ok(Step::GoOn)) {
-            // The transaction is not durable: the backing store has none of it.
-            let _ = journal.abort();
+            // The transaction is not durable: the backing store has none of
+            // it once the appends written in place are cut back (after the
+            // abort, whose truncation of the segment their sync makes durable).
+            let undone = in_place.undo(journal.abort());
             self.tree.write().abandon_compile();
             self.state.lock().requeue_closed(batch);
-            let wasted = journal.bytes_written() - journal_before;
+            let wasted = journal.bytes_written() - journal_before + in_place.record_bytes();
             let mut c = self.counters.lock();
-            (c.journal_bytes, c.bytes_flushed) = (c.journal_bytes + wasted, c.bytes_flushed + wasted);
+            (c.journal_bytes, c.bytes_flushed) =
+                (c.journal_bytes + wasted, c.bytes_flushed + wasted + in_place.data_bytes);
             drop(c);
+            if let Err(e) = undone {
+                // Its records stay for recovery; new ones must not replace them.
+                self.in_place_off.store(true, Ordering::Relaxed);
+                return Err(self.failed("cutting back files appended in place", &e));
+            }
             return match written {
                 Err(e) => Err(self.failed("writing the journal", &e)),
                 Ok(_) => Ok(Commit::GaveWay),
             };
         }
+        let (placed_bytes, record_bytes) = (in_place.data_bytes, in_place.record_bytes());
+        if let Err(e) = in_place.committed() {
+            // Committed all the same; the records stay, for recovery to read.
+            tracing::error!(
+                "cannot clear {}: {e}; appends go through the journal from now on",
+                crate::in_place::appends_path().display()
+            );
+            self.in_place_off.store(true, Ordering::Relaxed);
+        }
         let written_at = self.clock.now();
         // The backing store keeps the tree before the transaction until the applier runs.
         self.tree.write().install(tree);
-        let journal_bytes = journal.bytes_written() - journal_before;
+        let journal_bytes = journal.bytes_written() - journal_before + record_bytes;
         let mut c = self.counters.lock();
         c.journal_bytes += journal_bytes;
-        c.bytes_flushed += journal_bytes;
+        c.bytes_flushed += journal_bytes + placed_bytes;
+        c.placed_bytes += placed_bytes;
         c.checkpoints += 1;
         c.last_duration = self.clock.now().duration_since(started).unwrap_or_default();
         let took = c.last_duration;
@@ -227,7 +251,7 @@ impl Engine {
         st.journaled(&batch, journal_bytes, written_at);
         drop(st);
         let log_bytes = journal.waiting_bytes();
-        self.backlog.lock().push(Waiting { seq, batch, origins, committed_at: written_at, log_bytes });
+        self.backlog.lock().push(Waiting { seq, batch, origins, committed_at: written_at, log_bytes, placed_bytes });
         self.succeeded();
         if trigger.applies_at_once() {
             self.apply_backlog(&mut journal)?;
@@ -601,7 +625,8 @@ fn split_to_fit(
 }
 
 /// BEGIN, one APPEND per operation compiled from the batch (rename chains
-/// merged), END, WAIT_SYNC; stops before an APPEND if `step` says to give
+/// merged) that `in_place` does not write to its home at once (appended
+/// data), END, WAIT_SYNC; stops before an APPEND if `step` says to give
 /// way (the caller aborts). `origins` learns which entry each op came from.
 fn write_transaction(
     journal: &mut Journal,
@@ -610,6 +635,7 @@ fn write_transaction(
     compiler: &mut Compiler,
     step: &dyn Fn() -> Step,
     origins: &mut OpOrigins,
+    in_place: &mut InPlace,
 ) -> std::io::Result<Step> {
     journal.begin(seq)?;
     let chains = RenameChains::of(batch);
@@ -620,16 +646,18 @@ fn write_transaction(
             if step() == Step::GiveWay {
                 return Ok(Step::GiveWay);
             }
-            if let Some(done) = hold_or_extend(&mut held, op) {
+            if let Some(done) = hold_or_extend(&mut held, op).map(|op| in_place.route(op)).transpose()?.flatten() {
                 journal.append(done)?;
             }
             // The op just handed over is (part of) the held one, appended next.
             origins.note(journal.ops_appended(), app, &entry);
         }
     }
-    if let Some(last) = held {
+    if let Some(last) = held.map(|op| in_place.route(op)).transpose()?.flatten() {
         journal.append(last)?;
     }
+    in_place.journal_ops = journal.ops_appended();
+    in_place.make_durable()?;
     journal.end()?;
     journal.wait_sync()?;
     Ok(Step::GoOn)
@@ -667,6 +695,7 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<Prediction
         checkpoint_error: c.last_error.clone(),
         checkpoint_failures: c.failures,
         coalesced_bytes: c.coalesced_bytes,
+        placed_bytes: c.placed_bytes,
         cache_dirty_bytes: st.cache.dirty_bytes(),
         cache_total_bytes: st.cache.bytes(),
         cache_clean_bytes: st.cache.bytes() - st.cache.dirty_bytes(),

@@ -60,6 +60,10 @@ pub struct Config {
     pub apply_backlog_bytes: u64,
     /// ... or until the oldest of them has waited this long.
     pub apply_backlog_seconds: f64,
+    /// A commit writes data appended past the end of an existing backing
+    /// file straight in place (not into the journal) from the first write
+    /// of at least this many bytes; `0`: never (docs/JOURNAL.md).
+    pub append_in_place_bytes: u64,
     /// Name of the transactioning policy.
     pub transaction_policy: String,
     /// Name of the user-idle interval predictor; with one, background
@@ -201,6 +205,7 @@ impl Default for Config {
             checkpoint_segment_bytes: 4 * MIB,
             apply_backlog_bytes: 32 * MIB,
             apply_backlog_seconds: 5.0,
+            append_in_place_bytes: 64 * 1024,
             transaction_policy: "staleness-limit".to_string(),
             idle_predictor: "none".to_string(),
             checkpoint_write_rate: 46.23e6,
@@ -255,6 +260,7 @@ impl Config {
         in_range("low_battery_percent", self.low_battery_percent, 0, 100, "")?;
         in_range("checkpoint_segment_bytes", self.checkpoint_segment_bytes, 1, MAX_BYTES, " bytes")?;
         in_range("apply_backlog_bytes", self.apply_backlog_bytes, 0, MAX_BYTES, " bytes")?;
+        in_range("append_in_place_bytes", self.append_in_place_bytes, 0, MAX_BYTES, " bytes")?;
         in_range("checkpoint_write_rate", self.checkpoint_write_rate, 1.0, MAX_WRITE_RATE, " bytes/s")?;
         known("transaction_policy", &self.transaction_policy, crate::policy::POLICY_NAMES)?;
         known("idle_predictor", &self.idle_predictor, crate::policy::interval::PREDICTOR_NAMES)?;

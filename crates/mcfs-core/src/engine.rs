@@ -25,7 +25,7 @@ use crate::STATE_DIR;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +38,9 @@ pub struct Engine {
     pub(crate) journal: Mutex<Journal>,
     pub(crate) preserve_owner: bool,
     pub(crate) counters: Mutex<CheckpointCounters>,
+    /// Commits stopped writing appends in place: cutting files back after
+    /// a failed commit failed, and its records must stay for recovery.
+    pub(crate) in_place_off: AtomicBool,
     /// Committed transactions waiting to be applied, in commit order (`backlog`).
     pub(crate) backlog: Mutex<Vec<crate::backlog::Waiting>>,
     /// Ops the backing store refused for good, and the errors owed for them.
@@ -173,6 +176,7 @@ impl Engine {
             // SAFETY: geteuid has no preconditions.
             preserve_owner: unsafe { libc::geteuid() } == 0,
             counters: Mutex::new(CheckpointCounters::default()),
+            in_place_off: AtomicBool::new(false),
             backlog: Mutex::new(Vec::new()),
             refused: Mutex::new(Default::default()),
             wake: (Mutex::new(false), Condvar::new()),

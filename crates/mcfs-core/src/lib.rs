@@ -25,6 +25,7 @@ mod file_space;
 mod foreground;
 mod histogram;
 pub mod human;
+mod in_place;
 mod inode;
 pub mod ioprio;
 pub mod journal;

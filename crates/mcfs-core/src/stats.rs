@@ -64,6 +64,9 @@ pub struct Stats {
     /// File data the applier did not write because a later waiting
     /// transaction wrote the same bytes (each went home once, last version).
     pub coalesced_bytes: u64,
+    /// Appended file data commits wrote straight in place instead of into
+    /// the journal (`append_in_place_bytes`).
+    pub placed_bytes: u64,
     /// Ops the backing store refused for good at apply time, skipped (their
     /// apps got the error at their next fsync or close of the file).
     pub unapplied_ops: u64,

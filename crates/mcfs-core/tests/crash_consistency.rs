@@ -437,3 +437,24 @@ fn a_name_made_below_a_directory_another_app_moved_commits_after_the_move() {
         Start::Empty,
     );
 }
+
+/// Appends past the end of committed files go straight to their home
+/// before the commit record (`in_place`): crashes inside those writes, in
+/// the commit after them, in a commit that gave way, and in recovery, must
+/// find each file at a VCT boundary — the appended bytes cut back off if
+/// the commit did not happen. Mixed with writes inside the old size, a
+/// truncate, a hard link written through both names and a rename after the
+/// appends, across several waiting transactions.
+#[test]
+fn appends_written_in_place_recover_to_vct_boundaries() {
+    check_text(
+        "a0 mkdir app0 755; a0 create app0/log 644; a0 write app0/log @0+5000 #1; a0 create app0/db 644; \
+         a0 write app0/db @0+8192 #2; a0 link app0/db app0/db2; checkpoint; \
+         a0 write app0/log @5000+20000 #3; a0 write app0/log @100+10 #4; a0 fsync app0/log; \
+         a0 write app0/db2 @8192+9000 #5; a0 write app0/db @12000+300 #6; tick 130; \
+         a0 write app0/log @25000+12288 #7; a0 truncate app0/log 30000; a0 write app0/log @30000+4096 #8; \
+         a0 write app0/db @17192+4096 #9; a0 rename app0/db app0/db.old; a0 write app0/db.old @21288+100 #10; \
+         checkpoint; a0 write app0/db2 @30000+5000 #11; shutdown",
+        Start::Mounted,
+    );
+}

@@ -113,13 +113,15 @@ pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io:
 
 /// `mount` for a file system set up by the caller (with an observer, say).
 pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
-    match opts.io_uring {
+    let mounted = match opts.io_uring {
         IoUringMode::Off => {
             let slot = fs.invalidator_slot();
             start_session(fs, mountpoint, opts, slot)
         }
         mode => crate::ring_mount::start(fs, mountpoint, opts, mode == IoUringMode::On),
-    }
+    }?;
+    crate::kernel_config::raise_readahead(mounted.mountpoint());
+    Ok(mounted)
 }
 
 /// Mounts and serves `fs` over `/dev/fuse`; the session's notifier goes to
@@ -456,6 +458,24 @@ mod tests {
             mounted.unmount().unwrap();
             assert_eq!(err.raw_os_error(), Some(errno), "read_only {read_only}: {err}");
         }
+    }
+
+    /// Root raises a mount's read-ahead window to one request (the kernel's
+    /// 128 KiB otherwise); other users leave it.
+    #[test]
+    fn the_read_ahead_window_is_one_request_for_root() {
+        require_mount();
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = mount_root_only(dir.path());
+        let entry = crate::kernel_config::readahead_path(fs::metadata(dir.path()).unwrap().dev());
+        let before = fs::read_to_string(&entry).unwrap();
+        crate::kernel_config::raise_readahead(dir.path());
+        let after = fs::read_to_string(&entry).unwrap();
+        mounted.unmount().unwrap();
+        assert_eq!(before.trim(), "128", "the kernel's own window");
+        // SAFETY: no preconditions.
+        let want = if unsafe { libc::geteuid() } == 0 { "1024" } else { "128" };
+        assert_eq!(after.trim(), want, "{}", entry.display());
     }
 
     #[test]

@@ -222,6 +222,7 @@ impl Journal {
             // Never committed: whatever survives of this truncation is still torn.
             b.set_len(&segment_path(*slot), 0)?;
         }
+        crate::in_place::forget(b)?;
         progress.reset(b)?;
         Ok(Journal {
             last_seq: None,
@@ -259,6 +260,11 @@ impl Journal {
     /// Committed transactions not (fully) applied yet.
     pub fn waiting(&self) -> usize {
         self.waiting.len()
+    }
+
+    /// The ops of the waiting transactions, in commit order.
+    pub fn waiting_ops(&self) -> impl Iterator<Item = &JournalOp> {
+        self.waiting.iter().flat_map(|w| w.ops.iter())
     }
 
     /// Bytes the waiting transactions take in the log (their segments).

@@ -102,6 +102,11 @@ pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
     let mut progress = ProgressFile::load(backend)?;
     let log = inspect_log(backend, &segment_slots(backend)?)?;
     check_consistent(&log, &progress)?;
+    // Appends of a transaction that did not commit are cut back before the
+    // committed ones are replayed (crate::in_place).
+    let newest = progress.newest().map_or(0, |p| p.seq);
+    let committed = |seq: u64| newest >= seq || log.committed.iter().any(|(_, h)| h.seq == seq);
+    let appends_put_back = crate::in_place::recover(backend, &committed)?;
     for (slot, len) in &log.torn {
         backend.set_len(&segment_path(*slot), 0)?;
         report.dropped_torn_bytes += len;
@@ -115,7 +120,7 @@ pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
         report.replayed = Some(apply_run(backend, &mut run, &mut progress, u64::MAX, &mut || {}, &mut Vec::new())?);
     }
     report.orphans_removed = remove_orphans(backend)?;
-    if report != RecoveryReport::default() {
+    if report != RecoveryReport::default() || appends_put_back {
         // Leave the backing store settled (and the log durably empty).
         backend.sync()?;
     }

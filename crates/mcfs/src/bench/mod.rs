@@ -475,7 +475,7 @@ fn run_cell(workload: WorkloadName, kind: TargetKind, env: &TargetEnv, inputs: &
         WorkloadName::Postmark => postmark::run(&target.dir, sizes, seed),
         WorkloadName::Dbench => dbench::run(&target.dir, sizes),
         WorkloadName::Git => git::run(&target.dir, inputs.git_source.ok_or("no git source repository was made")?),
-        WorkloadName::Seq => seq::run(&target.dir, sizes),
+        WorkloadName::Seq => seq::run(&target, sizes),
         WorkloadName::Percall => percall::run(&target.dir, sizes),
     };
     // A failed tear-down (e.g. mcfs's final checkpoint) spoils the cell too.

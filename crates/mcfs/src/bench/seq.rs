@@ -8,8 +8,15 @@
 //! device (the kernel's caches were dropped); on tmpfs memory (nothing to
 //! drop); on mcfs whatever its own cache still holds, which dropping the
 //! kernel's caches does not touch, and the backing ext4 for the rest.
+//!
+//! The JSON also keeps, per run, the bytes the target's device wrote
+//! during the write and its fsync (`device_bytes_written`; none on tmpfs)
+//! and, on mcfs, its counters right after the fsync (`mcfs_stats`: journal
+//! bytes, data written in place, ...): how many times each byte went to the
+//! device.
 
 use super::metrics::{Metric, Outcome};
+use super::targets::Target;
 use super::Sizes;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -18,14 +25,26 @@ use std::time::Instant;
 
 const CHUNK: usize = 1 << 20;
 
-pub fn run(dir: &Path, sizes: &Sizes) -> Result<Outcome, String> {
-    let path = dir.join("seq.dat");
+pub fn run(target: &Target, sizes: &Sizes) -> Result<Outcome, String> {
+    let path = target.dir.join("seq.dat");
     let chunks = (sizes.seq_bytes / CHUNK as u64).max(1);
     let bytes = chunks * CHUNK as u64;
+    let has_device = target.has_device();
+    if has_device {
+        // Set-up writes (mkfs leftovers, mcfs's state directory) are not ours.
+        target.sync_device_fs()?;
+    }
+    let device_before = if has_device { Some(target.device_bytes_written()?) } else { None };
     let write_seconds = write_file(&path, chunks)?;
+    let mut outcome = Outcome::default();
+    if let Some(before) = device_before {
+        outcome.extra("device_bytes_written", target.device_bytes_written()?.saturating_sub(before));
+    }
+    if target.kind.is_mcfs() {
+        outcome.extra("mcfs_stats", target.mcfs_stats()?);
+    }
     drop_caches()?;
     let read_seconds = read_file(&path, chunks)?;
-    let mut outcome = Outcome::default();
     outcome.sample(Metric::SeqWriteBytesPerSec, bytes as f64 / write_seconds);
     outcome.sample(Metric::SeqColdReadBytesPerSec, bytes as f64 / read_seconds);
     outcome.extra("bytes", bytes);

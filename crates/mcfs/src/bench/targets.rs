@@ -166,6 +166,11 @@ impl Target {
         Ok(target)
     }
 
+    /// Whether the target has a block device of its own (all but tmpfs).
+    pub fn has_device(&self) -> bool {
+        self.device.is_some()
+    }
+
     /// Bytes the target's block device has written since it was attached.
     pub fn device_bytes_written(&self) -> Result<u64, String> {
         let device = self.device.as_ref().ok_or_else(|| format!("{} has no block device", self.kind.name()))?;
