@@ -174,13 +174,7 @@ impl Engine {
         let mut tree = self.tree.write().begin_compile();
         let seq = self.counters.lock().checkpoints + 1;
         let still_live = |ino: Ino| live.contains(&ino);
-        let mut compiler = Compiler {
-            tree: &mut tree,
-            still_live: &still_live,
-            preserve_owner: self.preserve_owner,
-            skip: &skip,
-            ops: Vec::new(),
-        };
+        let mut compiler = Compiler::new(&mut tree, &still_live, self.preserve_owner, &skip);
         let step = || self.dispatch.commit_step(gave_way_at);
         let mut origins = OpOrigins::default();
         let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step, &mut origins);
@@ -651,6 +645,8 @@ fn hold_or_extend(held: &mut Option<JournalOp>, op: JournalOp) -> Option<Journal
     ) = (held.as_mut(), &op)
     {
         if next_path == path && *next == *offset + data.len() as u64 && data.len() + more.len() <= MAX_COALESCED_WRITE {
+            // Room for the longest run at once: growing page by page copied the run again at each doubling.
+            data.reserve_exact(MAX_COALESCED_WRITE - data.len());
             data.extend_from_slice(more);
             return None;
         }

@@ -17,8 +17,8 @@ use std::os::unix::ffi::OsStrExt;
 pub const FILE_PERM: u32 = 0o644;
 pub const DIR_PERM: u32 = 0o755;
 /// Largest piece of a read or write handed to the engine at once, so a long request never becomes one
-/// huge buffer.
-const CHUNK_BYTES: u64 = 1 << 20;
+/// huge buffer (and a write's piece is a slice of the pattern, `pattern::slice`).
+const CHUNK_BYTES: u64 = pattern::MAX_SLICE as u64;
 
 /// A trace path as a key: its names joined by `/`, without `.`, empty names or a leading slash, `..`
 /// taken lexically (stopping at the root, as in the kernel); relative paths are taken from the root, which
@@ -86,11 +86,9 @@ pub fn write(engine: &Engine, caller: Caller, ino: Ino, offset: u64, len: u64) -
     if len > MAX_REQUEST_BYTES || offset.checked_add(len).is_none() {
         return Err(Errno::EFBIG);
     }
-    let mut data = vec![0; len.min(CHUNK_BYTES) as usize];
     let mut done = 0;
     while done < len {
-        let piece = &mut data[..(len - done).min(CHUNK_BYTES) as usize];
-        pattern::fill(offset + done, piece);
+        let piece = pattern::slice(offset + done, (len - done).min(CHUNK_BYTES) as usize);
         engine.write(Some(caller), ino, offset + done, piece)?;
         done += piece.len() as u64;
     }

@@ -152,7 +152,10 @@ impl FileData {
             let (index, within, len) = page_span(offset + done as u64, data.len() - done);
             let piece = &data[done..done + len];
             if !self.keep_as_known(index, piece) {
-                self.page_mut(index)[within..within + len].copy_from_slice(piece);
+                match <&Page>::try_from(piece) {
+                    Ok(whole) => self.put_page(index, whole),
+                    Err(_) => self.page_mut(index)[within..within + len].copy_from_slice(piece),
+                }
             }
             done += len;
         }
@@ -168,6 +171,18 @@ impl FileData {
         }
         self.pages.insert(index, Slot::Known);
         true
+    }
+
+    /// Stores a whole page: in place if nothing shares its bytes, else as
+    /// new bytes (never zeroed first, nor copied from a shared version).
+    fn put_page(&mut self, index: u64, whole: &Page) {
+        if let Some(Slot::Bytes(page)) = self.pages.get_mut(&index) {
+            if let Some(page) = Arc::get_mut(page) {
+                page.copy_from_slice(whole);
+                return;
+            }
+        }
+        self.pages.insert(index, Slot::Bytes(Arc::new(*whole)));
     }
 
     /// The bytes of page `index`, to change: a hole becomes zeros, a known
