@@ -34,9 +34,9 @@ use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr, BackendLimits};
 use crate::acl::{self, Acl};
-use crate::types::{FallocMode, FileKind, FsStats, PAGE_SIZE};
+use crate::types::{FallocMode, FileKind, FsStats, InoMap, PAGE_SIZE};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::ops::Range;
@@ -366,7 +366,7 @@ impl Inode {
 /// `inodes`, and every inode but the root is reachable by `nlink` names.
 #[derive(Clone)]
 struct Tree {
-    inodes: HashMap<InodeId, Inode>,
+    inodes: InoMap<Inode>,
     next_id: InodeId,
     now: SystemTime,
     limits: MemLimits,
@@ -378,7 +378,7 @@ impl Tree {
     fn new(limits: MemLimits) -> Tree {
         let now = mem_epoch();
         let root = Inode::new(FileKind::Dir, 0o755, now);
-        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now, limits, known: None }
+        Tree { inodes: InoMap::from_iter([(ROOT, root)]), next_id: ROOT + 1, now, limits, known: None }
     }
 
     fn used_blocks(&self) -> u64 {
