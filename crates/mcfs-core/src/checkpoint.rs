@@ -622,7 +622,7 @@ fn write_transaction(
         }
     }
     if let Some(last) = held {
-        journal.append(last)?;
+        journal.append(trimmed(last))?;
     }
     journal.end()?;
     journal.wait_sync()?;
@@ -651,7 +651,16 @@ fn hold_or_extend(held: &mut Option<JournalOp>, op: JournalOp) -> Option<Journal
             return None;
         }
     }
-    held.replace(op)
+    held.replace(op).map(trimmed)
+}
+
+/// A held op as handed to the journal, which keeps it until it is applied:
+/// a short run gives back the room reserved for a long one.
+fn trimmed(mut op: JournalOp) -> JournalOp {
+    if let JournalOp::Write { data, .. } = &mut op {
+        data.shrink_to_fit();
+    }
+    op
 }
 
 pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<PredictionScore>, now: SystemTime) -> Stats {
