@@ -178,13 +178,7 @@ impl Engine {
         let mut tree = self.tree.write().begin_compile();
         let seq = self.counters.lock().checkpoints + 1;
         let still_live = |ino: Ino| live.contains(&ino);
-        let mut compiler = Compiler {
-            tree: &mut tree,
-            still_live: &still_live,
-            preserve_owner: self.preserve_owner,
-            skip: &skip,
-            ops: Vec::new(),
-        };
+        let mut compiler = Compiler::new(&mut tree, &still_live, self.preserve_owner, &skip);
         let step = || self.dispatch.commit_step(gave_way_at);
         let mut origins = OpOrigins::default();
         let min_bytes = if self.in_place_off.load(Ordering::Relaxed) { 0 } else { append_in_place_bytes };
@@ -653,7 +647,7 @@ fn write_transaction(
             origins.note(journal.ops_appended(), app, &entry);
         }
     }
-    if let Some(last) = held.map(|op| in_place.route(op)).transpose()?.flatten() {
+    if let Some(last) = held.map(trimmed).map(|op| in_place.route(op)).transpose()?.flatten() {
         journal.append(last)?;
     }
     in_place.journal_ops = journal.ops_appended();
@@ -679,11 +673,22 @@ fn hold_or_extend(held: &mut Option<JournalOp>, op: JournalOp) -> Option<Journal
     ) = (held.as_mut(), &op)
     {
         if next_path == path && *next == *offset + data.len() as u64 && data.len() + more.len() <= MAX_COALESCED_WRITE {
+            // Room for the longest run at once: growing page by page copied the run again at each doubling.
+            data.reserve_exact(MAX_COALESCED_WRITE - data.len());
             data.extend_from_slice(more);
             return None;
         }
     }
-    held.replace(op)
+    held.replace(op).map(trimmed)
+}
+
+/// A held op as handed to the journal, which keeps it until it is applied:
+/// a short run gives back the room reserved for a long one.
+fn trimmed(mut op: JournalOp) -> JournalOp {
+    if let JournalOp::Write { data, .. } = &mut op {
+        data.shrink_to_fit();
+    }
+    op
 }
 
 pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<PredictionScore>, now: SystemTime) -> Stats {

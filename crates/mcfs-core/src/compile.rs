@@ -79,21 +79,48 @@ pub struct Compiler<'a> {
     /// Inodes born and gone within the batch: none of their entries matter.
     pub skip: &'a HashSet<Ino>,
     pub ops: Vec<JournalOp>,
+    /// The backing path of the inode the last entry wrote: a batch writes
+    /// files page by page, and only a metadata entry can change a path.
+    last_written: Option<(Ino, PathBuf)>,
 }
 
-impl Compiler<'_> {
+impl<'a> Compiler<'a> {
+    pub fn new(
+        tree: &'a mut CommittedTree,
+        still_live: &'a dyn Fn(Ino) -> bool,
+        preserve_owner: bool,
+        skip: &'a HashSet<Ino>,
+    ) -> Compiler<'a> {
+        Compiler { tree, still_live, preserve_owner, skip, ops: Vec::new(), last_written: None }
+    }
+
     pub fn entry(&mut self, entry: &ClosedEntry) {
         if entry_inode(entry).is_some_and(|ino| self.skip.contains(&ino)) {
             return;
         }
         match entry {
             ClosedEntry::Write { ino, page, data, len, .. } => {
-                if let Some(path) = self.tree.path(*ino) {
+                if let Some(path) = self.written_path(*ino) {
                     let data = data.bytes()[..*len].to_vec();
                     self.ops.push(JournalOp::Write { path, offset: page * PAGE_SIZE, data });
                 }
             }
-            ClosedEntry::Other(e) => self.metadata(e),
+            ClosedEntry::Other(e) => {
+                self.last_written = None;
+                self.metadata(e)
+            }
+        }
+    }
+
+    /// The backing path of an inode being written, if it has one.
+    fn written_path(&mut self, ino: Ino) -> Option<PathBuf> {
+        match &self.last_written {
+            Some((last, path)) if *last == ino => Some(path.clone()),
+            _ => {
+                let path = self.tree.path(ino)?;
+                self.last_written = Some((ino, path.clone()));
+                Some(path)
+            }
         }
     }
 

@@ -164,19 +164,25 @@ impl State {
             let idx = at / PAGE_SIZE;
             let within = (at % PAGE_SIZE) as usize;
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
-            let whole_page = within == 0 && take == PAGE_SIZE as usize;
+            let src = (at - offset) as usize;
+            let bytes = &data[src..src + take];
+            // A whole page not cached comes in with its new bytes (nothing to read, zero or copy twice).
+            let mut filled = false;
             if !self.cache.contains(ino, idx) {
-                if whole_page {
-                    self.make_room_now(1, owner, Source::Write);
-                    self.cache.insert(ino, idx, Arc::new([0; PAGE_SIZE as usize]), owner, Source::Write);
-                } else {
-                    self.load_page(store, ino, idx)?;
+                match <&PageBuf>::try_from(bytes) {
+                    Ok(whole) => {
+                        self.make_room_now(1, owner, Source::Write);
+                        self.cache.insert(ino, idx, Arc::new(*whole), owner, Source::Write);
+                        filled = true;
+                    }
+                    Err(_) => self.load_page(store, ino, idx)?,
                 }
             }
             let new_in_vct = trailing.is_none() && self.apps.list[app].open.record_write(ino, idx, take as u64, now);
             let page = self.cache.write(ino, idx, owner, new_in_vct).expect("loaded");
-            let src = (at - offset) as usize;
-            page[within..within + take].copy_from_slice(&data[src..src + take]);
+            if !filled {
+                page[within..within + take].copy_from_slice(bytes);
+            }
             self.reserve_page(ino, idx);
             at += take as u64;
         }

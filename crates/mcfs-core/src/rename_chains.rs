@@ -280,8 +280,7 @@ mod tests {
     fn compile(batch: &[ClosedVct], merged: bool) -> (Vec<JournalOp>, Vec<Option<std::path::PathBuf>>) {
         let mut tree = tree();
         let skip = HashSet::new();
-        let mut compiler =
-            Compiler { tree: &mut tree, still_live: &|_| false, preserve_owner: false, skip: &skip, ops: Vec::new() };
+        let mut compiler = Compiler::new(&mut tree, &|_| false, false, &skip);
         let chains = if merged { RenameChains::of(batch) } else { RenameChains::default() };
         for (_, entry) in chains.entries(batch) {
             compiler.entry(&entry);

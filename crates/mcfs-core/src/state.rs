@@ -29,7 +29,7 @@ use std::time::SystemTime;
 
 pub struct State {
     pub config: Config,
-    pub inodes: HashMap<Ino, Inode>,
+    pub inodes: InoMap<Inode>,
     next_ino: Ino,
     next_vct: u64,
     pub cache: Cache,
@@ -77,7 +77,7 @@ impl State {
         let cache = Cache::new(&config);
         let mut state = State {
             config,
-            inodes: HashMap::new(),
+            inodes: InoMap::default(),
             next_ino: ROOT_INO + 1,
             next_vct: 1,
             cache,

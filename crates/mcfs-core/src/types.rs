@@ -1,13 +1,40 @@
 //! Plain value types shared by the engine, its backends and its front ends
 //! (the FUSE adapter and the simulator). Nothing here does I/O.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::SystemTime;
 
 /// Engine inode number. 1 is the root, as FUSE expects.
 pub type Ino = u64;
 pub const ROOT_INO: Ino = 1;
+
+/// A map keyed by inode number, hashed with `InoHasher`.
+pub type InoMap<V> = HashMap<Ino, V, BuildHasherDefault<InoHasher>>;
+
+/// Hashes inode numbers with one multiplication: they are engine-made
+/// integers, not input an attacker picks, and SipHash on every lookup cost
+/// about 1 % of the instructions of a reclaim-heavy run in the page table
+/// and as much again in the inode table of a replay (docs/BENCHMARKS.md,
+/// "Page cache behind traits" and "Simulator speed, issue 14").
+#[derive(Default)]
+pub struct InoHasher(u64);
+
+impl Hasher for InoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|b| self.write_u64(u64::from(*b)));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
 
 /// Cache page size: the unit of caching, logging and copy-on-write.
 pub const PAGE_SIZE: u64 = 4096;

@@ -11,21 +11,28 @@
 use crate::pattern;
 use crate::replay::MAX_REQUEST_BYTES;
 use mcfs_core::{Caller, Engine, Errno, FileKind, FsResult, Ino};
+use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 pub const FILE_PERM: u32 = 0o644;
 pub const DIR_PERM: u32 = 0o755;
 /// Largest piece of a read or write handed to the engine at once, so a long request never becomes one
-/// huge buffer.
-const CHUNK_BYTES: u64 = 1 << 20;
+/// huge buffer (and a write's piece is a slice of the pattern, `pattern::slice`).
+const CHUNK_BYTES: u64 = pattern::MAX_SLICE as u64;
 
 /// A trace path as a key: its names joined by `/`, without `.`, empty names or a leading slash, `..`
 /// taken lexically (stopping at the root, as in the kernel); relative paths are taken from the root, which
 /// is the empty key. A NUL byte cannot reach a kernel (the path would end there): such a path is refused.
-pub fn key_of(path: &[u8]) -> FsResult<Vec<u8>> {
+/// A path already in that form (nearly every one a trace holds) is its own key, borrowed, not copied.
+pub fn key_of(path: &[u8]) -> FsResult<Cow<'_, [u8]>> {
     if path.contains(&0) {
         return Err(Errno::EINVAL);
+    }
+    let rest = path.strip_prefix(b"/").unwrap_or(path);
+    let plain = |name: &[u8]| !name.is_empty() && name != b"." && name != b"..";
+    if rest.is_empty() || rest.split(|b| *b == b'/').all(plain) {
+        return Ok(Cow::Borrowed(rest));
     }
     let mut names: Vec<&[u8]> = Vec::new();
     for name in path.split(|b| *b == b'/').filter(|n| !n.is_empty() && *n != b".") {
@@ -35,7 +42,7 @@ pub fn key_of(path: &[u8]) -> FsResult<Vec<u8>> {
             names.push(name);
         }
     }
-    Ok(names.join(&b'/'))
+    Ok(Cow::Owned(names.join(&b'/')))
 }
 
 /// The parent key and the last name of a key; `None` for the root.
@@ -86,11 +93,9 @@ pub fn write(engine: &Engine, caller: Caller, ino: Ino, offset: u64, len: u64) -
     if len > MAX_REQUEST_BYTES || offset.checked_add(len).is_none() {
         return Err(Errno::EFBIG);
     }
-    let mut data = vec![0; len.min(CHUNK_BYTES) as usize];
     let mut done = 0;
     while done < len {
-        let piece = &mut data[..(len - done).min(CHUNK_BYTES) as usize];
-        pattern::fill(offset + done, piece);
+        let piece = pattern::slice(offset + done, (len - done).min(CHUNK_BYTES) as usize);
         engine.write(Some(caller), ino, offset + done, piece)?;
         done += piece.len() as u64;
     }
@@ -107,9 +112,12 @@ mod tests {
 
     #[test]
     fn keys_drop_dots_and_extra_slashes_and_refuse_nul() {
-        assert_eq!(key_of(b"/a//b/./c/").unwrap(), b"a/b/c");
-        assert_eq!(key_of(b"a/b/../c").unwrap(), b"a/c");
-        assert_eq!(key_of(b"/../..").unwrap(), b"");
+        assert_eq!(*key_of(b"/a//b/./c/").unwrap(), *b"a/b/c");
+        assert_eq!(*key_of(b"a/b/../c").unwrap(), *b"a/c");
+        assert_eq!(*key_of(b"/../..").unwrap(), *b"");
+        assert_eq!(*key_of(b"/").unwrap(), *b"");
+        assert_eq!(*key_of(b"/a/.b/c..").unwrap(), *b"a/.b/c..");
+        assert!(matches!(key_of(b"/a/b").unwrap(), Cow::Borrowed(b"a/b")), "a plain path is not copied");
         assert_eq!(key_of(b"/a\0b"), Err(Errno::EINVAL));
         assert_eq!(split_last(b"a/b/c"), Some((&b"a/b"[..], OsStr::new("c"))));
         assert_eq!(split_last(b"a"), Some((&b""[..], OsStr::new("a"))));

@@ -1,7 +1,11 @@
 //! The bytes a replay writes. Traces carry offsets and lengths, not data, so every replay (in the simulator
 //! or onto a real directory) writes the same function of the file offset: byte `o` of any file is
 //! `o mod 251`. A prime period keeps pages distinct from each other, and any two replays of one trace —
-//! however they cut requests into pieces — leave byte-identical files.
+//! however they cut requests into pieces — leave byte-identical files. Because the pattern repeats, the
+//! bytes of any piece up to `MAX_SLICE` long are a slice of one ramp built once (`slice`), so a replay hands
+//! the engine its write data without allocating or filling a buffer per event.
+
+use std::sync::OnceLock;
 
 /// The period of the pattern (a prime, so 4 KiB pages do not repeat).
 const PERIOD: usize = 251;
@@ -26,6 +30,21 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = &'static [u8]> {
         let phase = ((offset + done as u64) % PERIOD as u64) as usize;
         &RAMP[phase..phase + SPAN.min(len - done)]
     })
+}
+
+/// Longest piece `slice` gives.
+pub const MAX_SLICE: usize = 1 << 20;
+
+/// The pattern from offset 0, `MAX_SLICE` and one period long, built on first use.
+fn long_ramp() -> &'static [u8] {
+    static LONG_RAMP: OnceLock<Box<[u8]>> = OnceLock::new();
+    LONG_RAMP.get_or_init(|| (0..MAX_SLICE + PERIOD).map(|i| (i % PERIOD) as u8).collect())
+}
+
+/// The pattern bytes of file offsets `offset..offset + len`, `len` at most `MAX_SLICE` (longer is cut there).
+pub fn slice(offset: u64, len: usize) -> &'static [u8] {
+    let phase = (offset % PERIOD as u64) as usize;
+    &long_ramp()[phase..phase + len.min(MAX_SLICE)]
 }
 
 /// Fills `buf` with the pattern bytes of file offsets `offset..offset + buf.len()`.
@@ -59,5 +78,15 @@ mod tests {
         assert!(matches(1_000_003, &whole) && matches(1_000_003 + 5000, &whole[5000..]));
         whole[9_999] ^= 1;
         assert!(!matches(1_000_003, &whole) && !matches(1_000_004, &whole[..10]));
+    }
+
+    #[test]
+    fn a_slice_holds_the_bytes_fill_makes_and_stops_at_the_longest() {
+        for (offset, len) in [(0, 0), (7, 1), (1_000_003, 4096), (u64::MAX - 5000, 5000), (250, MAX_SLICE)] {
+            let mut filled = vec![0u8; len];
+            fill(offset, &mut filled);
+            assert_eq!(slice(offset, len), &filled[..], "offset {offset}, {len} bytes");
+        }
+        assert_eq!(slice(3, MAX_SLICE + 10).len(), MAX_SLICE);
     }
 }

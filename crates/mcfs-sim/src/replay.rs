@@ -313,8 +313,15 @@ impl Replayer {
     }
 
     fn caller_of(&mut self, event: &TraceEvent) -> Caller {
-        let next = FIRST_APP_UID.saturating_add(self.uids.len() as u32);
-        let uid = *self.uids.entry(event.app.clone()).or_insert(next);
+        // Looked up before inserting: the app's name is copied once, not per event.
+        let uid = match self.uids.get(&event.app) {
+            Some(uid) => *uid,
+            None => {
+                let next = FIRST_APP_UID.saturating_add(self.uids.len() as u32);
+                self.uids.insert(event.app.clone(), next);
+                next
+            }
+        };
         Caller { uid, gid: uid, pid: event.pid }
     }
 }

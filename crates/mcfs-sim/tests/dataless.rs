@@ -2,13 +2,43 @@
 //! byte: on every trace of the synthetic suite, with the default policies and with the MobiFS ones, closed
 //! and open loop, the engine decides the same — every field of the metrics (VCTs, checkpoints and their
 //! intervals, bytes written, flushed and journaled, fsyncs and their latencies, bytes at risk, prediction
-//! scores, device requests and energy) is equal.
+//! scores, device requests and energy) is equal. The same holds on recorded traces of real programs: the
+//! strace logs of `tests/fixtures` and the recordings of `tests/fixtures/recorded` (the real-trace study's
+//! programs, `experiments/realtrace/programs.sh NAME DIR 20 1 LOG`, imported with
+//! `mcfs trace import --format strace --app NAME --path-prefix DIR`: SQLite in rollback and in WAL mode,
+//! git clone, edit-commit cycles and gc).
 
 use mcfs_core::{Backend, Config, SyncMode};
+use mcfs_sim::binary::BinaryReader;
+use mcfs_sim::import::strace::{StraceImporter, StraceOptions};
 use mcfs_sim::replay::{Metrics, ReplayOptions, Replayer, Timing};
 use mcfs_sim::synth;
 use mcfs_sim::TraceEvent;
 use serde_json::Value;
+
+/// The configurations compared: the defaults and the MobiFS policies closed loop, sync mode open loop.
+fn runs() -> [(&'static str, Config, Timing); 3] {
+    let mobifs =
+        Config { transaction_policy: "tpl".into(), idle_predictor: "state-machine".into(), ..Config::default() };
+    let sync = Config { mode: SyncMode::Sync, ..Config::default() };
+    [
+        ("default", Config::default(), Timing::ClosedLoop),
+        ("mobifs", mobifs, Timing::ClosedLoop),
+        ("sync", sync, Timing::OpenLoop),
+    ]
+}
+
+/// Replays `events` with and without data under every configuration of `runs`: the metrics agree field by
+/// field and the device saw writes.
+fn assert_same_decisions(name: &str, events: &[TraceEvent]) {
+    for (label, config, timing) in &runs() {
+        let (full, dataless) = (metrics(events, config, *timing, true), metrics(events, config, *timing, false));
+        let mut diff = Vec::new();
+        differences(&full, &dataless, String::new(), &mut diff);
+        assert!(diff.is_empty(), "{name}, {label}: data-full vs data-less:\n{}", diff.join("\n"));
+        assert!(full["bytes_flushed"].as_u64() > Some(0), "{name}, {label}: something reached the device");
+    }
+}
 
 fn metrics(events: &[TraceEvent], config: &Config, timing: Timing, keep_data: bool) -> Value {
     let options = ReplayOptions { config: config.clone(), timing, keep_data, ..ReplayOptions::default() };
@@ -32,23 +62,34 @@ fn differences(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
 
 #[test]
 fn dataless_and_data_full_replays_report_the_same_metrics() {
-    let mobifs =
-        Config { transaction_policy: "tpl".into(), idle_predictor: "state-machine".into(), ..Config::default() };
-    let sync = Config { mode: SyncMode::Sync, ..Config::default() };
-    let runs = [
-        ("default", Config::default(), Timing::ClosedLoop),
-        ("mobifs", mobifs, Timing::ClosedLoop),
-        ("sync", sync, Timing::OpenLoop),
-    ];
     for (name, spec) in synth::suite() {
         let events = synth::generate(&spec).unwrap_or_else(|e| panic!("{name}: {e}"));
-        for (label, config, timing) in &runs {
-            let (full, dataless) = (metrics(&events, config, *timing, true), metrics(&events, config, *timing, false));
-            let mut diff = Vec::new();
-            differences(&full, &dataless, String::new(), &mut diff);
-            assert!(diff.is_empty(), "{name}, {label}: data-full vs data-less:\n{}", diff.join("\n"));
-            assert!(full["bytes_flushed"].as_u64() > Some(0), "{name}, {label}: something reached the device");
-        }
+        assert_same_decisions(&name, &events);
+    }
+}
+
+#[test]
+fn dataless_and_data_full_replays_agree_on_recorded_traces() {
+    let recorded: [(&str, &[u8]); 3] = [
+        ("sqlite-apsw", include_bytes!("fixtures/recorded/sqlite-apsw.bin")),
+        ("sqlite-wal", include_bytes!("fixtures/recorded/sqlite-wal.bin")),
+        ("git", include_bytes!("fixtures/recorded/git.bin")),
+    ];
+    for (name, bytes) in recorded {
+        let events: Vec<TraceEvent> =
+            BinaryReader::new(bytes).collect::<Result<_, _>>().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(events.len() > 100, "{name}: a recording, not a stub ({} events)", events.len());
+        assert_same_decisions(name, &events);
+    }
+    let straced: [(&str, &str); 2] = [
+        ("sqlite3 strace", include_str!("fixtures/sqlite3_create_insert.strace")),
+        ("sh strace", include_str!("fixtures/sh_background_write_mv.strace")),
+    ];
+    for (name, log) in straced {
+        let events: Vec<TraceEvent> = StraceImporter::new(log.as_bytes(), StraceOptions::default())
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_same_decisions(name, &events);
     }
 }
 

@@ -34,9 +34,9 @@ use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr, BackendLimits};
 use crate::acl::{self, Acl};
-use crate::types::{FallocMode, FileKind, FsStats, PAGE_SIZE};
+use crate::types::{FallocMode, FileKind, FsStats, InoMap, PAGE_SIZE};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::ops::Range;
@@ -152,7 +152,10 @@ impl FileData {
             let (index, within, len) = page_span(offset + done as u64, data.len() - done);
             let piece = &data[done..done + len];
             if !self.keep_as_known(index, piece) {
-                self.page_mut(index)[within..within + len].copy_from_slice(piece);
+                match <&Page>::try_from(piece) {
+                    Ok(whole) => self.put_page(index, whole),
+                    Err(_) => self.page_mut(index)[within..within + len].copy_from_slice(piece),
+                }
             }
             done += len;
         }
@@ -168,6 +171,18 @@ impl FileData {
         }
         self.pages.insert(index, Slot::Known);
         true
+    }
+
+    /// Stores a whole page: in place if nothing shares its bytes, else as
+    /// new bytes (never zeroed first, nor copied from a shared version).
+    fn put_page(&mut self, index: u64, whole: &Page) {
+        if let Some(Slot::Bytes(page)) = self.pages.get_mut(&index) {
+            if let Some(page) = Arc::get_mut(page) {
+                page.copy_from_slice(whole);
+                return;
+            }
+        }
+        self.pages.insert(index, Slot::Bytes(Arc::new(*whole)));
     }
 
     /// The bytes of page `index`, to change: a hole becomes zeros, a known
@@ -351,7 +366,7 @@ impl Inode {
 /// `inodes`, and every inode but the root is reachable by `nlink` names.
 #[derive(Clone)]
 struct Tree {
-    inodes: HashMap<InodeId, Inode>,
+    inodes: InoMap<Inode>,
     next_id: InodeId,
     now: SystemTime,
     limits: MemLimits,
@@ -363,7 +378,7 @@ impl Tree {
     fn new(limits: MemLimits) -> Tree {
         let now = mem_epoch();
         let root = Inode::new(FileKind::Dir, 0o755, now);
-        Tree { inodes: HashMap::from([(ROOT, root)]), next_id: ROOT + 1, now, limits, known: None }
+        Tree { inodes: InoMap::from_iter([(ROOT, root)]), next_id: ROOT + 1, now, limits, known: None }
     }
 
     fn used_blocks(&self) -> u64 {

@@ -31,10 +31,9 @@ pub use replacement::{Ask, PageKey, ReplacementPolicy, Scope, Victim, REPLACEMEN
 pub use tier::{Durability, PageBuf, PageVersion, Slot, Tier, TierId};
 
 use crate::config::Config;
-use crate::types::{Ino, PAGE_SIZE};
+use crate::types::{Ino, InoMap, PAGE_SIZE};
 use crate::vct::AppId;
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -95,28 +94,7 @@ struct Entry {
     meta: u64,
 }
 
-/// Hashes the page table's inode numbers with one multiplication: they are
-/// engine-made integers, not input an attacker picks, and SipHash on every
-/// read and write cost about 1 % of the instructions of a reclaim-heavy run
-/// (docs/BENCHMARKS.md, "Page cache behind traits").
-#[derive(Default)]
-struct InoHasher(u64);
-
-impl Hasher for InoHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|b| self.write_u64(u64::from(*b)));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-type PageTable = HashMap<Ino, BTreeMap<u64, Entry>, BuildHasherDefault<InoHasher>>;
+type PageTable = InoMap<BTreeMap<u64, Entry>>;
 
 /// Where a page that comes in comes from (placement decides by it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -53,7 +53,7 @@ impl Files<'_> {
         let (parent, name) = split_last(&key).ok_or(Errno::EEXIST)?;
         let parent = self.directory(parent)?;
         let attr = self.engine.create(self.caller, parent, name, FILE_PERM, false)?;
-        self.names.insert(self.engine, key, attr.ino);
+        self.names.insert(self.engine, key.into_owned(), attr.ino);
         Ok(())
     }
 

@@ -21,7 +21,7 @@ impl Replayer {
         let engine = &*shared;
         match &event.kind {
             EventKind::Open { path } => file_calls::open(engine, self.resolve(path)?)?,
-            EventKind::Create { path } => self.create(caller, key_of(path)?)?,
+            EventKind::Create { path } => self.create(caller, key_of(path)?.into_owned())?,
             EventKind::Read { path, offset, len } => file_calls::read(engine, self.resolve(path)?, *offset, *len)?,
             EventKind::Write { path, offset, len } => {
                 let ino = self.resolve(path)?;
@@ -42,7 +42,7 @@ impl Replayer {
             EventKind::Rename { from, to } => self.rename(caller, from, to)?,
             EventKind::Link { from, to } => self.link(caller, from, to)?,
             EventKind::Mkdir { path } => {
-                self.mkdir(caller, key_of(path)?)?;
+                self.mkdir(caller, key_of(path)?.into_owned())?;
             }
             EventKind::Close { path } => file_calls::close(engine, self.resolve(path)?)?,
             EventKind::Battery { percent } => engine.set_battery(*percent),
@@ -115,7 +115,7 @@ impl Replayer {
         let to = key_of(to)?;
         let (parent, name) = self.parent_of(&to, caller)?;
         self.engine.link(caller, ino, parent, name)?;
-        self.paths.insert(to, ino);
+        self.paths.insert(to.into_owned(), ino);
         Ok(())
     }
 
