@@ -7,6 +7,7 @@
 
 use crate::filesystem::McfsFs;
 use crate::handover::InvalidatorSlot;
+use crate::write_back::MountRoot;
 use crate::uring::Counters;
 use crate::{mount_error, session_thread};
 use fuser::{Config, Filesystem, MountOption, SessionACL};
@@ -113,13 +114,22 @@ pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io:
 
 /// `mount` for a file system set up by the caller (with an observer, say).
 pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
-    match opts.io_uring {
+    let root = fs.mount_root_slot();
+    let mounted = match opts.io_uring {
         IoUringMode::Off => {
             let slot = fs.invalidator_slot();
             start_session(fs, mountpoint, opts, slot)
         }
         mode => crate::ring_mount::start(fs, mountpoint, opts, mode == IoUringMode::On),
+    }?;
+    // The mount is live and served: its root stands for its file system.
+    match MountRoot::of(mounted.mountpoint()) {
+        Ok(live) => {
+            let _ = root.set(live);
+        }
+        Err(e) => tracing::warn!("{}: cannot stat the new mount ({e}); sync-point handovers drop the pages they hand over", mounted.mountpoint().display()),
     }
+    Ok(mounted)
 }
 
 /// Mounts and serves `fs` over `/dev/fuse`; the session's notifier goes to
