@@ -172,14 +172,12 @@ fn sqlite_delete_journal_survives_sigkill_in_sync_point_mode() {
 }
 
 #[test]
-#[ignore = "open bug: the test process dies of SIGBUS on the WAL -shm mapping in sync-point mode (docs/BENCHMARKS.md, io_uring against /dev/fuse, quiet); run with --ignored"]
 fn sqlite_wal_survives_sigkill_in_sync_point_mode() {
     sqlite_survives_sigkill(Journal::Wal, "sync-point", "auto");
 }
 
 /// The same over `/dev/fuse` (the test above takes the ring where the kernel has it).
 #[test]
-#[ignore = "open bug: the test process dies of SIGBUS on the WAL -shm mapping in sync-point mode (docs/BENCHMARKS.md, io_uring against /dev/fuse, quiet); run with --ignored"]
 fn sqlite_wal_survives_sigkill_in_sync_point_mode_over_dev_fuse() {
     sqlite_survives_sigkill(Journal::Wal, "sync-point", "off");
 }

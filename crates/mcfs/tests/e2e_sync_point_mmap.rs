@@ -62,12 +62,17 @@ fn start_mapper(dir: &Path, rounds: u64) -> (Child, BufReader<ChildStdout>) {
     (child, out)
 }
 
-/// The app's next line that starts with `word`, and the number after it.
-fn hear(out: &mut BufReader<ChildStdout>, word: &str) -> u64 {
+/// The app's next line that starts with `word`, and the number after it;
+/// if the app ends first, fails saying how it ended (SIGBUS, say).
+fn hear(app: &mut Child, out: &mut BufReader<ChildStdout>, word: &str) -> u64 {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(out.read_line(&mut line).expect("hear the mapper") > 0, "the mapper ended before saying {word:?}");
+        if out.read_line(&mut line).expect("hear the mapper") == 0 {
+            let status = app.wait().expect("wait for the mapper");
+            let bus = if status.signal() == Some(libc::SIGBUS) { " (SIGBUS on its mapping)" } else { "" };
+            panic!("the app ended ({status}{bus}) before saying {word:?}");
+        }
         // The harness prints "test mapper_process ... " before the first word.
         if let Some(rest) = line.trim_end().split(' ').skip_while(|w| *w != word).nth(1) {
             return rest.parse().unwrap_or_else(|_| panic!("bad line from the mapper: {line:?}"));
@@ -76,7 +81,7 @@ fn hear(out: &mut BufReader<ChildStdout>, word: &str) -> u64 {
 }
 
 /// Fails unless the app ended well; a SIGBUS is named.
-fn assert_app_ended_well(mut child: Child, what: &str) {
+fn assert_app_ended_well(child: &mut Child, what: &str) {
     let status = child.wait().expect("wait for the mapper");
     assert_ne!(status.signal(), Some(libc::SIGBUS), "{what}: the app died of SIGBUS on its mapping");
     assert!(status.success(), "{what}: the app ended with {status}");
@@ -87,9 +92,9 @@ fn pages_written_through_a_mapping_across_sync_points_arrive_exact() {
     for transport in TRANSPORTS {
         let dirs = sync_point_dirs(transport);
         let daemon = Daemon::foreground(&dirs, &[]);
-        let (child, mut out) = start_mapper(&dirs.mnt, ROUNDS);
-        assert_eq!(hear(&mut out, "done"), ROUNDS, "{transport}");
-        assert_app_ended_well(child, transport);
+        let (mut app, mut out) = start_mapper(&dirs.mnt, ROUNDS);
+        assert_eq!(hear(&mut app, &mut out, "done"), ROUNDS, "{transport}");
+        assert_app_ended_well(&mut app, transport);
         daemon.unmount();
         let backing = fs::read(dirs.backing.join("map")).expect("the mapped file in the backing directory");
         assert!(backing == mapped_file(ROUNDS), "{transport}: the backing directory holds the last round's bytes");
@@ -104,14 +109,14 @@ fn a_daemon_killed_under_a_mapping_app_hangs_nothing_and_leaves_a_sync_point() {
     for transport in TRANSPORTS {
         let dirs = sync_point_dirs(transport);
         let daemon = Daemon::foreground(&dirs, &[]);
-        let (child, mut out) = start_mapper(&dirs.mnt, 0);
-        while hear(&mut out, "round") < ROUNDS_BEFORE_KILL {}
+        let (mut app, mut out) = start_mapper(&dirs.mnt, 0);
+        while hear(&mut app, &mut out, "round") < ROUNDS_BEFORE_KILL {}
         // The app keeps writing and fsyncing while the daemon dies.
         daemon.kill();
-        let acked = hear(&mut out, "dead");
+        let acked = hear(&mut app, &mut out, "dead");
         assert!(acked >= ROUNDS_BEFORE_KILL, "{transport}: {acked} rounds acknowledged");
-        assert_eq!(hear(&mut out, "touched"), PAGES as u64, "{transport}");
-        assert_app_ended_well(child, transport);
+        assert_eq!(hear(&mut app, &mut out, "touched"), PAGES as u64, "{transport}");
+        assert_app_ended_well(&mut app, transport);
 
         recover(&dirs);
         let daemon = Daemon::foreground(&dirs, &[]);
