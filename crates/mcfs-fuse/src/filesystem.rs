@@ -22,7 +22,6 @@
 
 use crate::dir_handles::{items_from, DirHandles};
 use crate::handover::{Handover, InvalidatorSlot};
-use crate::write_back::MountRootSlot;
 use crate::held_requests::{HeldRequests, HELD_REQUEST_THREADS};
 use crate::io_priority;
 use crate::observer::{RequestObserver, ServedOp};
@@ -31,6 +30,7 @@ use crate::replies::{
     OpenAnswer, StatfsAnswer, WriteAnswer, XattrAnswer,
 };
 use crate::translate::{self, errno, file_attr, file_type};
+use crate::write_back::MountRootSlot;
 use fuser::{FileHandle, FopenFlags, Generation, INodeNo, InitFlags, RenameFlags, TimeOrNow, WriteFlags};
 use mcfs_core::{Attr, Caller, Consistency, Engine, Errno, FsResult, HeldBack, RenameMode};
 use std::borrow::Borrow;

@@ -7,8 +7,8 @@
 
 use crate::filesystem::McfsFs;
 use crate::handover::InvalidatorSlot;
-use crate::write_back::MountRoot;
 use crate::uring::Counters;
+use crate::write_back::MountRoot;
 use crate::{mount_error, session_thread};
 use fuser::{Config, Filesystem, MountOption, SessionACL};
 use mcfs_core::{Engine, IoUringMode};
@@ -127,7 +127,10 @@ pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Resul
         Ok(live) => {
             let _ = root.set(live);
         }
-        Err(e) => tracing::warn!("{}: cannot stat the new mount ({e}); sync-point handovers drop the pages they hand over", mounted.mountpoint().display()),
+        Err(e) => tracing::warn!(
+            "{}: cannot stat the new mount ({e}); sync-point handovers drop the pages they hand over",
+            mounted.mountpoint().display()
+        ),
     }
     Ok(mounted)
 }

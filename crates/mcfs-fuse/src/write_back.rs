@@ -18,13 +18,13 @@
 //! for the WRITEs; and no descriptor of the daemon (a pipe a parent reads
 //! to its end, a lock) outlives the daemon's own use of it.
 
+use parking_lot::Mutex;
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
-use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 
 /// The live mount: where its root is and which device it has.

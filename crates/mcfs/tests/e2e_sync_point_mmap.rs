@@ -153,7 +153,14 @@ fn mapper_process() {
     // SAFETY: a fresh shared mapping of `len` bytes of a file this process
     // holds open; nothing else in this process refers to that memory.
     let base = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, map_file.as_raw_fd(), 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            map_file.as_raw_fd(),
+            0,
+        )
     };
     assert_ne!(base, libc::MAP_FAILED, "mmap: {}", std::io::Error::last_os_error());
     // SAFETY: `base` maps `len` bytes, readable and writable, until munmap below.
