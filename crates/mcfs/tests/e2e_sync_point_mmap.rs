@@ -70,7 +70,7 @@ fn hear(app: &mut Child, out: &mut BufReader<ChildStdout>, word: &str) -> u64 {
         line.clear();
         if out.read_line(&mut line).expect("hear the mapper") == 0 {
             let status = app.wait().expect("wait for the mapper");
-            let bus = if status.signal() == Some(libc::SIGBUS) { " (SIGBUS on its mapping)" } else { "" };
+            let bus = if status.signal() == Some(libc::SIGBUS) { ": SIGBUS on its mapping" } else { "" };
             panic!("the app ended ({status}{bus}) before saying {word:?}");
         }
         // The harness prints "test mapper_process ... " before the first word.
