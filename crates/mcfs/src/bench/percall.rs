@@ -6,6 +6,11 @@
 //! is the median over batches of the time per call; each fsync is timed on
 //! its own. µs; every call's result is checked. The cost of a call that
 //! does no work (`getppid`) is recorded beside them: the machine's floor.
+//! So are the calling thread's moves between CPUs per call (from
+//! `/proc/thread-self/sched`, where the kernel offers it): a FUSE round trip
+//! whose answer wakes the caller on another CPU each time shows there (the
+//! io_uring transport's pinned queue threads do that on an idle machine,
+//! docs/FUSE_URING.md).
 
 use super::metrics::{Metric, Outcome};
 use super::spread::summarize;
@@ -25,11 +30,13 @@ const WARM_UP: u32 = 100;
 const WRITE_SPAN: u64 = 16 << 20;
 const READ_SPAN: u64 = 1 << 20;
 
-/// Per-call time in µs: the median over batches, and the overall mean.
+/// Per-call time in µs: the median over batches, and the overall mean;
+/// and the calling thread's CPU migrations per call (untimed calls included).
 #[derive(Debug, Clone, Copy)]
 struct Timing {
     median_us: f64,
     mean_us: f64,
+    migrations_per_call: Option<f64>,
 }
 
 pub fn run(dir: &Path, sizes: &Sizes) -> Result<Outcome, String> {
@@ -76,6 +83,11 @@ pub fn run(dir: &Path, sizes: &Sizes) -> Result<Outcome, String> {
         outcome.sample(metric, timing.median_us);
         outcome.extra(&format!("{key}_mean_us"), timing.mean_us);
     }
+    for (timing, key) in [(pwrite, "pwrite"), (open_close, "open_close")] {
+        if let Some(migrations) = timing.migrations_per_call {
+            outcome.extra(&format!("{key}_migrations_per_call"), migrations);
+        }
+    }
     outcome.extra("null_syscall_us", null_call.median_us);
     outcome.extra("iterations", n);
     outcome.extra("fsyncs", sizes.percall_fsyncs);
@@ -90,6 +102,7 @@ fn offset(i: u64, span: u64) -> u64 {
 
 /// Times `calls` calls of `op(i)` (after WARM_UP untimed ones) in batches.
 fn time_batches(calls: u32, mut op: impl FnMut(u64) -> Result<(), String>) -> Result<Timing, String> {
+    let migrations_before = thread_migrations();
     for i in 0..WARM_UP {
         op(u64::from(i))?;
     }
@@ -104,7 +117,10 @@ fn time_batches(calls: u32, mut op: impl FnMut(u64) -> Result<(), String>) -> Re
         }
         per_call.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(BATCH));
     }
-    timing(&per_call)
+    let migrations = migrations_before.zip(thread_migrations()).map(|(before, after)| after.saturating_sub(before));
+    let mut timing = timing(&per_call)?;
+    timing.migrations_per_call = migrations.map(|moves| moves as f64 / i as f64);
+    Ok(timing)
 }
 
 /// Times each of `calls` calls of `op` on its own, each after an untimed `before(i)`.
@@ -129,7 +145,18 @@ fn time_each(
 fn timing(per_call_us: &[f64]) -> Result<Timing, String> {
     let summary = summarize(per_call_us).ok_or("no call was timed")?;
     let mean_us = per_call_us.iter().sum::<f64>() / per_call_us.len() as f64;
-    Ok(Timing { median_us: summary.median, mean_us })
+    Ok(Timing { median_us: summary.median, mean_us, migrations_per_call: None })
+}
+
+/// How often the calling thread has moved to another CPU, if the kernel says
+/// (`se.nr_migrations` in `/proc/thread-self/sched`).
+fn thread_migrations() -> Option<u64> {
+    migrations_in(&std::fs::read_to_string("/proc/thread-self/sched").ok()?)
+}
+
+fn migrations_in(sched: &str) -> Option<u64> {
+    let line = sched.lines().find(|line| line.starts_with("se.nr_migrations"))?;
+    line.split(':').nth(1)?.trim().parse().ok()
 }
 
 fn c_path(path: &Path) -> Result<CString, String> {
@@ -212,6 +239,22 @@ mod tests {
         assert_eq!(std::fs::metadata(dir.path().join("percall-read.dat")).unwrap().len(), READ_SPAN);
         assert!(!dir.path().join("percall-missing").exists());
         assert!(outcome.extras["null_syscall_us"].as_f64().unwrap() > 0.0);
+        // Present exactly where the kernel reports migrations; a fraction of the calls at most here.
+        let reported = thread_migrations().is_some();
+        for key in ["pwrite_migrations_per_call", "open_close_migrations_per_call"] {
+            assert_eq!(outcome.extras.contains_key(key), reported, "{key}");
+            if let Some(value) = outcome.extras.get(key) {
+                assert!((0.0..=1.0).contains(&value.as_f64().unwrap()), "{key}: {value}");
+            }
+        }
+    }
+
+    #[test]
+    fn migrations_are_read_from_the_sched_file() {
+        let sched = "cat (1234, #threads: 1)\n-------\nse.exec_start    :   12.5\nse.nr_migrations     :   17\nnr_switches : 40\n";
+        assert_eq!(migrations_in(sched), Some(17));
+        assert_eq!(migrations_in("nr_switches : 40\n"), None);
+        assert_eq!(migrations_in("se.nr_migrations : lots\n"), None);
     }
 
     #[test]
