@@ -30,6 +30,7 @@ use crate::replies::{
     OpenAnswer, StatfsAnswer, WriteAnswer, XattrAnswer,
 };
 use crate::translate::{self, errno, file_attr, file_type};
+use crate::write_back::MountRootSlot;
 use fuser::{FileHandle, FopenFlags, Generation, INodeNo, InitFlags, RenameFlags, TimeOrNow, WriteFlags};
 use mcfs_core::{Attr, Caller, Consistency, Engine, Errno, FsResult, HeldBack, RenameMode};
 use std::borrow::Borrow;
@@ -103,6 +104,8 @@ struct Served {
     handover: Option<Handover>,
     /// Drops the kernel's cached attributes or pages of a file; set once the session exists.
     kernel_cache: InvalidatorSlot,
+    /// The mount's root, through which the handover has the kernel write back; set once it is live.
+    mount_root: MountRootSlot,
 }
 
 impl McfsFs {
@@ -113,11 +116,12 @@ impl McfsFs {
             // A BG commit an FG request waits for runs at FG priority meanwhile.
             engine.set_io_priorities(Box::new(io_priority::ThreadPriorities));
         }
-        let kernel_cache = InvalidatorSlot::default();
-        let handover = (engine.consistency() == Consistency::SyncPoint).then(|| Handover::start(kernel_cache.clone()));
+        let (kernel_cache, mount_root) = (InvalidatorSlot::default(), MountRootSlot::default());
+        let handover = (engine.consistency() == Consistency::SyncPoint)
+            .then(|| Handover::start(mount_root.clone(), kernel_cache.clone()));
         let dirs = DirHandles::default();
         McfsFs {
-            served: Arc::new(Served { engine, dirs, observer, tags_io_priority, handover, kernel_cache }),
+            served: Arc::new(Served { engine, dirs, observer, tags_io_priority, handover, kernel_cache, mount_root }),
             held: HeldRequests::start(HELD_REQUEST_THREADS),
             pages_per_write: crate::kernel_config::pages_per_write(),
         }
@@ -138,6 +142,11 @@ impl McfsFs {
     /// inode, once the session has one.
     pub fn invalidator_slot(&self) -> InvalidatorSlot {
         Arc::clone(&self.served.kernel_cache)
+    }
+
+    /// Where the mount puts its root once it is live.
+    pub(crate) fn mount_root_slot(&self) -> MountRootSlot {
+        Arc::clone(&self.served.mount_root)
     }
 
     /// Serves a sync point of `caller` (an fsync of `synced`, fsyncdir, a

@@ -6,18 +6,23 @@
 //! page the app dirtied before it must reach the engine first. Only a file
 //! open for writing can hold dirty pages: close(2) writes a file's pages
 //! back before the kernel sends FLUSH, and a shared writable mapping keeps
-//! its file open until munmap. So `Handover` counts write opens per inode
-//! and, at a sync point, sends `FUSE_NOTIFY_INVAL_INODE` for each such file
-//! whose data goes to the app's log: the kernel writes the file's dirty
-//! pages back (launder: WRITE requests to this daemon), waits until they
-//! are answered, and drops its cached pages.
+//! its file open until munmap. So `Handover` counts write opens per inode;
+//! at a sync point of an app with such a file (other than the one an fsync
+//! names, which the kernel wrote back itself) the handover thread has the
+//! kernel write back the mount's dirty pages (`write_back.rs`: syncfs on the
+//! mount's root, which keeps them cached) and waits for the WRITEs to be
+//! answered. Where that cannot be done (the mount's root cannot be opened)
+//! it falls back to `FUSE_NOTIFY_INVAL_INODE` for each such file of the
+//! app's log, which writes the pages back but drops them from the cache.
 //!
-//! That notification blocks until those WRITEs are served, so it must never
-//! run on a thread that reads requests (with all of them waiting, nobody
-//! would serve the WRITEs): a sync point with files to hand over moves,
-//! reply and all, to the one handover thread, which holds no engine lock
-//! while it notifies. Invariant: a sync point's engine call runs only after
-//! every file picked for it was handed over.
+//! Either blocks until those WRITEs are served, so it must never run on a
+//! thread that reads requests (with all of them waiting, nobody would serve
+//! the WRITEs): a sync point with files to hand over moves, reply and all,
+//! to the one handover thread, which holds no engine lock while it waits
+//! (the syncfs itself waits on a thread that holds no descriptor of the
+//! daemon's, so a killed daemon's connection ends, and the wait with it).
+//! Invariant: a sync point's engine
+//! call runs only after every file picked for it was handed over.
 
 use fuser::{INodeNo, Notifier};
 use parking_lot::Mutex;
@@ -25,6 +30,8 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, OnceLock};
+
+use crate::write_back::{MountRootSlot, WriteBack};
 
 /// A sync point's work (its engine call and its reply).
 pub type Job = Box<dyn FnOnce() + Send>;
@@ -61,15 +68,17 @@ pub struct Handover {
 }
 
 impl Handover {
-    /// Starts the handover thread, which hands over through the session's
+    /// Starts the handover thread, which hands over through the mount's
+    /// root (set in `mount` once the mount is live) or else the session's
     /// invalidator (set in `notifier` once the session exists, after INIT).
     /// Without the thread, a sync point's work runs without a handover (a
     /// warning says so).
-    pub fn start(notifier: InvalidatorSlot) -> Handover {
+    pub fn start(mount: MountRootSlot, notifier: InvalidatorSlot) -> Handover {
         let (queue, jobs) = mpsc::channel::<(Vec<u64>, Job)>();
+        let write_back = WriteBack::start(mount);
         let started = std::thread::Builder::new().name("mcfs-handover".into()).spawn(move || {
             for (inos, job) in jobs {
-                hand_over(notifier.get().map(|n| &**n), &inos);
+                hand_over(&write_back, notifier.get().map(|n| &**n), &inos);
                 job();
             }
         });
@@ -119,9 +128,17 @@ fn writes(flags: i32) -> bool {
     flags & libc::O_ACCMODE != libc::O_RDONLY
 }
 
-/// Has the kernel write back and drop its pages of each of `inos` (offset
-/// 0, length 0: the whole file); returns once it has.
-fn hand_over(notifier: Option<&dyn InodeInvalidator>, inos: &[u64]) {
+/// Has the kernel write back its dirty pages of the mount, or else write
+/// back and drop its pages of each of `inos` (offset 0, length 0: the
+/// whole file); returns once it has.
+fn hand_over(write_back: &WriteBack, notifier: Option<&dyn InodeInvalidator>, inos: &[u64]) {
+    match write_back.run() {
+        Some(Ok(())) => return,
+        Some(Err(e)) => tracing::warn!(
+            "cannot have the kernel write its dirty pages back through the mount's root: {e}; dropping the app's files from its cache instead"
+        ),
+        None => tracing::warn!("the write-back thread is gone; dropping the app's files from the kernel's cache instead"),
+    }
     let Some(notifier) = notifier else {
         tracing::warn!("a sync point came before the session's notifier was set; no pages handed over");
         return;
@@ -140,7 +157,7 @@ mod tests {
 
     #[test]
     fn only_write_opens_count_and_each_release_takes_one_back() {
-        let h = Handover::start(InvalidatorSlot::default());
+        let h = Handover::start(MountRootSlot::default(), InvalidatorSlot::default());
         h.opened(5, libc::O_RDONLY);
         h.opened(6, libc::O_WRONLY);
         h.opened(6, libc::O_RDWR | libc::O_APPEND);
@@ -161,7 +178,7 @@ mod tests {
 
     #[test]
     fn with_nothing_to_hand_over_the_job_runs_on_the_callers_thread() {
-        let h = Handover::start(InvalidatorSlot::default());
+        let h = Handover::start(MountRootSlot::default(), InvalidatorSlot::default());
         h.opened(9, libc::O_WRONLY);
         let ran = Arc::new(AtomicBool::new(false));
         let caller = std::thread::current().id();

@@ -34,6 +34,7 @@ mod ring_session;
 pub mod session_thread;
 mod translate;
 pub mod uring;
+mod write_back;
 
 pub use filesystem::McfsFs;
 pub use kernel_config::ask_kernel_for;

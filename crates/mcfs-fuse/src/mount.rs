@@ -8,6 +8,7 @@
 use crate::filesystem::McfsFs;
 use crate::handover::InvalidatorSlot;
 use crate::uring::Counters;
+use crate::write_back::MountRoot;
 use crate::{mount_error, session_thread};
 use fuser::{Config, Filesystem, MountOption, SessionACL};
 use mcfs_core::{Engine, IoUringMode};
@@ -113,6 +114,7 @@ pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io:
 
 /// `mount` for a file system set up by the caller (with an observer, say).
 pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
+    let root = fs.mount_root_slot();
     let mounted = match opts.io_uring {
         IoUringMode::Off => {
             let slot = fs.invalidator_slot();
@@ -121,6 +123,16 @@ pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Resul
         mode => crate::ring_mount::start(fs, mountpoint, opts, mode == IoUringMode::On),
     }?;
     crate::kernel_config::raise_readahead(mounted.mountpoint());
+    // The mount is live and served: its root stands for its file system.
+    match MountRoot::of(mounted.mountpoint()) {
+        Ok(live) => {
+            let _ = root.set(live);
+        }
+        Err(e) => tracing::warn!(
+            "{}: cannot stat the new mount ({e}); sync-point handovers drop the pages they hand over",
+            mounted.mountpoint().display()
+        ),
+    }
     Ok(mounted)
 }
 

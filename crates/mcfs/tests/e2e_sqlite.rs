@@ -96,12 +96,15 @@ fn insert_until_error(conn: Connection, first: i64) -> i64 {
 }
 
 /// `consistency` is the mount's consistency mode (`sync-point`: with the
-/// kernel's writeback cache, VCT boundaries only at sync points).
-fn sqlite_survives_sigkill(journal: Journal, consistency: &str) {
-    let test = format!("sqlite_{}_{consistency}", journal.pragma());
+/// kernel's writeback cache, VCT boundaries only at sync points);
+/// `io_uring` the transport (`fuse.io_uring`: "auto" takes the ring where
+/// the kernel has it, "off" is `/dev/fuse`).
+fn sqlite_survives_sigkill(journal: Journal, consistency: &str, io_uring: &str) {
+    let test = format!("sqlite_{}_{consistency}_{io_uring}", journal.pragma());
     let seed = common::seed(&test);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let dirs = Dirs::new(Some(&format!("{CONFIG}consistency = \"{consistency}\"\n")));
+    let dirs =
+        Dirs::new(Some(&format!("{CONFIG}consistency = \"{consistency}\"\n[fuse]\nio_uring = \"{io_uring}\"\n")));
     let db = dirs.mnt.join("test.db");
 
     // The schema is committed before any kill, so every recovery must find it.
@@ -154,21 +157,27 @@ fn sqlite_survives_sigkill(journal: Journal, consistency: &str) {
 
 #[test]
 fn sqlite_delete_journal_survives_sigkill() {
-    sqlite_survives_sigkill(Journal::Delete, "operation");
+    sqlite_survives_sigkill(Journal::Delete, "operation", "auto");
 }
 
 #[test]
 fn sqlite_wal_survives_sigkill() {
-    sqlite_survives_sigkill(Journal::Wal, "operation");
+    sqlite_survives_sigkill(Journal::Wal, "operation", "auto");
 }
 
 #[test]
 fn sqlite_delete_journal_survives_sigkill_in_sync_point_mode() {
-    sqlite_survives_sigkill(Journal::Delete, "sync-point");
+    sqlite_survives_sigkill(Journal::Delete, "sync-point", "auto");
 }
 
 #[test]
-#[ignore = "open bug: the test process dies of SIGBUS on the WAL -shm mapping in sync-point mode (docs/BENCHMARKS.md, io_uring against /dev/fuse, quiet); run with --ignored"]
+#[ignore = "open bug over io_uring only: a daemon SIGKILLed during a sync point's handover can leave the mount's requests unanswered for good (the test's fsync hangs; /dev/fuse passes: docs/ENGINE.md, Consistency modes); run with --ignored"]
 fn sqlite_wal_survives_sigkill_in_sync_point_mode() {
-    sqlite_survives_sigkill(Journal::Wal, "sync-point");
+    sqlite_survives_sigkill(Journal::Wal, "sync-point", "auto");
+}
+
+/// The same over `/dev/fuse` (the test above takes the ring where the kernel has it).
+#[test]
+fn sqlite_wal_survives_sigkill_in_sync_point_mode_over_dev_fuse() {
+    sqlite_survives_sigkill(Journal::Wal, "sync-point", "off");
 }
