@@ -138,6 +138,11 @@ impl McfsFs {
         flags
     }
 
+    /// Whether sync points hand the kernel's dirty pages over (sync-point mode).
+    pub(crate) fn hands_over(&self) -> bool {
+        self.served.handover.is_some()
+    }
+
     /// Where the mount puts what invalidates the kernel's cache of an
     /// inode, once the session has one.
     pub fn invalidator_slot(&self) -> InvalidatorSlot {
