@@ -2,7 +2,8 @@
 //! record durable, their pages pinned in the cache, their VCTs not marked
 //! committed), and are carried out in place together, in commit order and
 //! coalesced (`Journal::apply`), from the ops the engine holds. They are
-//! applied when the backlog reaches `apply_backlog_bytes` of journal or its
+//! applied when the backlog reaches `apply_backlog_bytes` of journal or
+//! `journal::POOL_SEGMENTS` transactions (one segment each), or its
 //! oldest has waited `apply_backlog_seconds`, at a requested checkpoint and
 //! at unmount, on memory pressure, and when backing space runs short.
 //!
@@ -43,7 +44,9 @@ impl Engine {
     pub(crate) fn backlog_due_at(&self, st: &State) -> Option<SystemTime> {
         let backlog = self.backlog.lock();
         let (oldest, newest) = (backlog.first()?, backlog.last()?);
-        if newest.log_bytes >= st.config.apply_backlog_bytes {
+        // Past the pool of ready segments a commit would create a new one,
+        // and pay for growing the journal: apply first.
+        if newest.log_bytes >= st.config.apply_backlog_bytes || backlog.len() >= crate::journal::POOL_SEGMENTS {
             return Some(oldest.committed_at);
         }
         Some(oldest.committed_at + crate::config::seconds(st.config.apply_backlog_seconds))
