@@ -378,11 +378,16 @@ impl Journal {
         )?;
         // The applied transactions' segments are free now. Left as they are
         // (the next commit in each overwrites it in place), unless one grew
-        // too big to keep: not synced, as the progress file calls them applied.
+        // too big to keep, or its transaction is empty (a run of empty ones
+        // writes no progress record that would call it applied). Not synced.
         for w in std::mem::take(&mut self.waiting) {
             let len = self.segments.get(&w.slot).copied().unwrap_or(0);
-            if segment::too_big(len) {
-                self.segments.insert(w.slot, segment::clear(&*self.backend, w.slot, len)?);
+            if segment::too_big(len) || w.header.op_count == 0 {
+                // The run is applied whatever this does: a segment left as it
+                // was only holds a transaction recovery finds applied or empty.
+                if let Ok(len) = segment::clear(&*self.backend, w.slot, len) {
+                    self.segments.insert(w.slot, len);
+                }
             }
         }
         Ok(report)
