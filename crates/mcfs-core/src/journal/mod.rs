@@ -184,7 +184,7 @@ pub struct Journal {
     reuse_first: Option<usize>,
     progress: ProgressFile,
     segment_bytes: u64,
-    /// Bytes written to the log (payload and commit records).
+    /// Bytes written to the log (payloads, commit records, zero fill).
     txn_bytes: u64,
     /// The last transaction committed through this `Journal`: `begin` needs
     /// a larger number, or that txn's progress record would be taken for the
@@ -258,8 +258,9 @@ impl Journal {
         self.segment_bytes = bytes;
     }
 
-    /// Every byte written under `.mcfs/` so far: payloads, commit records and
-    /// progress records (the engine counts them as flushed).
+    /// Every byte written under `.mcfs/` so far: payloads, commit records,
+    /// the zeros new segments are prepared with, and progress records (the
+    /// engine counts them as flushed).
     pub fn bytes_written(&self) -> u64 {
         self.txn_bytes + self.progress.bytes_written()
     }

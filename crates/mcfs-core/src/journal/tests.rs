@@ -775,3 +775,132 @@ fn journal_log_random_coalesced_runs_equal_the_ops_applied_one_by_one() {
     }
     assert!(coalesced > 0, "no random run coalesced anything");
 }
+
+/// A transaction reusing a segment whose earlier, longer transaction was
+/// applied (its commit record and payload still there, as the live applier
+/// leaves them): a crash image may hold any prefix of the new payload over
+/// the stale one, under the stale commit record or the new one. Recovery
+/// never takes stale bytes for a transaction: it reaches the state after the
+/// first transaction, or after the second once its record and payload are
+/// whole, and leaves the log free.
+#[test]
+fn journal_a_segment_reused_over_a_longer_stale_transaction_recovers_at_every_cut() {
+    let long: Vec<JournalOp> = (0..6u64)
+        .map(|i| JournalOp::Write { path: "a".into(), offset: i * 700, data: vec![i as u8 + 1; 700] })
+        .collect();
+    let short = vec![JournalOp::Write { path: "a".into(), offset: 100, data: vec![0xee; 50] }];
+    let b = mem_with_base();
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 1, &long);
+    j.apply(&mut || {}).unwrap();
+    let after_first = tree_of(&b);
+    let stale_image = copy(&b);
+    let stale = file_bytes_of(&b, &journal_path());
+    commit(&mut j, 2, &short);
+    let after_second = apply_directly(&copy(&b), &short);
+    let new = file_bytes_of(&b, &journal_path());
+    let new_len = (HEADER_LEN + record_in(&*b, 0).expect("the second record").payload_len) as usize;
+    assert!(new_len < HEADER_LEN as usize + record_len_of(&stale), "the stale transaction is the longer one");
+    assert_eq!(new.len(), stale.len(), "the commit overwrote the segment in place");
+    let header = HEADER_LEN as usize;
+    let mut images = Vec::new();
+    for cut in header..=new_len {
+        for (which, record) in [("stale record", &stale[..header]), ("new record", &new[..header])] {
+            let mut bytes = stale.clone();
+            bytes[header..cut].copy_from_slice(&new[header..cut]);
+            bytes[..header].copy_from_slice(record);
+            images.push((
+                format!("{which}, payload written to byte {cut}"),
+                bytes,
+                which == "new record" && cut == new_len,
+            ));
+        }
+    }
+    // The new record torn over the stale one: any mix of the two.
+    for mix in 1..48 {
+        let mut bytes = new.clone();
+        bytes[mix..header].copy_from_slice(&stale[mix..header]);
+        images.push((format!("new record torn after byte {mix}"), bytes, false));
+    }
+    for (what, bytes, whole) in images {
+        let image = copy(&stale_image);
+        image.write_at(&journal_path(), 0, &bytes).unwrap();
+        let report = recover(&image).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let expected = if whole { &after_second } else { &after_first };
+        assert_eq!(tree_of(&image), *expected, "{what}: {report:?}");
+        assert_eq!(report.replayed.is_some(), whole, "{what}: {report:?}");
+        assert_eq!(record_in(&image, 0), None, "{what}: the record is cleared");
+        assert_eq!(recover(&image).unwrap(), RecoveryReport::default(), "{what}: recovered once for all");
+    }
+}
+
+/// Applied transactions stay in their segments with valid commit records;
+/// numbers restart at 1 with the next `open`. Neither `open` nor a recovery
+/// after it may take an earlier session's record for a new transaction.
+#[test]
+fn journal_records_left_by_an_earlier_session_are_cleared_before_numbers_restart() {
+    let txns = random_run(23, 3);
+    let b = mem_with_base();
+    let mut j = Journal::open(b.clone()).unwrap();
+    for (i, ops) in txns.iter().enumerate() {
+        commit(&mut j, i as u64 + 1, ops);
+    }
+    j.apply(&mut || {}).unwrap();
+    drop(j);
+    assert_eq!(used_segments(&*b), vec![0, 1, 2], "the applied records are left in place");
+    let after_run = tree_of(&b);
+    for via_recover in [false, true] {
+        let b = Arc::new(copy(&b));
+        if via_recover {
+            assert_eq!(recover(&*b).unwrap(), RecoveryReport::default(), "nothing to replay, nothing to report");
+        }
+        let mut j = Journal::open(b.clone()).expect("open takes a log of applied transactions");
+        assert!(used_segments(&*b).is_empty(), "open (or recovery) cleared every record");
+        // A new session's transaction 1 in segment 0; segments 1 and 2 held
+        // transactions 2 and 3 of the last session, which must not come back.
+        let ops = vec![JournalOp::Write { path: "late".into(), offset: 0, data: vec![7; 10] }];
+        let create =
+            JournalOp::Create { path: "late".into(), kind: crate::types::FileKind::File, perm: 0o600, rdev: 0 };
+        let ops = [vec![create], ops].concat();
+        commit(&mut j, 1, &ops);
+        drop(j);
+        let expected = apply_directly(&copy(&b), &ops);
+        let report = recover(&*b).unwrap();
+        assert_eq!(report.replayed.map(|r| (r.seq, r.txns)), Some((1, 1)), "via recover {via_recover}");
+        assert_eq!(tree_of(&b), expected);
+        assert_ne!(tree_of(&b), after_run);
+    }
+}
+
+/// A transaction larger than a kept segment grows it; once
+/// applied, the segment is cleared and cut back, giving the room back.
+#[test]
+fn journal_a_segment_grown_by_a_large_transaction_is_cut_back_once_applied() {
+    let ops = vec![JournalOp::Write { path: "a".into(), offset: 0, data: vec![3; 2 << 20] }];
+    let b = mem_with_base();
+    let expected = apply_directly(&copy(&b), &ops);
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 1, &ops);
+    assert!(journal_len(&*b) > 2 << 20);
+    j.apply(&mut || {}).unwrap();
+    assert_eq!(tree_of(&b), expected);
+    assert_eq!((journal_len(&*b), record_in(&*b, 0)), (SEGMENT_READY_BYTES, None), "cut back and cleared");
+    let small = vec![JournalOp::Write { path: "a".into(), offset: 0, data: vec![4; 10] }];
+    commit(&mut j, 2, &small);
+    assert_eq!(journal_len(&*b), SEGMENT_READY_BYTES, "the next small one fits again");
+    assert_eq!(recover(&copy(&b)).unwrap().replayed.map(|r| r.seq), Some(2));
+}
+
+fn file_bytes_of(b: &MemBackend, path: &Path) -> Vec<u8> {
+    let mut bytes = vec![0; b.stat(path).unwrap().size as usize];
+    assert_eq!(b.read_at(path, 0, &mut bytes).unwrap(), bytes.len());
+    bytes
+}
+
+/// The payload length the commit record at the start of `segment` names.
+fn record_len_of(segment: &[u8]) -> usize {
+    match encode::TxnHeader::decode(&segment[..HEADER_LEN as usize]) {
+        Ok(encode::HeaderState::Valid(h)) => h.payload_len as usize,
+        other => panic!("no valid record: {other:?}"),
+    }
+}
