@@ -231,8 +231,9 @@ fn committed_transactions_wait_in_the_journal_until_the_backlog_is_due() {
 }
 
 /// The third bound: one segment per waiting transaction, and
-/// `journal::POOL_SEGMENTS` of them. The commit that fills the last one
-/// applies the backlog, so the next commit reuses a segment instead of
+/// `journal::POOL_SEGMENTS` of them. Once every one waits, the backlog is
+/// due, and the background thread (not the committing app, which may be the
+/// FG one) applies it, so the next commit reuses a segment instead of
 /// creating one (growing the journal costs the backing file system a
 /// metadata commit).
 #[test]
@@ -240,13 +241,16 @@ fn the_backlog_is_applied_once_every_segment_of_the_pool_waits() {
     let f = fixture(Config { mode: SyncMode::Sync, ..Config::default() });
     let ino = f.create(ROOT_INO, "db");
     let pool = journal::POOL_SEGMENTS;
+    let in_place = |f: &Fixture| f.backend.stat(Path::new("db")).map(|a| a.size).unwrap_or(0);
     for round in 0..pool {
         f.engine.write(Some(ME), ino, 0, &[round as u8 + 1; 100]).unwrap();
         f.engine.fsync(Some(ME), ino).unwrap();
         f.engine.check_invariants().unwrap();
-        let in_place = f.backend.stat(Path::new("db")).map(|a| a.size).unwrap_or(0);
-        assert_eq!(in_place > 0, round + 1 == pool, "after commit {}: applied only once the pool is full", round + 1);
+        assert_eq!(in_place(&f), 0, "after commit {}: nothing applied by the committer", round + 1);
+        assert_eq!(f.engine.next_tick_in().is_zero(), round + 1 == pool, "after commit {}", round + 1);
     }
+    f.engine.tick();
+    assert_eq!(in_place(&f), 100, "the background tick applied the full pool");
     let segments = |f: &Fixture| {
         let names = f.backend.list_dir(Path::new(".mcfs")).unwrap();
         names.iter().filter(|(n, _)| n.to_string_lossy().starts_with("journal")).count()
