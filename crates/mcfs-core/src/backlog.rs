@@ -3,7 +3,8 @@
 //! committed), and are carried out in place together, in commit order and
 //! coalesced (`Journal::apply`), from the ops the engine holds. They are
 //! applied when the backlog reaches `apply_backlog_bytes` of journal (and
-//! of data its transactions wrote in place, whose pages they pin too) or its
+//! of data its transactions wrote in place, whose pages they pin too) or
+//! `journal::POOL_SEGMENTS` transactions (one segment each), or its
 //! oldest has waited `apply_backlog_seconds`, at a requested checkpoint and
 //! at unmount, on memory pressure, and when backing space runs short.
 //!
@@ -36,19 +37,34 @@ pub struct Waiting {
 }
 
 impl Engine {
-    /// The backlog reached its bound in bytes or in age.
+    /// The backlog reached one of its bounds: bytes, age, or the pool.
     pub(crate) fn backlog_due(&self) -> bool {
         let st = self.state.lock();
         self.backlog_due_at(&st).is_some_and(|due| due <= self.clock.now())
     }
 
-    /// When the backlog must be applied (now, if over its byte bound);
-    /// `None` if nothing waits.
+    /// The backlog reached its bound in bytes or in age: the commit that
+    /// finds it so applies it itself (a full pool is the background
+    /// thread's to apply, see `commit_holding_journal`).
+    pub(crate) fn backlog_due_for_committer(&self) -> bool {
+        let st = self.state.lock();
+        self.due_at(&st, false).is_some_and(|due| due <= self.clock.now())
+    }
+
+    /// When the backlog must be applied (now, if over its byte bound or
+    /// filling the pool); `None` if nothing waits.
     pub(crate) fn backlog_due_at(&self, st: &State) -> Option<SystemTime> {
+        self.due_at(st, true)
+    }
+
+    fn due_at(&self, st: &State, count_pool: bool) -> Option<SystemTime> {
         let backlog = self.backlog.lock();
         let (oldest, newest) = (backlog.first()?, backlog.last()?);
+        // Past the pool of ready segments a commit would create a new one,
+        // and pay for growing the journal: apply first.
+        let pool_full = count_pool && backlog.len() >= crate::journal::POOL_SEGMENTS;
         let placed: u64 = backlog.iter().map(|w| w.placed_bytes).sum();
-        if newest.log_bytes + placed >= st.config.apply_backlog_bytes {
+        if newest.log_bytes + placed >= st.config.apply_backlog_bytes || pool_full {
             return Some(oldest.committed_at);
         }
         Some(oldest.committed_at + crate::config::seconds(st.config.apply_backlog_seconds))

@@ -249,10 +249,15 @@ impl Engine {
         self.succeeded();
         if trigger.applies_at_once() {
             self.apply_backlog(&mut journal)?;
-        } else if self.backlog_due() {
+        } else if self.backlog_due_for_committer() {
             // The commit is durable whatever the apply does: a failure is
             // logged, counted and retried (`tick`), not this caller's error.
             let _ = self.apply_backlog(&mut journal);
+        } else if self.backlog_due() {
+            // Only the pool of segments is full. Applying here would make
+            // this commit's caller, maybe the FG app, wait for every app's
+            // backlog: the background thread applies it, as BG work.
+            self.wake_background();
         }
         Ok(if rest.is_empty() { Commit::Done } else { Commit::More(rest) })
     }

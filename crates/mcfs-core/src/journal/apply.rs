@@ -38,7 +38,7 @@ use std::borrow::Cow;
 use std::io;
 
 /// Applies the transactions of `run` (in commit order) from the durable
-/// progress point, then frees their segments. `between_segments` is called
+/// progress point; freeing their segments is left to the caller. `between_segments` is called
 /// after every `segment_bytes` of written data. Ops skipped for good are
 /// added to `unapplied` (which keeps those of earlier, failed attempts) and
 /// handed out in the report. On error the transactions stay committed;
@@ -112,12 +112,9 @@ pub fn apply_run(
             a.sync()?;
         }
     }
-    // Not synced here: the next commit (or recovery) makes the truncation
-    // durable. A crash before that finds these txns again, applied, and
+    // The segments are the caller's to free (`segment`): a crash before
+    // that, or before it is durable, finds these txns again, applied, and
     // the durable progress says so.
-    for txn in run.iter() {
-        backend.set_len(&segment_path(txn.slot), 0)?;
-    }
     a.report.unapplied = std::mem::take(a.unapplied);
     Ok(a.report)
 }

@@ -49,8 +49,14 @@ fn recover_to_outcome(state: &MemBackend, outcomes: &Outcomes, what: &dyn Fn() -
         panic!("{}: recovered to none of the trees (diffs: before, after each txn)\n  {diffs:?}", what());
     };
     for slot in segment_slots(state).unwrap() {
-        let size = state.stat(&segment_path(slot)).map(|a| a.size).ok();
-        assert_eq!(size, Some(0), "{}: journal segment {slot} not freed", what());
+        let mut sector = [0u8; HEADER_LEN as usize];
+        let n = state.read_at(&segment_path(slot), 0, &mut sector).unwrap();
+        assert_eq!(
+            encode::TxnHeader::decode(&sector[..n]),
+            Ok(encode::HeaderState::Empty),
+            "{}: journal segment {slot} not freed (its commit record not cleared)",
+            what()
+        );
     }
     let again = recover(state).unwrap_or_else(|e| panic!("{}: second recover: {e}", what()));
     assert_eq!(again, RecoveryReport::default(), "{}: a second recovery found work", what());
@@ -292,7 +298,10 @@ fn journal_damaged_progress_or_journal_mid_apply_is_finished_or_refused_never_ro
             let what = |damage: &str| format!("{label}: after backend op {cut}, {damage}");
             let txn = ProgressFile::load(&image).unwrap().newest().filter(|p| p.seq == 1);
             let in_middle = txn.is_some_and(|p| !p.done);
-            let holds_txn = !journal.is_empty();
+            // The commit record stays after the apply (the segment is reused
+            // in place); only the progress file says it was applied.
+            let record = encode::TxnHeader::decode(&journal[..journal.len().min(HEADER_LEN as usize)]);
+            let holds_txn = !matches!(record, Ok(encode::HeaderState::Empty));
 
             // The progress file truncated or zeroed: a committed journal
             // beside it is refused; beside an empty one, an older record may
@@ -327,7 +336,11 @@ fn journal_damaged_progress_or_journal_mid_apply_is_finished_or_refused_never_ro
                 _ => Expect::Undetectable,
             };
             refusals += usize::from(expect == Expect::Refused);
-            let len = journal.len();
+            // Damage to the transaction's bytes, not to the zeros after them.
+            let len = match record {
+                Ok(encode::HeaderState::Valid(h)) => (HEADER_LEN + h.payload_len) as usize,
+                _ => journal.len(),
+            };
             let mut damages: Vec<(String, Vec<u8>)> = Vec::new();
             for i in [20, 44, 512, (512 + len) / 2, len - 1] {
                 let mut flipped = journal.clone();

@@ -3,8 +3,9 @@
 //! (`.mcfs/journal`, `.mcfs/journal.1`, ...: one transaction per segment);
 //! `apply` later carries every waiting transaction out in place, in commit
 //! order and coalesced, from the ops this `Journal` holds in memory (never
-//! reading the log back), and frees their segments; `recover` finishes (or
-//! drops) whatever a crash left behind, reading the log.
+//! reading the log back), and frees their segments for reuse (`segment`);
+//! `recover` finishes (or drops) whatever a crash left behind, reading the
+//! log.
 //!
 //! Invariant: the log holds any number of committed transactions, each in a
 //! segment of its own, and they are applied in commit order. Once a commit
@@ -23,6 +24,7 @@ mod progress;
 mod reader;
 mod recovery;
 mod refusal;
+mod segment;
 
 #[cfg(test)]
 mod crash_tests;
@@ -34,6 +36,7 @@ mod tests;
 pub use crate::backend::Mutation as JournalOp;
 pub use encode::HEADER_LEN;
 pub use recovery::{recover, recovered_copy, RecoveryReport};
+pub use segment::{POOL_SEGMENTS, READY_BYTES as SEGMENT_READY_BYTES};
 
 use crate::backend::error::BackendError;
 use crate::backend::{is_not_found, Backend};
@@ -41,7 +44,7 @@ use crate::types::FileKind;
 use encode::{encode_op, TxnHeader};
 use progress::ProgressFile;
 use recovery::{check_consistent, inspect_log};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -173,15 +176,15 @@ pub struct Journal {
     txn: TxnState,
     /// Committed transactions waiting to be applied, in commit order.
     waiting: Vec<Waiting>,
-    /// The slots of the segment files that exist.
-    segments: BTreeSet<usize>,
+    /// The segment files that exist: slot → size.
+    segments: BTreeMap<usize, u64>,
     /// A segment an aborted transaction wrote to: the next `begin` takes
     /// it again, so a commit record that reached the disk anyway is
     /// overwritten rather than left beside a transaction with its number.
     reuse_first: Option<usize>,
     progress: ProgressFile,
     segment_bytes: u64,
-    /// Bytes written to the log (payload and commit records).
+    /// Bytes written to the log (payloads, commit records, zero fill).
     txn_bytes: u64,
     /// The last transaction committed through this `Journal`: `begin` needs
     /// a larger number, or that txn's progress record would be taken for the
@@ -211,16 +214,29 @@ impl Journal {
         let slots = segment_slots(b)?;
         let log = inspect_log(b, &slots)?;
         check_consistent(&log, &progress)?;
-        if let Some((slot, h)) = log.committed.first() {
+        if let Some((slot, h)) = log.committed.iter().find(|(_, h)| progress.resume_point(h.seq).is_some()) {
             return Err(state_error(
                 &segment_path(*slot),
                 libc::EBUSY,
                 format!("holds committed transaction {}; run recovery before opening the journal", h.seq),
             ));
         }
-        for (slot, _) in &log.torn {
-            // Never committed: whatever survives of this truncation is still torn.
-            b.set_len(&segment_path(*slot), 0)?;
+        let mut segments = BTreeMap::new();
+        for slot in slots.into_iter().chain([0]) {
+            segments.insert(slot, b.stat(&segment_path(slot))?.size);
+        }
+        // Torn, or applied (the progress file says so): either way nothing
+        // to keep, and a header left valid must not meet the numbers the
+        // reset below restarts (so the clearing is durable first).
+        let stale = log.torn.iter().map(|(slot, _)| *slot).chain(log.committed.iter().map(|(slot, _)| *slot));
+        let mut cleared = false;
+        for slot in stale {
+            let len = segments.get(&slot).copied().unwrap_or(0);
+            segments.insert(slot, segment::clear(b, slot, len)?);
+            cleared = true;
+        }
+        if cleared {
+            b.sync()?;
         }
         crate::in_place::forget(b)?;
         progress.reset(b)?;
@@ -229,7 +245,7 @@ impl Journal {
             backend,
             txn: TxnState::Idle,
             waiting: Vec::new(),
-            segments: slots.into_iter().chain([0]).collect(),
+            segments,
             reuse_first: None,
             progress,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
@@ -243,8 +259,9 @@ impl Journal {
         self.segment_bytes = bytes;
     }
 
-    /// Every byte written under `.mcfs/` so far: payloads, commit records and
-    /// progress records (the engine counts them as flushed).
+    /// Every byte written under `.mcfs/` so far: payloads, commit records,
+    /// the zeros new segments are prepared with, and progress records (the
+    /// engine counts them as flushed).
     pub fn bytes_written(&self) -> u64 {
         self.txn_bytes + self.progress.bytes_written()
     }
@@ -272,7 +289,8 @@ impl Journal {
         self.waiting.iter().map(|w| HEADER_LEN + w.header.payload_len).sum()
     }
 
-    /// BEGIN_TRANSACTION, in a free segment (created if none is).
+    /// BEGIN_TRANSACTION, in a free segment (created if none is, and
+    /// filled with zeros to `segment::READY_BYTES` if shorter).
     pub fn begin(&mut self, seq: u64) -> io::Result<()> {
         if !matches!(self.txn, TxnState::Idle) {
             return Err(misuse("begin while another transaction is being built"));
@@ -291,11 +309,18 @@ impl Journal {
             Some(slot) => slot,
             None => (0..).find(|slot| !in_use(*slot)).unwrap_or(0),
         };
-        if !self.segments.contains(&slot) {
-            // Made durable by this transaction's own `wait_sync`.
-            ensure(&*self.backend, &segment_path(slot), FileKind::File, 0o600)?;
-            self.segments.insert(slot);
-        }
+        let len = match self.segments.get(&slot) {
+            Some(len) => *len,
+            None => {
+                // Made durable by this transaction's own `wait_sync`.
+                ensure(&*self.backend, &segment_path(slot), FileKind::File, 0o600)?;
+                0
+            }
+        };
+        self.segments.insert(slot, len);
+        let ready = segment::make_ready(&*self.backend, slot, len)?;
+        self.txn_bytes += ready - len;
+        self.segments.insert(slot, ready);
         self.reuse_first = None;
         self.txn = TxnState::Building { seq, slot, buf: Vec::new(), flushed: 0, crc: 0, ops: Vec::new() };
         Ok(())
@@ -358,7 +383,20 @@ impl Journal {
             between_segments,
             &mut self.unapplied,
         )?;
-        self.waiting.clear();
+        // The applied transactions' segments are free now. Left as they are
+        // (the next commit in each overwrites it in place), unless one grew
+        // too big to keep, or its transaction is empty (a run of empty ones
+        // writes no progress record that would call it applied). Not synced.
+        for w in std::mem::take(&mut self.waiting) {
+            let len = self.segments.get(&w.slot).copied().unwrap_or(0);
+            if segment::too_big(len) || w.header.op_count == 0 {
+                // The run is applied whatever this does: a segment left as it
+                // was only holds a transaction recovery finds applied or empty.
+                if let Ok(len) = segment::clear(&*self.backend, w.slot, len) {
+                    self.segments.insert(w.slot, len);
+                }
+            }
+        }
         Ok(report)
     }
 
@@ -375,7 +413,9 @@ impl Journal {
         self.txn = TxnState::Idle;
         if written {
             self.reuse_first = Some(slot);
-            self.backend.set_len(&segment_path(slot), 0)?;
+            // Its payload may have grown the file past what the map knows.
+            let len = self.backend.stat(&segment_path(slot))?.size;
+            self.segments.insert(slot, segment::clear(&*self.backend, slot, len)?);
         }
         Ok(())
     }
@@ -410,6 +450,8 @@ impl Journal {
         let slot = *slot;
         self.backend.write_at(&segment_path(slot), 0, &header.encode())?;
         self.txn_bytes += HEADER_LEN;
+        let len = self.segments.entry(slot).or_default();
+        *len = (*len).max(HEADER_LEN + header.payload_len);
         let ops = std::mem::take(ops);
         self.txn = TxnState::Ended(Waiting { slot, header, ops });
         Ok(())

@@ -3,8 +3,8 @@
 //! progress point (the very code the live applier uses, reading the ops back
 //! from the segments), drops torn ones whole, and empties `.mcfs/orphans/`.
 //!
-//! Invariant: recovery only writes through the apply protocol, the journal
-//! truncation and orphan removal, so a crash inside it leaves a state the
+//! Invariant: recovery only writes through the apply protocol, the clearing
+//! of segments (`segment::clear`) and orphan removal, so a crash inside it leaves a state the
 //! next recovery handles the same way. It never touches a journal it cannot
 //! identify as an mcfs journal of a version it knows, and it changes nothing
 //! when its own state (`.mcfs/journal` and `.mcfs/progress`) is one no crash
@@ -15,6 +15,7 @@ use super::apply::apply_run;
 use super::encode::{ForeignHeader, HeaderState, TxnHeader, HEADER_LEN, LEGACY_VERSION};
 use super::progress::ProgressFile;
 use super::reader::{OpReader, ReadError};
+use super::segment;
 use super::{
     journal_error, orphans_dir, progress_error, segment_path, segment_slots, state_error, ApplyReport, RunTxn, TxnOps,
 };
@@ -108,20 +109,28 @@ pub fn recover(backend: &dyn Backend) -> io::Result<RecoveryReport> {
     let committed = |seq: u64| newest >= seq || log.committed.iter().any(|(_, h)| h.seq == seq);
     let appends_put_back = crate::in_place::recover(backend, &committed)?;
     for (slot, len) in &log.torn {
-        backend.set_len(&segment_path(*slot), 0)?;
+        segment::clear(backend, *slot, *len)?;
         report.dropped_torn_bytes += len;
     }
+    // Transactions the progress file calls applied are left in their
+    // segments by the live applier (they are reused in place): nothing to replay.
     let mut run: Vec<RunTxn> = log
         .committed
         .iter()
+        .filter(|(_, header)| progress.resume_point(header.seq).is_some())
         .map(|(slot, header)| RunTxn { slot: *slot, header: *header, ops: TxnOps::Logged })
         .collect();
     if !run.is_empty() {
         report.replayed = Some(apply_run(backend, &mut run, &mut progress, u64::MAX, &mut || {}, &mut Vec::new())?);
     }
+    // Every commit record is cleared before the next mount numbers
+    // transactions from 1 again (with the sync below).
+    for (slot, _) in &log.committed {
+        segment::clear(backend, *slot, backend.stat(&segment_path(*slot))?.size)?;
+    }
     report.orphans_removed = remove_orphans(backend)?;
-    if report != RecoveryReport::default() || appends_put_back {
-        // Leave the backing store settled (and the log durably empty).
+    if report != RecoveryReport::default() || !log.committed.is_empty() || appends_put_back {
+        // Leave the backing store settled (and the log durably free).
         backend.sync()?;
     }
     Ok(report)
@@ -251,7 +260,10 @@ fn inspect(backend: &dyn Backend, path: &Path) -> io::Result<JournalContent> {
     let n = backend.read_at(path, 0, &mut sector)?;
     let header = match TxnHeader::decode(&sector[..n]) {
         Ok(HeaderState::Valid(h)) => h,
-        Ok(HeaderState::Empty | HeaderState::Torn) => return Ok(JournalContent::Torn { len, header: None }),
+        // A free segment: zeros, or stale bytes behind a cleared header (or
+        // a transaction that never wrote its commit record: nothing to drop).
+        Ok(HeaderState::Empty) => return Ok(JournalContent::Empty),
+        Ok(HeaderState::Torn) => return Ok(JournalContent::Torn { len, header: None }),
         Err(ForeignHeader::Magic(magic)) => {
             return Err(state_error(
                 path,

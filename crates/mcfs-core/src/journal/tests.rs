@@ -31,6 +31,21 @@ fn journal_len(b: &dyn Backend) -> u64 {
     b.stat(&journal_path()).unwrap().size
 }
 
+/// The commit record in segment `slot`, if its header sector holds a valid one.
+fn record_in(b: &dyn Backend, slot: usize) -> Option<encode::TxnHeader> {
+    let mut sector = [0u8; HEADER_LEN as usize];
+    let n = b.read_at(&segment_path(slot), 0, &mut sector).unwrap();
+    match encode::TxnHeader::decode(&sector[..n]) {
+        Ok(encode::HeaderState::Valid(h)) => Some(h),
+        _ => None,
+    }
+}
+
+/// The bytes of the transaction `.mcfs/journal` holds (0: none).
+fn journal_txn_len(b: &dyn Backend) -> u64 {
+    record_in(b, 0).map_or(0, |h| HEADER_LEN + h.payload_len)
+}
+
 fn encoded_len(ops: &[JournalOp]) -> u64 {
     let mut buf = Vec::new();
     for op in ops {
@@ -48,7 +63,7 @@ fn journal_commit_then_apply_reaches_the_post_state() {
         let opened = j.bytes_written();
         commit(&mut j, 1, &ops);
         assert_eq!(j.waiting(), 1);
-        assert_eq!(journal_len(&*b), HEADER_LEN + encoded_len(&ops), "{name}");
+        assert_eq!(journal_txn_len(&*b), HEADER_LEN + encoded_len(&ops), "{name}");
         let report = j.apply(&mut || {}).unwrap();
         assert_eq!(tree_of(&b), expected, "{name}: {:?}", tree_of(&b).diff(&expected));
         assert_eq!(report.ops, ops.len() as u64, "{name}");
@@ -57,8 +72,10 @@ fn journal_commit_then_apply_reaches_the_post_state() {
         let applied = |i: usize| !report.unapplied.iter().any(|u| u.index == i as u64);
         let data: u64 = ops.iter().enumerate().filter(|(i, _)| applied(*i)).map(|(_, op)| op.data_len()).sum();
         assert_eq!(report.data_bytes, data, "{name}");
-        assert_eq!(journal_len(&*b), 0, "{name}: the journal is freed");
-        assert_eq!(j.bytes_written() - opened, HEADER_LEN + encoded_len(&ops) + report.journal_bytes, "{name}");
+        let kept = SEGMENT_READY_BYTES.max(HEADER_LEN + encoded_len(&ops));
+        assert_eq!(journal_len(&*b), kept, "{name}: the segment is kept for the next transaction");
+        let zeros = SEGMENT_READY_BYTES; // the new segment's zero fill
+        assert_eq!(j.bytes_written() - opened, zeros + HEADER_LEN + encoded_len(&ops) + report.journal_bytes, "{name}");
         assert_eq!(j.waiting(), 0);
         // Recovery afterwards finds nothing to do.
         let r = recover(&*b).unwrap();
@@ -116,7 +133,7 @@ fn journal_torn_or_corrupt_commit_is_dropped_whole() {
     let before = tree_of(&b);
     let mut j = Journal::open(b.clone()).unwrap();
     commit(&mut j, 3, &ops);
-    let len = journal_len(&*b);
+    let len = journal_txn_len(&*b);
     let mut image = vec![0u8; len as usize];
     assert_eq!(b.read_at(&journal_path(), 0, &mut image).unwrap(), len as usize);
 
@@ -126,9 +143,12 @@ fn journal_torn_or_corrupt_commit_is_dropped_whole() {
         c.write_at(&journal_path(), 0, bytes).unwrap();
         let r = recover(&c).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(r.replayed, None, "{what}");
-        assert_eq!(r.dropped_torn_bytes, bytes.len() as u64, "{what}");
+        // A payload without any byte of its commit record is a free segment.
+        let record_written = bytes.iter().take(HEADER_LEN as usize).any(|b| *b != 0);
+        assert_eq!(r.dropped_torn_bytes, if record_written { bytes.len() as u64 } else { 0 }, "{what}");
         assert_eq!(tree_of(&c), before, "{what}");
-        assert_eq!(journal_len(&c), 0, "{what}");
+        assert_eq!(journal_txn_len(&c), 0, "{what}");
+        assert_eq!(recover(&c).unwrap(), RecoveryReport::default(), "{what}: recovered once for all");
     };
     // Every truncation: a missing tail of the payload or of the header.
     for cut in 1..len as usize {
@@ -205,7 +225,7 @@ fn journal_abort_drops_an_uncommitted_txn_and_frees_its_number() {
     }
     j.end().unwrap();
     j.abort().unwrap();
-    assert_eq!(journal_len(&*b), 0);
+    assert_eq!(journal_txn_len(&*b), 0, "the commit record is cleared");
     assert_eq!(recover(&*b).unwrap(), RecoveryReport::default());
     assert_eq!(tree_of(&b), before);
     // The same number may be used again: the aborted txn never got progress.
@@ -282,8 +302,8 @@ fn journal_apply_resumes_after_an_error_at_every_step() {
                 assert_eq!(tree_of(&inner), expected, "{what}: {:?}", tree_of(&inner).diff(&expected));
                 k += 1;
             }
-            let least = if ops.is_empty() { 1 } else { 3 };
-            assert!(k >= least, "{name}: the fault reached only {k} calls");
+            // An empty transaction's apply writes nothing (its segment is kept as it is).
+            assert!(ops.is_empty() || k >= 3, "{name}: the fault reached only {k} calls");
         }
     }
 }
@@ -623,9 +643,10 @@ fn journal_deep_mkdir_chains_many_links_and_rmdir_chains_are_one_group_each() {
     }
 }
 
-/// The segment files that hold something, by slot.
+/// The segment files that hold a valid commit record (waiting, or applied
+/// and left for reuse), by slot.
 fn used_segments(b: &dyn Backend) -> Vec<usize> {
-    segment_slots(b).unwrap().into_iter().filter(|s| b.stat(&segment_path(*s)).unwrap().size > 0).collect()
+    segment_slots(b).unwrap().into_iter().filter(|s| record_in(b, *s).is_some()).collect()
 }
 
 /// The tree after each of `txns` in turn, starting from `b` (left as it is).
@@ -656,8 +677,8 @@ fn journal_log_holds_many_transactions_and_reuses_its_segments() {
         assert_eq!(used_segments(&*b), (0..=i).collect::<Vec<_>>(), "one segment per waiting transaction");
     }
     assert_eq!(j.waiting(), txns.len());
-    let sizes: u64 = used_segments(&*b).iter().map(|s| b.stat(&segment_path(*s)).unwrap().size).sum();
-    assert_eq!(j.waiting_bytes(), sizes, "waiting bytes are what the segments take");
+    let held: u64 = used_segments(&*b).iter().map(|s| HEADER_LEN + record_in(&*b, *s).unwrap().payload_len).sum();
+    assert_eq!(j.waiting_bytes(), held, "waiting bytes are what the transactions take in their segments");
     // Recovery of the log as it stands (nothing applied) reaches the end too.
     let image = copy(&b);
     let report = recover(&image).unwrap();
@@ -666,13 +687,20 @@ fn journal_log_holds_many_transactions_and_reuses_its_segments() {
     let report = j.apply(&mut || {}).unwrap();
     assert_eq!((report.seq, report.txns), (1, 5));
     assert_eq!(tree_of(&b), expected, "one run applies them all, in order");
-    assert!(used_segments(&*b).is_empty(), "the run frees every segment");
-    // The next transactions take the free segments again: no new file.
+    assert_eq!(recover(&copy(&b)).unwrap().replayed, None, "the run leaves nothing to replay");
+    let sizes = |b: &MemBackend| -> Vec<u64> {
+        segment_slots(b).unwrap().iter().map(|s| b.stat(&segment_path(*s)).unwrap().size).collect()
+    };
+    let before_reuse = sizes(&b);
+    // The next transactions take the free segments again, in place: no new
+    // file, no size changed.
     let create = JournalOp::Create { path: "fresh".into(), kind: crate::types::FileKind::File, perm: 0o644, rdev: 0 };
     commit(&mut j, 6, &[create, JournalOp::Write { path: "fresh".into(), offset: 0, data: vec![1; 10] }]);
     commit(&mut j, 7, &[JournalOp::Write { path: "fresh".into(), offset: 0, data: vec![2; 10] }]);
-    assert_eq!(used_segments(&*b), vec![0, 1]);
+    assert_eq!([record_in(&*b, 0).map(|h| h.seq), record_in(&*b, 1).map(|h| h.seq)], [Some(6), Some(7)]);
     assert_eq!(segment_slots(&*b).unwrap().len(), 5, "no segment file beyond the most ever waiting");
+    assert_eq!(sizes(&b), before_reuse, "the commits overwrote their segments in place");
+    assert!(before_reuse.iter().all(|s| *s == SEGMENT_READY_BYTES), "{before_reuse:?}");
     let report = j.apply(&mut || {}).unwrap();
     assert_eq!((report.data_bytes, report.coalesced_bytes), (10, 10), "the page went home once, last version");
 }
@@ -690,7 +718,7 @@ fn journal_log_a_torn_segment_at_every_position_is_dropped_and_the_others_applie
         commit(&mut j, i as u64 + 1, ops);
     }
     let third = segment_path(2);
-    let size = b.stat(&third).unwrap().size as usize;
+    let size = (HEADER_LEN + record_in(&*b, 2).unwrap().payload_len) as usize;
     let mut bytes = vec![0; size];
     b.read_at(&third, 0, &mut bytes).unwrap();
     let mut images: Vec<(String, Vec<u8>)> =
@@ -746,4 +774,133 @@ fn journal_log_random_coalesced_runs_equal_the_ops_applied_one_by_one() {
         coalesced += report.coalesced_bytes;
     }
     assert!(coalesced > 0, "no random run coalesced anything");
+}
+
+/// A transaction reusing a segment whose earlier, longer transaction was
+/// applied (its commit record and payload still there, as the live applier
+/// leaves them): a crash image may hold any prefix of the new payload over
+/// the stale one, under the stale commit record or the new one. Recovery
+/// never takes stale bytes for a transaction: it reaches the state after the
+/// first transaction, or after the second once its record and payload are
+/// whole, and leaves the log free.
+#[test]
+fn journal_a_segment_reused_over_a_longer_stale_transaction_recovers_at_every_cut() {
+    let long: Vec<JournalOp> = (0..6u64)
+        .map(|i| JournalOp::Write { path: "a".into(), offset: i * 700, data: vec![i as u8 + 1; 700] })
+        .collect();
+    let short = vec![JournalOp::Write { path: "a".into(), offset: 100, data: vec![0xee; 50] }];
+    let b = mem_with_base();
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 1, &long);
+    j.apply(&mut || {}).unwrap();
+    let after_first = tree_of(&b);
+    let stale_image = copy(&b);
+    let stale = file_bytes_of(&b, &journal_path());
+    commit(&mut j, 2, &short);
+    let after_second = apply_directly(&copy(&b), &short);
+    let new = file_bytes_of(&b, &journal_path());
+    let new_len = (HEADER_LEN + record_in(&*b, 0).expect("the second record").payload_len) as usize;
+    assert!(new_len < HEADER_LEN as usize + record_len_of(&stale), "the stale transaction is the longer one");
+    assert_eq!(new.len(), stale.len(), "the commit overwrote the segment in place");
+    let header = HEADER_LEN as usize;
+    let mut images = Vec::new();
+    for cut in header..=new_len {
+        for (which, record) in [("stale record", &stale[..header]), ("new record", &new[..header])] {
+            let mut bytes = stale.clone();
+            bytes[header..cut].copy_from_slice(&new[header..cut]);
+            bytes[..header].copy_from_slice(record);
+            images.push((
+                format!("{which}, payload written to byte {cut}"),
+                bytes,
+                which == "new record" && cut == new_len,
+            ));
+        }
+    }
+    // The new record torn over the stale one: any mix of the two.
+    for mix in 1..48 {
+        let mut bytes = new.clone();
+        bytes[mix..header].copy_from_slice(&stale[mix..header]);
+        images.push((format!("new record torn after byte {mix}"), bytes, false));
+    }
+    for (what, bytes, whole) in images {
+        let image = copy(&stale_image);
+        image.write_at(&journal_path(), 0, &bytes).unwrap();
+        let report = recover(&image).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let expected = if whole { &after_second } else { &after_first };
+        assert_eq!(tree_of(&image), *expected, "{what}: {report:?}");
+        assert_eq!(report.replayed.is_some(), whole, "{what}: {report:?}");
+        assert_eq!(record_in(&image, 0), None, "{what}: the record is cleared");
+        assert_eq!(recover(&image).unwrap(), RecoveryReport::default(), "{what}: recovered once for all");
+    }
+}
+
+/// Applied transactions stay in their segments with valid commit records;
+/// numbers restart at 1 with the next `open`. Neither `open` nor a recovery
+/// after it may take an earlier session's record for a new transaction.
+#[test]
+fn journal_records_left_by_an_earlier_session_are_cleared_before_numbers_restart() {
+    let txns = random_run(23, 3);
+    let b = mem_with_base();
+    let mut j = Journal::open(b.clone()).unwrap();
+    for (i, ops) in txns.iter().enumerate() {
+        commit(&mut j, i as u64 + 1, ops);
+    }
+    j.apply(&mut || {}).unwrap();
+    drop(j);
+    assert_eq!(used_segments(&*b), vec![0, 1, 2], "the applied records are left in place");
+    let after_run = tree_of(&b);
+    for via_recover in [false, true] {
+        let b = Arc::new(copy(&b));
+        if via_recover {
+            assert_eq!(recover(&*b).unwrap(), RecoveryReport::default(), "nothing to replay, nothing to report");
+        }
+        let mut j = Journal::open(b.clone()).expect("open takes a log of applied transactions");
+        assert!(used_segments(&*b).is_empty(), "open (or recovery) cleared every record");
+        // A new session's transaction 1 in segment 0; segments 1 and 2 held
+        // transactions 2 and 3 of the last session, which must not come back.
+        let ops = vec![JournalOp::Write { path: "late".into(), offset: 0, data: vec![7; 10] }];
+        let create =
+            JournalOp::Create { path: "late".into(), kind: crate::types::FileKind::File, perm: 0o600, rdev: 0 };
+        let ops = [vec![create], ops].concat();
+        commit(&mut j, 1, &ops);
+        drop(j);
+        let expected = apply_directly(&copy(&b), &ops);
+        let report = recover(&*b).unwrap();
+        assert_eq!(report.replayed.map(|r| (r.seq, r.txns)), Some((1, 1)), "via recover {via_recover}");
+        assert_eq!(tree_of(&b), expected);
+        assert_ne!(tree_of(&b), after_run);
+    }
+}
+
+/// A transaction larger than a kept segment grows it; once
+/// applied, the segment is cleared and cut back, giving the room back.
+#[test]
+fn journal_a_segment_grown_by_a_large_transaction_is_cut_back_once_applied() {
+    let ops = vec![JournalOp::Write { path: "a".into(), offset: 0, data: vec![3; 2 << 20] }];
+    let b = mem_with_base();
+    let expected = apply_directly(&copy(&b), &ops);
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 1, &ops);
+    assert!(journal_len(&*b) > 2 << 20);
+    j.apply(&mut || {}).unwrap();
+    assert_eq!(tree_of(&b), expected);
+    assert_eq!((journal_len(&*b), record_in(&*b, 0)), (SEGMENT_READY_BYTES, None), "cut back and cleared");
+    let small = vec![JournalOp::Write { path: "a".into(), offset: 0, data: vec![4; 10] }];
+    commit(&mut j, 2, &small);
+    assert_eq!(journal_len(&*b), SEGMENT_READY_BYTES, "the next small one fits again");
+    assert_eq!(recover(&copy(&b)).unwrap().replayed.map(|r| r.seq), Some(2));
+}
+
+fn file_bytes_of(b: &MemBackend, path: &Path) -> Vec<u8> {
+    let mut bytes = vec![0; b.stat(path).unwrap().size as usize];
+    assert_eq!(b.read_at(path, 0, &mut bytes).unwrap(), bytes.len());
+    bytes
+}
+
+/// The payload length the commit record at the start of `segment` names.
+fn record_len_of(segment: &[u8]) -> usize {
+    match encode::TxnHeader::decode(&segment[..HEADER_LEN as usize]) {
+        Ok(encode::HeaderState::Valid(h)) => h.payload_len as usize,
+        other => panic!("no valid record: {other:?}"),
+    }
 }
