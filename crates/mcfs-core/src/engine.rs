@@ -854,6 +854,18 @@ impl Engine {
         self.state.lock().config.consistency
     }
 
+    /// Whether an operation of the caller's on `inos`, or on the entries
+    /// `names` of directories, changes another app's object or would close
+    /// another app's open VCT (`sync_points::touches_other_apps`): in
+    /// sync-point mode the kernel must hand over every dirty page first.
+    pub fn touches_other_apps(&self, caller: Caller, inos: &[Ino], names: &[(Ino, &OsStr)]) -> bool {
+        let mut st = self.state.lock();
+        let app = st.app_of_uid(caller.uid);
+        let children = names.iter().filter_map(|(dir, name)| st.inodes.get(dir).and_then(|d| d.child(name)));
+        let touched: Vec<Ino> = inos.iter().copied().chain(children).collect();
+        crate::sync_points::touches_other_apps(&st, app, &touched)
+    }
+
     /// Whether the data `ino` holds goes to the write log of the caller's
     /// app (the file's app is the caller's): a sync point of that app must
     /// see the file's data handed over first.

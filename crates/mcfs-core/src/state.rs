@@ -234,6 +234,7 @@ impl State {
         }
         self.reserve_object(&entry);
         self.apps.list[app].open.record(entry, now);
+        crate::sync_points::after_changing_other_apps(self, app, touched);
     }
 
     /// Closes the open VCT of any other app that changed one of `touched`,

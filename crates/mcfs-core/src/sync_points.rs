@@ -10,12 +10,31 @@
 //! hard limits close a VCT (bounded staleness and memory), the documented
 //! exception.
 //!
+//! Apps that share files and directories need two more rules, or a kernel
+//! writeback of one app's file could close another app's VCT halfway
+//! between its sync points (a dependency, `State::close_conflicting`), and
+//! nothing can be handed over in the middle of a writeback:
+//!
+//! * an operation of an app that changes another app's file, or that
+//!   would close another app's open VCT, comes after the kernel handed over
+//!   every dirty page (the FUSE adapter asks `touches_other_apps` first),
+//!   and
+//! * the app's VCT closes right after it changed another app's file
+//!   (`after_changing_other_apps`), so no open VCT is ever the last change
+//!   of another app's file, and a writeback never closes one.
+//!
+//! Each such boundary holds all its app did before it: the app's files may
+//! come back as at that moment, a prefix of its operations, as in
+//! operation mode.
+//!
 //! Invariant: in sync-point mode the policy never closes a VCT outside
 //! `at_sync_point`.
 
 use crate::config::Consistency;
+use crate::inode::Inode;
 use crate::policy::Limits;
 use crate::state::State;
+use crate::types::{FileKind, Ino, ROOT_INO};
 use crate::vct::AppId;
 use std::time::SystemTime;
 
@@ -48,4 +67,50 @@ pub(crate) fn at_sync_point(st: &mut State, app: AppId, now: SystemTime) -> bool
         st.close_vct(app);
     }
     due
+}
+
+/// Whether an operation of `app` on `touched` (the inodes it names, the
+/// parent directories among them) changes another app's file, or would
+/// close another app's open VCT: one of them was last changed in it, or a
+/// directory above one of them was moved in it (the dependencies
+/// `State::log` follows).
+pub(crate) fn touches_other_apps(st: &State, app: AppId, touched: &[Ino]) -> bool {
+    let open_elsewhere = |change: Option<(AppId, u64)>| {
+        change.is_some_and(|(other, vct)| other != app && st.apps.list[other].open.id == vct)
+    };
+    touched.iter().any(|ino| {
+        let Some(inode) = st.inodes.get(ino) else { return false };
+        if others_file(inode, app) || open_elsewhere(inode.last_change) {
+            return true;
+        }
+        let mut at = inode.parent;
+        while at != ROOT_INO {
+            let Some(dir) = st.inodes.get(&at) else { return false };
+            if open_elsewhere(dir.last_move) {
+                return true;
+            }
+            at = dir.parent;
+        }
+        false
+    })
+}
+
+/// In sync-point mode, `app` just logged a change to `touched`: if one of
+/// them is another app's file, its VCT closes now (the kernel handed
+/// everything over before the operation).
+pub(crate) fn after_changing_other_apps(st: &mut State, app: AppId, touched: &[Ino]) {
+    if st.config.consistency != Consistency::SyncPoint {
+        return;
+    }
+    if touched.iter().any(|ino| st.inodes.get(ino).is_some_and(|i| others_file(i, app))) {
+        st.close_vct(app);
+    }
+}
+
+/// A regular file of another app: only files get writebacks, so only a
+/// change to one can leave an open VCT that a writeback would close.
+/// (A change to another app's directory is a dependency only for other
+/// operations, which `touches_other_apps` sees coming.)
+fn others_file(inode: &Inode, app: AppId) -> bool {
+    inode.app != app && inode.attr.kind == FileKind::File
 }

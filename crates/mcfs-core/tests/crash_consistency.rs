@@ -250,6 +250,35 @@ fn check_text(text: &str, start: Start) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Sync-point mode: app 1's chmod of a file app 0 made in `shared/` while
+/// app 0's write waits in the kernel's cache closes app 0's VCT; the kernel
+/// hands everything over first, so that VCT holds the write.
+#[test]
+fn sync_point_another_apps_chmod_hands_over_first() {
+    check_text(
+        "a0 mkdir app0 755; a0 mkdir shared 777; a0 create app0/f1 644 h7; a0 create shared/tmp 755; \
+         a0 write h7 @16251+272 #52; a1 chmod shared/tmp 600; tick 1; shutdown",
+        Start::Mounted,
+    );
+}
+
+/// Sync-point mode: app 2 renames app 0's file in `shared/`, then app 0's
+/// write of it reaches the engine while app 2's own write waits in the
+/// kernel's cache; app 2's VCT closed right after the rename, so the
+/// writeback closes nothing of app 2's halfway.
+#[test]
+fn sync_point_writeback_after_another_apps_rename_closes_no_vct() {
+    check_text(
+        "a2 mkdir app2 755; a2 mkdir app2/d0 750; a2 create app2/f0 640; a2 write app2/f0 @0+702 #4; \
+         a2 write app2/f0 @8127+97 #5; a2 create app2/d0/f0 640; a2 write app2/d0/f0 @19790+494 #6; \
+         a0 mkdir shared 777; a0 create shared/f1 755; a0 write shared/f1 @24485+35 #7; \
+         a0 write shared/f1 @24576+4096 #8; a2 write app2/f0 @8224+552 #14; a2 write app2/f0 @3493+1109 #16; \
+         a2 rename shared/f1 shared/f2; a2 rename shared/f2 shared/db-journal; a2 create app2/tmp 644 h5; \
+         a2 write h5 @5663+215 #59; a0 write shared/db-journal @31203+87 #63; tick 20; shutdown",
+        Start::Mounted,
+    );
+}
+
 #[test]
 fn write_temp_then_rename_over_an_existing_file() {
     check_text(

@@ -107,6 +107,34 @@ fn a_namespace_operation_is_a_sync_point_and_its_boundary_falls_before_it() {
 /// A limit reached still closes the VCT between sync points (bounded
 /// staleness wins; the documented exception), and a VCT halfway to one
 /// closes at the next sync point even under a policy that would wait.
+/// An app changing another app's object is told so (the FUSE adapter then
+/// has the kernel hand everything over first), and in sync-point mode its
+/// own VCT ends right after, so a later writeback of the other app's file
+/// finds no open VCT of it to close halfway.
+#[test]
+fn changing_another_apps_file_ends_the_changers_vct_in_sync_point_mode() {
+    const OTHER: Caller = Caller { uid: 10002, gid: 10002, pid: 8 };
+    for (consistency, changer_closes) in [("operation", 0), ("sync-point", 1)] {
+        let f = fixture(consistency);
+        let shared = f.engine.mkdir(APP, ROOT_INO, OsStr::new("shared"), 0o777).unwrap().ino;
+        let file = f.engine.create(APP, shared, OsStr::new("f"), 0o666, false).unwrap().ino;
+        let own = f.engine.create(OTHER, ROOT_INO, OsStr::new("own"), 0o644, false).unwrap().ino;
+        f.engine.checkpoint().unwrap();
+        assert!(f.engine.touches_other_apps(OTHER, &[file], &[]), "{consistency}: APP's file");
+        assert!(f.engine.touches_other_apps(OTHER, &[], &[(shared, OsStr::new("f"))]), "{consistency}: by name");
+        assert!(!f.engine.touches_other_apps(OTHER, &[own], &[]), "{consistency}: its own file");
+        assert!(!f.engine.touches_other_apps(APP, &[file, shared], &[]), "{consistency}: APP's own");
+        let closed_by_other = || f.engine.stats().apps["uid:10002"].vcts_closed;
+        let before = closed_by_other();
+        f.engine.setattr(OTHER, file, &SetAttr { perm: Some(0o600), ..SetAttr::default() }).unwrap();
+        assert_eq!(closed_by_other() - before, changer_closes, "{consistency}: the chmod of APP's file");
+        // A write of APP's depends on the chmod: in operation mode it closes
+        // OTHER's VCT there; in sync-point mode that VCT is closed already.
+        f.engine.write(None, file, 0, b"x").unwrap();
+        assert_eq!(closed_by_other() - before, 1, "{consistency}: APP's writeback");
+    }
+}
+
 #[test]
 fn limits_close_between_sync_points_and_halfway_closes_at_one() {
     let config = Config::from_toml("consistency = \"sync-point\"\nmax_stale_seconds = 10\n").expect("config");

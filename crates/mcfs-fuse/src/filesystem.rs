@@ -34,7 +34,7 @@ use crate::write_back::MountRootSlot;
 use fuser::{FileHandle, FopenFlags, Generation, INodeNo, InitFlags, RenameFlags, TimeOrNow, WriteFlags};
 use mcfs_core::{Attr, Caller, Consistency, Engine, Errno, FsResult, HeldBack, RenameMode};
 use std::borrow::Borrow;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +47,37 @@ use std::time::Duration;
 /// mcfs makes is made by a request through this mount, whose reply replaces
 /// the kernel's negative entry (the engine never makes a name on its own).
 const TTL: Duration = Duration::from_secs(60);
+
+/// The inodes and directory entries a request changes, for sync-point
+/// mode's check whether it reaches into another app's objects or VCT
+/// (`Engine::touches_other_apps`).
+#[derive(Default)]
+struct Touched {
+    inos: Vec<u64>,
+    names: Vec<(u64, OsString)>,
+}
+
+impl Touched {
+    fn inode(ino: u64) -> Touched {
+        Touched { inos: vec![ino], names: Vec::new() }
+    }
+
+    /// The entry `name` of directory `dir`, and the directory.
+    fn entry(dir: u64, name: &OsStr) -> Touched {
+        Touched::default().and_entry(dir, name)
+    }
+
+    fn and_entry(mut self, dir: u64, name: &OsStr) -> Touched {
+        self.inos.push(dir);
+        self.names.push((dir, name.to_os_string()));
+        self
+    }
+
+    fn and_inode(mut self, ino: u64) -> Touched {
+        self.inos.push(ino);
+        self
+    }
+}
 
 /// Inode numbers are not exported over NFS, so generations are not needed.
 const GENERATION: Generation = Generation(0);
@@ -155,14 +186,51 @@ impl McfsFs {
     }
 
     /// Serves a sync point of `caller` (an fsync of `synced`, fsyncdir, a
-    /// rename, unlink, rmdir or link) as `serve` does; in sync-point mode
-    /// `work` runs once the kernel has handed over the dirty pages of every
-    /// file of the caller's app open for writing (`handover`), but the one
-    /// an fsync flushed itself.
+    /// rename, unlink, rmdir or link touching `touched`) as `serve` does; in
+    /// sync-point mode `work` runs once the kernel has handed over the dirty
+    /// pages of every file of the caller's app open for writing (but the one
+    /// an fsync flushed itself), and of every other file too where the
+    /// request changes another app's object (`serve_touching`).
     fn serve_sync_point<I>(
         &self,
         caller: Caller,
         synced: Option<u64>,
+        touched: Touched,
+        input: &I,
+        work: impl FnOnce(&Served, &I) + Send + 'static,
+    ) where
+        I: ToOwned + ?Sized,
+        I::Owned: Send + 'static,
+    {
+        self.serve_handed_over(caller, Some(synced), touched, input, work);
+    }
+
+    /// Serves a request that changes `touched` as `serve` does; in
+    /// sync-point mode, if it changes another app's object or depends on
+    /// what another app changed since its last boundary (which closes that
+    /// app's VCT, `Engine::touches_other_apps`), `work` runs once the kernel
+    /// has handed over every file's dirty pages, so that the VCTs it ends
+    /// hold all their apps did (mcfs-core's `sync_points`).
+    fn serve_touching<I>(
+        &self,
+        caller: Caller,
+        touched: Touched,
+        input: &I,
+        work: impl FnOnce(&Served, &I) + Send + 'static,
+    ) where
+        I: ToOwned + ?Sized,
+        I::Owned: Send + 'static,
+    {
+        self.serve_handed_over(caller, None, touched, input, work);
+    }
+
+    /// `own`: at a sync point of the caller's app, `Some` of the file an
+    /// fsync names (if any).
+    fn serve_handed_over<I>(
+        &self,
+        caller: Caller,
+        own: Option<Option<u64>>,
+        touched: Touched,
         input: &I,
         work: impl FnOnce(&Served, &I) + Send + 'static,
     ) where
@@ -172,8 +240,14 @@ impl McfsFs {
         let served = Arc::clone(&self.served);
         self.serve(caller, input, move |fs, input| {
             let Some(handover) = &fs.handover else { return work(fs, input) };
+            let names: Vec<(u64, &OsStr)> = touched.names.iter().map(|(dir, name)| (*dir, name.as_os_str())).collect();
+            let others = fs.engine.touches_other_apps(caller, &touched.inos, &names);
+            if own.is_none() && !others {
+                return work(fs, input);
+            }
             let input = input.to_owned();
-            let pick = |ino| Some(ino) != synced && fs.engine.logs_data_of(caller, ino);
+            let pick =
+                |ino| others || own.is_some_and(|synced| Some(ino) != synced && fs.engine.logs_data_of(caller, ino));
             handover.then(pick, Box::new(move || work(&served, input.borrow())));
         });
     }
@@ -345,7 +419,7 @@ impl McfsFs {
         // A setattr with nothing the engine keeps (only ctime or a lock owner) changes nothing.
         // A truncate by anyone but root (standing for CAP_FSETID) drops set-id bits (FUSE_HANDLE_KILLPRIV_V2).
         let drops_set_id_bits = set.size.is_some() && set.perm.is_none() && caller.uid != 0;
-        self.serve(caller, &(), move |fs, ()| {
+        self.serve_touching(caller, Touched::inode(ino.0), &(), move |fs, ()| {
             let result = if set == mcfs_core::SetAttr::default() {
                 fs.engine.getattr(ino.0)
             } else if drops_set_id_bits {
@@ -380,7 +454,7 @@ impl McfsFs {
     ) {
         let perm = translate::new_perm(mode, umask);
         match translate::mknod_kind(mode) {
-            Ok(kind) => self.serve(caller, name, move |fs, name| {
+            Ok(kind) => self.serve_touching(caller, Touched::inode(parent.0), name, move |fs, name| {
                 reply_entry(reply, fs.engine.mknod(caller, parent.0, name, kind, perm, rdev))
             }),
             Err(e) => reply.error(errno(e)),
@@ -397,21 +471,21 @@ impl McfsFs {
         reply: impl EntryAnswer,
     ) {
         let perm = translate::new_perm(mode, umask);
-        self.serve(caller, name, move |fs, name| {
+        self.serve_touching(caller, Touched::inode(parent.0), name, move |fs, name| {
             let result = fs.engine.mkdir(caller, parent.0, name, perm);
             reply_entry(reply, fs.observed(Some(caller), result, |attr| ServedOp::Mkdir { ino: attr.ino }));
         });
     }
 
     pub(crate) fn unlink(&self, caller: Caller, parent: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
-        self.serve_sync_point(caller, None, name, move |fs, name| {
+        self.serve_sync_point(caller, None, Touched::entry(parent.0, name), name, move |fs, name| {
             let result = fs.engine.unlink(caller, parent.0, name);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Unlink { parent: parent.0, name }));
         });
     }
 
     pub(crate) fn rmdir(&self, caller: Caller, parent: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
-        self.serve_sync_point(caller, None, name, move |fs, name| {
+        self.serve_sync_point(caller, None, Touched::entry(parent.0, name), name, move |fs, name| {
             let result = fs.engine.rmdir(caller, parent.0, name);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
         });
@@ -426,7 +500,7 @@ impl McfsFs {
         reply: impl EntryAnswer,
     ) {
         let target = target.to_os_string();
-        self.serve(caller, link_name, move |fs, link_name| {
+        self.serve_touching(caller, Touched::inode(parent.0), link_name, move |fs, link_name| {
             reply_entry(reply, fs.engine.symlink(caller, parent.0, link_name, &target))
         });
     }
@@ -445,8 +519,9 @@ impl McfsFs {
             Ok(mode) => mode,
             Err(e) => return reply.error(errno(e)),
         };
+        let touched = Touched::entry(parent.0, name).and_entry(newparent.0, newname);
         let newname = newname.to_os_string();
-        self.serve_sync_point(caller, None, name, move |fs, name| {
+        self.serve_sync_point(caller, None, touched, name, move |fs, name| {
             let result = fs.engine.rename(caller, parent.0, name, newparent.0, &newname, mode);
             let result = fs.observed(Some(caller), result, |()| ServedOp::Rename {
                 parent: parent.0,
@@ -467,7 +542,8 @@ impl McfsFs {
         newname: &OsStr,
         reply: impl EntryAnswer,
     ) {
-        self.serve_sync_point(caller, None, newname, move |fs, newname| {
+        let touched = Touched::entry(newparent.0, newname).and_inode(ino.0);
+        self.serve_sync_point(caller, None, touched, newname, move |fs, newname| {
             let result = fs.engine.link(caller, ino.0, newparent.0, newname);
             let op = |_: &_| ServedOp::Link { ino: ino.0, new_parent: newparent.0, new_name: newname };
             reply_entry(reply, fs.observed(Some(caller), result, op));
@@ -502,7 +578,7 @@ impl McfsFs {
     ) {
         let perm = translate::new_perm(mode, umask);
         let truncated = translate::truncates(flags);
-        self.serve(caller, name, move |fs, name| {
+        self.serve_touching(caller, Touched::inode(parent.0), name, move |fs, name| {
             let result = fs.create_truncated(caller, parent.0, name, perm, flags);
             match fs.observed(Some(caller), result, |attr| ServedOp::Create { ino: attr.ino, truncated }) {
                 Ok(attr) => {
@@ -586,7 +662,7 @@ impl McfsFs {
     /// caller's app gets (a VCT boundary, or a real commit in sync mode).
     pub(crate) fn fsync(&self, caller: Caller, ino: INodeNo, datasync: bool, reply: impl EmptyAnswer) {
         // The kernel wrote this file's dirty pages back before it sent FSYNC.
-        self.serve_sync_point(caller, Some(ino.0), &(), move |fs, ()| {
+        self.serve_sync_point(caller, Some(ino.0), Touched::default(), &(), move |fs, ()| {
             let result = fs.engine.fsync(Some(caller), ino.0);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Fsync { ino: ino.0, datasync }));
         });
@@ -657,7 +733,8 @@ impl McfsFs {
     }
 
     pub(crate) fn fsyncdir(&self, caller: Caller, reply: impl EmptyAnswer) {
-        self.serve_sync_point(caller, None, &(), move |fs, ()| reply_empty(reply, fs.engine.sync_app(Some(caller))));
+        let sync = move |fs: &Served, _: &()| reply_empty(reply, fs.engine.sync_app(Some(caller)));
+        self.serve_sync_point(caller, None, Touched::default(), &(), sync);
     }
 
     pub(crate) fn statfs(&self, reply: impl StatfsAnswer) {
@@ -683,7 +760,7 @@ impl McfsFs {
             Err(e) => return reply.error(errno(e)),
         };
         let name = name.to_os_string();
-        self.serve(caller, value, move |fs, value| {
+        self.serve_touching(caller, Touched::inode(ino.0), value, move |fs, value| {
             reply_empty(reply, fs.engine.setxattr(caller, ino.0, &name, value, mode))
         });
     }
@@ -703,7 +780,8 @@ impl McfsFs {
     }
 
     pub(crate) fn removexattr(&self, caller: Caller, ino: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
-        self.serve(caller, name, move |fs, name| reply_empty(reply, fs.engine.removexattr(caller, ino.0, name)));
+        let remove = move |fs: &Served, name: &OsStr| reply_empty(reply, fs.engine.removexattr(caller, ino.0, name));
+        self.serve_touching(caller, Touched::inode(ino.0), name, remove);
     }
 
     // access: not implemented — the mount uses default_permissions, so the

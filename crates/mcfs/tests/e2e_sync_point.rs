@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ctl, Daemon, Dirs};
+use common::{ctl, stats, Daemon, Dirs};
 use rand::{Rng, SeedableRng};
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -23,9 +23,11 @@ fn open_rw(path: &Path) -> File {
     OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).expect("open")
 }
 
-/// Written pages stay in the kernel (a checkpoint finds nothing of them);
-/// an fsync of one file hands over the other file the app has open for
+/// Written pages stay in the kernel (the daemon has seen none of them); an
+/// fsync of one file hands over the other file the app has open for
 /// writing too. In operation mode every write reaches the daemon at once.
+/// Then the app writes again and `mcfs ctl checkpoint` has the kernel hand
+/// those pages over before the checkpoint.
 ///
 /// The files are held by a child process (this test binary running
 /// `writer_process`) that never forks: a close(2) of any copy of a
@@ -58,17 +60,18 @@ fn a_sync_point_hands_over_the_apps_other_open_files() {
             }
         };
         step("", "written");
-        ctl(&dirs, &["checkpoint"]);
-        let seen = (in_backing(&dirs, "a"), in_backing(&dirs, "b"));
-        if in_kernel {
-            assert_eq!(seen, (vec![], vec![]), "{consistency}: the writes wait in the kernel's page cache");
-        } else {
-            assert_eq!(seen, (b"first file".to_vec(), b"second file".to_vec()), "{consistency}");
-        }
+        let written = || stats(&dirs)["bytes_written"].as_u64().expect("bytes_written");
+        let both = (b"first file".len() + b"second file".len()) as u64;
+        let expected = if in_kernel { 0 } else { both };
+        assert_eq!(written(), expected, "{consistency}: what reached the daemon before the fsync");
         step("fsync", "synced");
+        assert_eq!(written(), both, "{consistency}: the fsync handed over the other file too");
         ctl(&dirs, &["checkpoint"]);
         assert_eq!(in_backing(&dirs, "a"), b"first file", "{consistency}: the fsynced file");
-        assert_eq!(in_backing(&dirs, "b"), b"second file", "{consistency}: the other file was handed over");
+        assert_eq!(in_backing(&dirs, "b"), b"second file", "{consistency}: the other file");
+        step("rewrite", "rewritten");
+        ctl(&dirs, &["checkpoint"]);
+        assert_eq!(in_backing(&dirs, "b"), b"SECOND FILE", "{consistency}: the checkpoint had it handed over");
         step("end", "ending");
         assert!(writer.wait().expect("the writer ends").success());
         daemon.unmount();
@@ -81,7 +84,8 @@ const WRITER_DIR: &str = "MCFS_TEST_WRITER_DIR";
 /// Not a test of its own: the child process of
 /// `a_sync_point_hands_over_the_apps_other_open_files`. Opens and writes
 /// `a` and `b`, says `written`; on `fsync`, fsyncs `a` and says `synced`;
-/// on `end` says `ending` and closes both.
+/// on `rewrite` writes `b` again and says `rewritten`; on `end` says
+/// `ending` and closes both.
 #[test]
 #[ignore = "run by a_sync_point_hands_over_the_apps_other_open_files"]
 fn writer_process() {
@@ -99,6 +103,10 @@ fn writer_process() {
             "fsync" => {
                 a.sync_all().unwrap();
                 say("synced");
+            }
+            "rewrite" => {
+                b.write_all_at(b"SECOND FILE", 0).unwrap();
+                say("rewritten");
             }
             "end" => break,
             other => panic!("unknown word {other:?}"),

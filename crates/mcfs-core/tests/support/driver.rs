@@ -25,6 +25,7 @@
 //! After every step the engine's live view must equal the model's tree:
 //! a difference is reported as a problem and ends the run.
 
+use super::kernel_cache::KernelCache;
 use super::model::{app_dir, Model};
 use super::script::{write_data, Step, Target, APPS, UID_BASE};
 use super::tree::{from_engine, subtree, Tree};
@@ -76,7 +77,7 @@ pub struct Run {
 }
 
 /// Engine configurations the test rotates through, by name.
-pub const VARIANTS: &[&str] = &["memory", "app2-sync", "tight-cache", "small-vcts", "idle-scheduled"];
+pub const VARIANTS: &[&str] = &["memory", "app2-sync", "tight-cache", "small-vcts", "idle-scheduled", "sync-point"];
 
 pub fn config(variant: &str) -> Config {
     let app = |j: usize, mode: Option<SyncMode>| AppConfig {
@@ -114,6 +115,18 @@ pub fn config(variant: &str) -> Config {
         "idle-scheduled" => {
             config.idle_predictor = "last-min".to_string();
             config.checkpoint_write_rate = 64.0 * 1024.0;
+        }
+        // The kernel's writeback cache reorders writes between sync points
+        // (`kernel_cache`); no limit is ever reached (low battery lowers
+        // the age limit), so every boundary falls at a sync point or where
+        // another app's operation depends on the app's changes (the limits
+        // are the documented exception).
+        "sync-point" => {
+            config.consistency = Consistency::SyncPoint;
+            config.append_in_place_bytes = 1;
+            config.max_stale_bytes = 1 << 30;
+            config.max_stale_seconds = 1e9;
+            config.low_battery_writeback_seconds = 1e9;
         }
         other => panic!("unknown variant {other}"),
     }
@@ -166,6 +179,8 @@ struct Harness {
     engine: Engine,
     clock: Arc<ManualClock>,
     handles: HashMap<u32, Ino>,
+    /// The kernel's writeback cache, in sync-point mode.
+    kernel: Option<KernelCache>,
 }
 
 impl Harness {
@@ -191,7 +206,74 @@ impl Harness {
         }
     }
 
+    /// What the kernel's writeback cache does before `step` reaches the
+    /// engine (`kernel_cache`): hands pages over, or drops them.
+    fn write_back_before(&mut self, step: &Step) -> FsResult<()> {
+        let Some(mut kernel) = self.kernel.take() else { return Ok(()) };
+        let done = self.kernel_before(&mut kernel, step);
+        self.kernel = Some(kernel);
+        done
+    }
+
+    fn kernel_before(&self, kernel: &mut KernelCache, step: &Step) -> FsResult<()> {
+        let e = &self.engine;
+        // The FUSE adapter hands everything over before an operation that
+        // would close another app's VCT (`serve_touching`).
+        if let Some((app, inos)) = self.touched_by(step) {
+            if e.touches_other_apps(caller(app), &inos, &[]) {
+                return kernel.hand_over_all(e);
+            }
+        }
+        match step {
+            Step::Fsync { .. }
+            | Step::Rename { .. }
+            | Step::Exchange { .. }
+            | Step::Unlink { .. }
+            | Step::Rmdir { .. }
+            | Step::Link { .. }
+            | Step::LinkHandle { .. }
+            | Step::Checkpoint
+            | Step::Shutdown => kernel.hand_over_all(e),
+            Step::Truncate { app, file: target, size } => {
+                kernel.truncate(self.file(*app, target)?, *size);
+                Ok(())
+            }
+            Step::Punch { app, file: target, .. } | Step::ZeroRange { app, file: target, .. } => {
+                kernel.hand_over_file(e, self.file(*app, target)?)
+            }
+            Step::Chmod { app, path, .. } => match self.resolve(*app, path) {
+                Ok(ino) => kernel.hand_over_file(e, ino),
+                Err(_) => Ok(()),
+            },
+            Step::Close { handle, .. } => match self.handles.get(handle) {
+                Some(ino) => kernel.hand_over_file(e, *ino),
+                None => Ok(()),
+            },
+            _ => kernel.write_back_some(e),
+        }
+    }
+
+    /// The caller and the inodes a step that is no sync point changes, as
+    /// far as another app's VCT may depend on them (the parent directory of
+    /// a new name; the object of a setattr or an extended attribute).
+    fn touched_by(&self, step: &Step) -> Option<(usize, Vec<Ino>)> {
+        let parent = |app: usize, path: &str| self.resolve(app, split(path).0).ok();
+        let (app, ino) = match step {
+            Step::Mkdir { app, path, .. } | Step::Create { app, path, .. } | Step::Symlink { app, path, .. } => {
+                (*app, parent(*app, path)?)
+            }
+            Step::Tmpfile { app, dir, .. } => (*app, self.resolve(*app, dir).ok()?),
+            Step::Chmod { app, path, .. } | Step::SetXattr { app, path, .. } | Step::RemoveXattr { app, path, .. } => {
+                (*app, self.resolve(*app, path).ok()?)
+            }
+            Step::Truncate { app, file, .. } => (*app, self.file(*app, file).ok()?),
+            _ => return None,
+        };
+        Some((app, vec![ino]))
+    }
+
     fn exec(&mut self, step: &Step) -> FsResult<()> {
+        self.write_back_before(step)?;
         let e = &self.engine;
         match step {
             Step::Mkdir { app, path, perm } => {
@@ -222,7 +304,18 @@ impl Harness {
                 if by_path {
                     e.open_file(ino)?;
                 }
-                let written = write_in_pieces(e, caller(*app), ino, *offset, &write_data(*pattern, *offset, *len));
+                let data = write_data(*pattern, *offset, *len);
+                let written = match self.kernel.as_mut() {
+                    // A path write closes its file at once: FLUSH hands its pages over.
+                    Some(kernel) => kernel.write(e, ino, *offset, &data).and_then(|()| {
+                        if by_path {
+                            kernel.hand_over_file(e, ino)
+                        } else {
+                            Ok(())
+                        }
+                    }),
+                    None => write_in_pieces(e, caller(*app), ino, *offset, &data),
+                };
                 if by_path {
                     e.release(ino);
                 }
@@ -413,7 +506,8 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
             return run;
         }
     };
-    let mut harness = Harness { engine, clock, handles: HashMap::new() };
+    let kernel = (run.config.consistency == Consistency::SyncPoint).then(KernelCache::new);
+    let mut harness = Harness { engine, clock, handles: HashMap::new(), kernel };
     let mut logged = [0usize; APPS];
     for (index, step) in script.iter().enumerate().skip(mounted_at) {
         let ops_before = recorder.op_count();
@@ -459,11 +553,31 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
             let new_closes = (closed[j] - closed_before[j]) as usize;
             let ambiguous =
                 matches!(step, Step::Write { .. }) && log_app == Some(j) && checkpoints > checkpoints_before;
+            // In sync-point mode a namespace operation is a sync point of
+            // its app, whose VCT may close before it (`Engine::sync_point`),
+            // and after it if it changed another app's object
+            // (`sync_points::after_changing_other_apps`).
+            let closes_before = harness.kernel.is_some()
+                && matches!(
+                    step,
+                    Step::Rename { .. }
+                        | Step::Exchange { .. }
+                        | Step::Unlink { .. }
+                        | Step::Rmdir { .. }
+                        | Step::Link { .. }
+                        | Step::LinkHandle { .. }
+                );
             let previous = run.boundaries[j].last().map(|b| b.counts.clone()).unwrap_or_default();
             for n in 0..new_closes {
                 let count_after = logged[j];
                 let count_before = count_after - usize::from(log_app == Some(j));
                 let counts = match (ambiguous, n, new_closes) {
+                    _ if closes_before => match (n, new_closes) {
+                        (0, 1) if previous != [count_before] => vec![count_before, count_after],
+                        (0, 1) => vec![count_after],
+                        (0, _) => vec![count_before],
+                        _ => vec![count_after],
+                    },
                     (true, 0, 1) if previous != [count_before] => vec![count_before, count_after],
                     (true, 0, _) if new_closes > 1 => vec![count_before],
                     _ => vec![count_after],
@@ -479,6 +593,10 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
         if let Err(broken) = harness.engine.check_invariants() {
             run.problem = Some(format!("after step {index} ({step}) an engine invariant is broken: {broken}"));
             return run;
+        }
+        // With pages still in the kernel's cache the engine lags the apps.
+        if harness.kernel.as_ref().is_some_and(|k| !k.is_clean()) {
+            continue;
         }
         match from_engine(&harness.engine) {
             Ok(live) if live == after => {}
