@@ -547,6 +547,17 @@ impl Engine {
             if st.is_none() {
                 self.dispatch.request_segment_boundary();
             }
+            // A long run of missing pages streams past the cache (`Miss::streamed`).
+            if let Some(range) = miss.streamed(offset + out.len() as u64) {
+                let kept = out.len();
+                crate::file_io::stream(&self.store(), &miss, range, &mut out)?;
+                let st = st.unwrap_or_else(|| self.state.lock());
+                if !st.still_current(&miss) {
+                    out.truncate(kept);
+                    outdated += 1;
+                }
+                continue;
+            }
             let pages = crate::file_io::fetch(&self.store(), &miss)?;
             let mut st = st.unwrap_or_else(|| self.state.lock());
             if !st.insert_fetched(&miss, pages) {
