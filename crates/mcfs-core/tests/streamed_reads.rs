@@ -1,5 +1,7 @@
-//! A read that misses a long run of pages (`file_io::STREAM_PAGES`) is
-//! served from the backing store straight into the reply and not cached;
+//! A read from a front end with its own page cache (`Engine::read_streamed`)
+//! that misses a long run of pages (`file_io::STREAM_PAGES`) is served from
+//! the backing store straight into the reply and not cached (a plain `read`
+//! caches it: the simulator and FastTrack's reclaim rely on that);
 //! it still shows everything the mount shows: cached (dirty) pages, pending
 //! punched holes and truncates, and the file's end. Manual clock, memory
 //! backing store.
@@ -39,14 +41,16 @@ fn cached_bytes(engine: &Engine) -> u64 {
 #[test]
 fn a_long_miss_is_read_whole_and_not_cached_a_short_one_is_cached() {
     let (e, ino, data) = mounted();
-    let got = e.read(ino, 0, (256 * PAGE) as u32).unwrap();
+    let got = e.read_streamed(ino, 0, (256 * PAGE) as u32).unwrap();
     assert!(got == data[..(256 * PAGE) as usize], "a 1 MiB read returns the backing data");
     assert_eq!(cached_bytes(&e), 0, "streamed, not cached");
     // Unaligned, across the file's end: fewer bytes, from the middle of a page.
-    let got = e.read(ino, 100 * PAGE + 123, (250 * PAGE) as u32).unwrap();
+    let got = e.read_streamed(ino, 100 * PAGE + 123, (250 * PAGE) as u32).unwrap();
     assert!(got == data[(100 * PAGE + 123) as usize..], "up to the end of the file");
-    assert_eq!(e.read(ino, 5 * PAGE, 100).unwrap(), data[(5 * PAGE) as usize..(5 * PAGE + 100) as usize]);
+    assert_eq!(e.read_streamed(ino, 5 * PAGE, 100).unwrap(), data[(5 * PAGE) as usize..(5 * PAGE + 100) as usize]);
     assert_eq!(cached_bytes(&e), PAGE, "a short read fills the cache as before");
+    assert!(e.read(ino, 0, (256 * PAGE) as u32).unwrap() == data[..(256 * PAGE) as usize]);
+    assert_eq!(cached_bytes(&e), 256 * PAGE, "a plain read caches what it reads");
     e.check_invariants().unwrap();
 }
 
@@ -64,11 +68,11 @@ fn a_streamed_read_shows_cached_pages_pending_holes_and_truncates() {
     e.setattr(ME, ino, &SetAttr { size: Some(PAGES * PAGE), ..SetAttr::default() }).unwrap();
     want[(200 * PAGE + 9) as usize..].fill(0);
     e.check_invariants().unwrap();
-    let got = e.read(ino, 0, (PAGES * PAGE) as u32).unwrap();
+    let got = e.read_streamed(ino, 0, (PAGES * PAGE) as u32).unwrap();
     assert_eq!(got.len(), want.len());
     let first_difference = got.iter().zip(&want).position(|(a, b)| a != b);
     assert_eq!(first_difference, None, "the read shows what the mount holds");
     e.check_invariants().unwrap();
     e.checkpoint().unwrap();
-    assert!(e.read(ino, 0, (PAGES * PAGE) as u32).unwrap() == want, "and the same once committed");
+    assert!(e.read_streamed(ino, 0, (PAGES * PAGE) as u32).unwrap() == want, "and the same once committed");
 }
