@@ -493,12 +493,18 @@ mod tests {
         let _ = old;
     }
 
-    #[test]
-    fn an_aborted_transaction_cuts_its_files_back_unless_the_abort_failed() {
+    /// A store with the state directory and a file `f` of `len` bytes.
+    fn store_with_f(len: usize) -> MemBackend {
         let backend = MemBackend::new();
         backend.create(Path::new(crate::STATE_DIR), FileKind::Dir, 0o700, 0).unwrap();
         backend.create(Path::new("f"), FileKind::File, 0o644, 0).unwrap();
-        backend.write_at(Path::new("f"), 0, &[1; 10]).unwrap();
+        backend.write_at(Path::new("f"), 0, &vec![1; len]).unwrap();
+        backend
+    }
+
+    #[test]
+    fn an_aborted_transaction_cuts_its_files_back_unless_the_abort_failed() {
+        let backend = store_with_f(10);
         let mut place = InPlace::new(&backend, 1, 1, std::iter::empty());
         let append = JournalOp::Write { path: PathBuf::from("f"), offset: 10, data: vec![2; 90] };
         assert!(place.route(append).unwrap().is_none());
@@ -553,10 +559,7 @@ mod tests {
 
     #[test]
     fn an_append_after_a_journaled_write_inside_the_file_goes_in_place_unless_they_overlap() {
-        let backend = MemBackend::new();
-        backend.create(Path::new(crate::STATE_DIR), FileKind::Dir, 0o700, 0).unwrap();
-        backend.create(Path::new("f"), FileKind::File, 0o644, 0).unwrap();
-        backend.write_at(Path::new("f"), 0, &[1; 100]).unwrap();
+        let backend = store_with_f(100);
         let mut place = InPlace::new(&backend, 1, 1, std::iter::empty());
         let write = |offset, len| JournalOp::Write { path: PathBuf::from("f"), offset, data: vec![2; len] };
         assert!(place.route(write(10, 100)).unwrap().is_some(), "inside the old size, and past it: journaled");
