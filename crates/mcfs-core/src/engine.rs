@@ -528,8 +528,21 @@ impl Engine {
 
     /// Reads up to `size` bytes; fewer only at end of file.
     /// Cache misses are read from the backing store without the state lock,
-    /// so a slow device read does not stall other requests.
+    /// so a slow device read does not stall other requests; the pages read
+    /// are cached.
     pub fn read(&self, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
+        self.read_filling(ino, offset, size, false)
+    }
+
+    /// `read` for a front end with a page cache of its own above the engine
+    /// (the kernel's, with `FOPEN_KEEP_CACHE`): long runs of missing pages
+    /// stream from the backing store without being cached (`Miss::streamed`,
+    /// docs/ENGINE.md "Reclaim order").
+    pub fn read_streamed(&self, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
+        self.read_filling(ino, offset, size, true)
+    }
+
+    fn read_filling(&self, ino: Ino, offset: u64, size: u32, stream: bool) -> FsResult<Vec<u8>> {
         let mut out = Vec::new();
         let mut outdated = 0;
         loop {
@@ -546,6 +559,17 @@ impl Engine {
             };
             if st.is_none() {
                 self.dispatch.request_segment_boundary();
+            }
+            // A long run of missing pages streams past the cache (`Miss::streamed`).
+            if let Some(range) = miss.streamed(offset + out.len() as u64).filter(|_| stream) {
+                let kept = out.len();
+                crate::file_io::stream(&self.store(), &miss, range, &mut out)?;
+                let st = st.unwrap_or_else(|| self.state.lock());
+                if !st.still_current(&miss) {
+                    out.truncate(kept);
+                    outdated += 1;
+                }
+                continue;
             }
             let pages = crate::file_io::fetch(&self.store(), &miss)?;
             let mut st = st.unwrap_or_else(|| self.state.lock());

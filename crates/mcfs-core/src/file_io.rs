@@ -78,7 +78,7 @@ impl State {
 
     /// Brings page `idx` of a file, not cached, into the cache (clean).
     fn load_page(&mut self, store: &Store, ino: Ino, idx: u64) -> FsResult<()> {
-        let miss = Miss::new(self.inode(ino)?, ino, idx, 1);
+        let miss = Miss::new(self.inode(ino)?, ino, idx, 1, (idx + 1) * PAGE_SIZE);
         let pages = fetch(store, &miss)?;
         self.insert_fetched(&miss, pages);
         Ok(())
@@ -106,7 +106,8 @@ impl State {
             let Some(page) = self.cache.read(ino, idx, owner) else {
                 let last_page = (end - 1) / PAGE_SIZE;
                 let run = (idx..=last_page).take_while(|i| !self.cache.contains(ino, *i)).count() as u64;
-                return Ok((out, Some(Miss::new(self.inode(ino)?, ino, idx, run.min(MAX_FILL_PAGES)))));
+                let run_end = end.min((idx + run) * PAGE_SIZE);
+                return Ok((out, Some(Miss::new(self.inode(ino)?, ino, idx, run.min(MAX_FILL_PAGES), run_end))));
             };
             out.extend_from_slice(&page[within..within + take]);
             at += take as u64;
@@ -118,7 +119,7 @@ impl State {
     /// (a write or truncate may have made them stale; then it returns false)
     /// or a page is there now.
     pub fn insert_fetched(&mut self, miss: &Miss, pages: Vec<Arc<PageBuf>>) -> bool {
-        if self.inodes.get(&miss.ino).is_none_or(|i| i.data_gen != miss.gen) {
+        if !self.still_current(miss) {
             return false;
         }
         let Ok(owner) = self.accessor(miss.ino) else { return false };
@@ -127,6 +128,12 @@ impl State {
             self.cache.insert(miss.ino, idx, data, owner, Source::Backing);
         }
         true
+    }
+
+    /// Whether the file's data is as it was when `miss` was found (no write
+    /// or truncate since that could make what was fetched for it stale).
+    pub fn still_current(&self, miss: &Miss) -> bool {
+        self.inodes.get(&miss.ino).is_some_and(|i| i.data_gen == miss.gen)
     }
 
     /// Writes into the cache and logs the pages in the file's app's open VCT,
@@ -241,11 +248,20 @@ impl State {
 /// Largest file size: what a backing file system's `off_t` can hold.
 pub(crate) const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
+/// Pages a read must miss in a row to be streamed: served from the backing
+/// store straight into the reply and not cached (`Miss::streamed`). The
+/// kernel's default read-ahead window (128 KiB): only sequential reads ask
+/// for that much at once.
+pub const STREAM_PAGES: u64 = 32;
+
 /// A run of pages a read needs from the backing store.
 pub struct Miss {
     ino: Ino,
     first: u64,
     pages: u64,
+    /// Where the read's run of missing pages ends, in bytes (at the read's
+    /// end, the file's end or the next cached page; not capped like `pages`).
+    run_end: u64,
     /// Bytes of backing data the file may show: its size, or less where a
     /// pending truncate cut the backing data off.
     valid: u64,
@@ -257,20 +273,30 @@ pub struct Miss {
 }
 
 impl Miss {
-    fn new(inode: &Inode, ino: Ino, first: u64, pages: u64) -> Miss {
+    fn new(inode: &Inode, ino: Ino, first: u64, pages: u64, run_end: u64) -> Miss {
         let valid = inode.backing_valid_len.min(inode.attr.size);
-        let zeroed = crate::file_space::zeroed_within(inode, first * PAGE_SIZE..(first + pages) * PAGE_SIZE);
-        Miss { ino, first, pages, valid, zeroed, gen: inode.data_gen }
+        let last = run_end.div_ceil(PAGE_SIZE).max(first + pages);
+        let zeroed = crate::file_space::zeroed_within(inode, first * PAGE_SIZE..last * PAGE_SIZE);
+        Miss { ino, first, pages, run_end, valid, zeroed, gen: inode.data_gen }
+    }
+
+    /// The bytes from `at` (where the read stands, within the miss's first
+    /// page) to the end of the run, if the run is long enough to stream: a
+    /// sequential read of data the cache does not hold. Caching it would
+    /// copy every page once more, allocate it, and push out pages that are
+    /// read again, for data the kernel's page cache above mcfs already
+    /// keeps (files are opened with `FOPEN_KEEP_CACHE`).
+    pub fn streamed(&self, at: u64) -> Option<std::ops::Range<u64>> {
+        (self.run_end.div_ceil(PAGE_SIZE) - self.first >= STREAM_PAGES).then_some(at..self.run_end)
     }
 }
 
-/// Reads a miss's pages from the backing store; zeros where it has nothing
-/// the file may show (beyond its end, cut off by a pending truncate, or a
-/// file not yet in the backing store). Runs without the state lock.
-pub fn fetch(store: &Store, miss: &Miss) -> FsResult<Vec<Arc<PageBuf>>> {
-    let start = miss.first * PAGE_SIZE;
-    let want = miss.valid.saturating_sub(start).min(miss.pages * PAGE_SIZE) as usize;
-    let mut buf = vec![0u8; (miss.pages * PAGE_SIZE) as usize];
+/// Reads bytes `start..start + buf.len()` of a miss's file from the backing
+/// store into `buf`, which holds zeros: they stay where the backing store
+/// has nothing the file may show (beyond its end, cut off by a pending
+/// truncate, or a file not yet in the backing store).
+fn read_backing(store: &Store, miss: &Miss, start: u64, buf: &mut [u8]) -> FsResult<()> {
+    let want = miss.valid.saturating_sub(start).min(buf.len() as u64) as usize;
     if want > 0 {
         if let Some(path) = store.stable_path(miss.ino)? {
             let mut got = 0;
@@ -283,8 +309,30 @@ pub fn fetch(store: &Store, miss: &Miss) -> FsResult<Vec<Arc<PageBuf>>> {
             }
         }
     }
+    let end = start + buf.len() as u64;
     for range in &miss.zeroed {
-        buf[(range.start - start) as usize..(range.end - start) as usize].fill(0);
+        let (from, to) = (range.start.max(start), range.end.min(end));
+        if from < to {
+            buf[(from - start) as usize..(to - start) as usize].fill(0);
+        }
     }
+    Ok(())
+}
+
+/// Appends bytes `range` of a streamed miss (`Miss::streamed`) to `out`,
+/// read from the backing store. Runs without the state lock: the caller
+/// keeps them only if the file is `still_current` afterwards.
+pub fn stream(store: &Store, miss: &Miss, range: std::ops::Range<u64>, out: &mut Vec<u8>) -> FsResult<()> {
+    let at = out.len();
+    out.resize(at + (range.end - range.start) as usize, 0);
+    read_backing(store, miss, range.start, &mut out[at..]).inspect_err(|_| out.truncate(at))
+}
+
+/// Reads a miss's pages from the backing store; zeros where it has nothing
+/// the file may show (beyond its end, cut off by a pending truncate, or a
+/// file not yet in the backing store). Runs without the state lock.
+pub fn fetch(store: &Store, miss: &Miss) -> FsResult<Vec<Arc<PageBuf>>> {
+    let mut buf = vec![0u8; (miss.pages * PAGE_SIZE) as usize];
+    read_backing(store, miss, miss.first * PAGE_SIZE, &mut buf)?;
     Ok(buf.chunks_exact(PAGE_SIZE as usize).map(|c| Arc::new(<PageBuf>::try_from(c).expect("page-sized"))).collect())
 }

@@ -12,14 +12,15 @@
 //! nothing waits to be applied and no namespace op came before it in the
 //! transaction (the path names the object the backing store has under it
 //! now), at or past the size the file had before the transaction, and only
-//! if no earlier op of the transaction journaled a write, truncate or
-//! fallocate of the same object (applied later, it would land over newer
-//! bytes). docs/JOURNAL.md, "Appends written in place", has the argument.
+//! if no earlier op of the transaction journaled a truncate or fallocate of
+//! the same object, or a write of bytes it overlaps (applied later, that op
+//! would land over newer bytes). docs/JOURNAL.md, "Appends written in
+//! place", has the argument.
 
 use crate::backend::{is_not_found, Backend};
 use crate::journal::JournalOp;
 use crate::types::FileKind;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -187,8 +188,8 @@ pub(crate) struct InPlace<'a> {
     waiting_ends: HashMap<u64, u64>,
     /// Files appended in place: their state before the transaction.
     placed: HashMap<u64, Before>,
-    /// Objects an earlier op of the transaction changed through the journal.
-    journaled: HashSet<u64>,
+    /// What earlier ops of the transaction changed through the journal.
+    journaled: Journaled,
     /// Bytes of `.mcfs/appends` written so far in this transaction.
     record_bytes: u64,
     /// File data written in place.
@@ -218,7 +219,7 @@ impl<'a> InPlace<'a> {
             objects: HashMap::new(),
             waiting_ends: HashMap::new(),
             placed: HashMap::new(),
-            journaled: HashSet::new(),
+            journaled: Journaled::default(),
             record_bytes: 0,
             data_bytes: 0,
             journal_ops: 0,
@@ -237,7 +238,7 @@ impl<'a> InPlace<'a> {
                     Err(_) => place.open = false,
                 },
                 JournalOp::SetLen { path, .. } | JournalOp::Fallocate { path, .. } => match place.object(path) {
-                    Ok(Some(object)) => _ = place.journaled.insert(object),
+                    Ok(Some(object)) => place.journaled.whole(object),
                     Ok(None) => {}
                     Err(_) => place.open = false,
                 },
@@ -262,8 +263,10 @@ impl<'a> InPlace<'a> {
         match &op {
             JournalOp::Write { path, offset, data } => {
                 let Some(object) = self.object(path)? else { return Ok(Some(op)) };
-                if self.journaled.contains(&object) || !self.may_place(object, path, *offset, data.len() as u64)? {
-                    self.journaled.insert(object);
+                let (start, len) = (*offset, data.len() as u64);
+                let end = start.saturating_add(len);
+                if self.journaled.overlaps(object, start, end) || !self.may_place(object, path, start, len)? {
+                    self.journaled.range(object, start, end);
                     return Ok(Some(op));
                 }
                 self.backend.write_at(path, *offset, data)?;
@@ -272,7 +275,7 @@ impl<'a> InPlace<'a> {
             }
             JournalOp::SetLen { path, .. } | JournalOp::Fallocate { path, .. } => {
                 if let Some(object) = self.object(path)? {
-                    self.journaled.insert(object);
+                    self.journaled.whole(object);
                 }
                 Ok(Some(op))
             }
@@ -376,6 +379,50 @@ impl<'a> InPlace<'a> {
     }
 }
 
+/// What a transaction's ops changed through the journal so far, per backing
+/// object: all of it (a truncate or fallocate), or byte ranges (writes). A
+/// later write may go in place only where no journaled op lands after it.
+/// Ranges, not whole files: the kernel's writeback (sync-point mode) sends
+/// pages out of order, so one page below the backing file's end would
+/// otherwise send the rest of a large append through the journal too.
+#[derive(Default)]
+struct Journaled {
+    whole: HashSet<u64>,
+    /// Per object, disjoint ranges `start -> end`, adjacent ones merged.
+    ranges: HashMap<u64, BTreeMap<u64, u64>>,
+}
+
+impl Journaled {
+    fn whole(&mut self, object: u64) {
+        self.whole.insert(object);
+    }
+
+    fn range(&mut self, object: u64, mut start: u64, mut end: u64) {
+        if start >= end {
+            return;
+        }
+        let ranges = self.ranges.entry(object).or_default();
+        let touching: Vec<(u64, u64)> =
+            ranges.range(..=end).rev().map(|(s, e)| (*s, *e)).take_while(|(_, e)| *e >= start).collect();
+        for (s, e) in touching {
+            ranges.remove(&s);
+            (start, end) = (start.min(s), end.max(e));
+        }
+        ranges.insert(start, end);
+    }
+
+    /// Whether a journaled op of `object` changes any of `start..end`. The
+    /// ranges are disjoint, so only the last one starting before `end` can.
+    fn overlaps(&self, object: u64, start: u64, end: u64) -> bool {
+        self.whole.contains(&object)
+            || self
+                .ranges
+                .get(&object)
+                .and_then(|r| r.range(..end).next_back())
+                .is_some_and(|(s, e)| *e > start && *s < end)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,12 +493,18 @@ mod tests {
         let _ = old;
     }
 
-    #[test]
-    fn an_aborted_transaction_cuts_its_files_back_unless_the_abort_failed() {
+    /// A store with the state directory and a file `f` of `len` bytes.
+    fn store_with_f(len: usize) -> MemBackend {
         let backend = MemBackend::new();
         backend.create(Path::new(crate::STATE_DIR), FileKind::Dir, 0o700, 0).unwrap();
         backend.create(Path::new("f"), FileKind::File, 0o644, 0).unwrap();
-        backend.write_at(Path::new("f"), 0, &[1; 10]).unwrap();
+        backend.write_at(Path::new("f"), 0, &vec![1; len]).unwrap();
+        backend
+    }
+
+    #[test]
+    fn an_aborted_transaction_cuts_its_files_back_unless_the_abort_failed() {
+        let backend = store_with_f(10);
         let mut place = InPlace::new(&backend, 1, 1, std::iter::empty());
         let append = JournalOp::Write { path: PathBuf::from("f"), offset: 10, data: vec![2; 90] };
         assert!(place.route(append).unwrap().is_none());
@@ -483,6 +536,38 @@ mod tests {
         let none = || std::iter::empty();
         assert!(InPlace::new(&backend, 2, 0, none()).route(write("g", 100)).unwrap().is_some(), "off");
         assert!(InPlace::new(&backend, 2, 64, none()).route(write("g", 100)).unwrap().is_some(), "too small");
+    }
+
+    #[test]
+    fn journaled_ranges_merge_and_overlap_only_where_they_share_bytes() {
+        let mut j = Journaled::default();
+        j.range(1, 100, 200);
+        j.range(1, 300, 400);
+        j.range(1, 50, 50);
+        assert!(!j.overlaps(1, 200, 300), "the gap between two ranges");
+        assert!(!j.overlaps(1, 0, 100) && !j.overlaps(1, 400, 500), "ends are exclusive");
+        assert!(j.overlaps(1, 199, 201) && j.overlaps(1, 0, 1000) && j.overlaps(1, 350, 351));
+        assert!(!j.overlaps(2, 0, 1000), "another object");
+        j.range(1, 200, 300);
+        assert_eq!(j.ranges[&1].iter().map(|(s, e)| (*s, *e)).collect::<Vec<_>>(), [(100, 400)], "merged");
+        j.range(1, 90, 120);
+        j.range(1, 390, 500);
+        assert_eq!(j.ranges[&1].iter().map(|(s, e)| (*s, *e)).collect::<Vec<_>>(), [(90, 500)]);
+        j.whole(2);
+        assert!(j.overlaps(2, 7, 8));
+    }
+
+    #[test]
+    fn an_append_after_a_journaled_write_inside_the_file_goes_in_place_unless_they_overlap() {
+        let backend = store_with_f(100);
+        let mut place = InPlace::new(&backend, 1, 1, std::iter::empty());
+        let write = |offset, len| JournalOp::Write { path: PathBuf::from("f"), offset, data: vec![2; len] };
+        assert!(place.route(write(10, 100)).unwrap().is_some(), "inside the old size, and past it: journaled");
+        assert!(place.route(write(150, 50)).unwrap().is_none(), "an append past that write goes in place");
+        assert_eq!(backend.stat(Path::new("f")).unwrap().size, 200);
+        assert!(place.route(write(105, 10)).unwrap().is_some(), "over the journaled write's bytes: journaled");
+        assert!(place.route(write(200, 10)).unwrap().is_none(), "past both");
+        assert_eq!(place.data_bytes, 60);
     }
 
     #[test]

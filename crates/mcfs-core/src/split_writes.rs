@@ -178,14 +178,23 @@ impl State {
         let Some(inode) = self.inodes.get_mut(&ino) else { return };
         let closed = &mut self.closed[at];
         let (size, atime, mtime) = (inode.attr.size, inode.attr.atime, inode.attr.mtime);
-        for idx in from / PAGE_SIZE..to.div_ceil(PAGE_SIZE) {
+        let pages = from / PAGE_SIZE..to.div_ceil(PAGE_SIZE);
+        // One pass over the VCT's entries per piece, not one per page: a
+        // closed VCT of a large write holds tens of thousands of them.
+        let mut in_vct: HashMap<(u64, u64), usize> = HashMap::new();
+        for (at, e) in closed.entries.iter().enumerate() {
+            if let ClosedEntry::Write { ino: i, page, slot, .. } = e {
+                if *i == ino && pages.contains(page) {
+                    in_vct.entry((*page, *slot)).or_insert(at);
+                }
+            }
+        }
+        for idx in pages {
             let (id, version) = self.cache.freeze(ino, idx).expect("just written");
             let len = size.saturating_sub(idx * PAGE_SIZE).min(PAGE_SIZE) as usize;
-            let entry = closed.entries.iter_mut().find_map(|e| match e {
-                ClosedEntry::Write { ino: i, page: p, slot, data, len } if *i == ino && *p == idx && *slot == id => {
-                    Some((data, len))
-                }
-                _ => None,
+            let entry = in_vct.get(&(idx, id)).and_then(|at| match &mut closed.entries[*at] {
+                ClosedEntry::Write { data, len, .. } => Some((data, len)),
+                ClosedEntry::Other(_) => None,
             });
             match entry {
                 Some((data, old_len)) => {

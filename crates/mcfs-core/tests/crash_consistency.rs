@@ -487,3 +487,19 @@ fn appends_written_in_place_recover_to_vct_boundaries() {
         Start::Mounted,
     );
 }
+
+/// A transaction that journals a write inside a file's old size still
+/// writes its appends past that size in place (the journaled byte ranges,
+/// not the whole file, stay in the journal): crashes anywhere find the file
+/// at a VCT boundary, the journaled bytes applied over the placed ones only
+/// where they come later.
+#[test]
+fn appends_after_a_journaled_write_of_the_same_file_recover_to_vct_boundaries() {
+    check_text(
+        "a0 mkdir app0 755; a0 create app0/log 644; a0 write app0/log @0+8192 #1; checkpoint; \
+         a0 write app0/log @4000+200 #2; a0 write app0/log @8192+9000 #3; a0 write app0/log @8000+300 #4; \
+         tick 130; a0 write app0/log @17192+9000 #5; a0 write app0/log @100+50 #6; \
+         a0 write app0/log @16000+3000 #7; checkpoint; a0 write app0/log @26192+4096 #8; shutdown",
+        Start::Mounted,
+    );
+}

@@ -151,3 +151,23 @@ fn a_rest_that_never_comes_is_given_up_after_the_wait() {
     f.engine.tick();
     assert_eq!(f.durable_bytes_of_the_write(), 46, "a write(2) of exactly that shape, or a rest too late");
 }
+
+#[test]
+fn a_rest_over_pages_the_closed_vct_holds_commits_its_newest_bytes() {
+    let f = fixture("");
+    let log = f.with_log();
+    // Page 1 (the write at 6000) and page 2 are in the VCT before the split write.
+    f.engine.write(Some(WRITER), log, 9000, b"older").expect("write");
+    f.age_the_open_vct(log);
+    f.piece(WRITER, log, FIRST, Piece::MayContinue);
+    f.engine.tick();
+    // The rest covers pages 1-3: two the closed VCT holds, one it does not.
+    f.piece(WRITER, log, (4096, 3 * 4096), Piece::Last);
+    f.engine.tick();
+    let durable = mcfs_core::journal::recovered_copy(&f.backend).expect("recover a copy");
+    let mut buf = vec![0; 20000];
+    let n = durable.read_at(Path::new("shared/log"), 0, &mut buf).expect("read backing");
+    assert_eq!(n, 4 * 4096, "the rest's new page is in");
+    assert!(buf[4050..n].iter().all(|b| *b == b'w'), "every page holds the rest's bytes, none an older version");
+    assert!(buf[..4050].iter().all(|b| *b == 0));
+}

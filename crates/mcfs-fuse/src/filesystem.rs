@@ -592,7 +592,8 @@ impl McfsFs {
 
     pub(crate) fn read(&self, caller: Caller, ino: INodeNo, offset: u64, size: u32, reply: impl DataAnswer) {
         self.serve(caller, &(), move |fs, ()| {
-            let result = fs.engine.read(ino.0, offset, size);
+            // The kernel's page cache keeps what it reads (FOPEN_KEEP_CACHE).
+            let result = fs.engine.read_streamed(ino.0, offset, size);
             match fs.observed(Some(caller), result, |data| ServedOp::Read {
                 ino: ino.0,
                 offset,
