@@ -53,11 +53,20 @@ impl PageRuns {
         }
     }
 
-    /// Takes `index` out; whether it was in.
+    /// Takes `index` out; whether it was in. Splits only the run holding it
+    /// (a page not marked, the common case, costs one lookup).
     pub(super) fn remove(&mut self, index: u64) -> bool {
-        let had = self.contains(index);
-        self.remove_range(index..index.saturating_add(1));
-        had
+        let Some(run) = self.run_of(index) else { return false };
+        self.pages -= 1;
+        if run.start == index {
+            self.runs.remove(&run.start);
+        } else {
+            self.runs.insert(run.start, index);
+        }
+        if index + 1 < run.end {
+            self.runs.insert(index + 1, run.end);
+        }
+        true
     }
 
     /// Takes every index of `range` out, splitting runs that straddle its ends.
