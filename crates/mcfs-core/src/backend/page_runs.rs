@@ -120,15 +120,11 @@ mod tests {
     /// after every step. Seed: `MCFS_SEED`.
     #[test]
     fn runs_hold_the_same_indexes_as_a_plain_set() {
-        let seed: u64 = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(11);
-        println!("seed {seed}");
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        use rand::{Rng, SeedableRng};
+        let seed: u64 = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+        println!("seed {seed} (MCFS_SEED={seed} replays it)");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut next = |n: u64| rng.gen_range(0..n);
         let (mut runs, mut plain) = (PageRuns::default(), BTreeSet::new());
         for step in 0..5_000 {
             let (a, b) = (next(200), next(200));
