@@ -218,8 +218,10 @@ impl FileData {
     fn zero(&mut self, offset: u64, end: u64) {
         let whole = offset.div_ceil(PAGE_SIZE)..end / PAGE_SIZE;
         if !whole.is_empty() {
-            let mut beyond = self.pages.split_off(&whole.start);
-            self.pages.append(&mut beyond.split_off(&whole.end));
+            let gone: Vec<u64> = self.pages.range(whole.clone()).map(|(i, _)| *i).collect();
+            for index in gone {
+                self.pages.remove(&index);
+            }
             self.known_pages.remove_range(whole.clone());
         }
         let edges = [offset / PAGE_SIZE, (end - 1) / PAGE_SIZE];
@@ -1224,7 +1226,8 @@ mod tests {
         ramp(4 * 4096, &mut want);
         want[4096..8192].fill(9);
         assert_eq!(buf, want);
-        assert_eq!(mem.data_extents(f).unwrap(), [0..4 << 20]);
+        let extents = mem.data_extents(f).unwrap();
+        assert_eq!((extents.len(), extents[0].clone()), (1, 0..4 << 20));
     }
 
     #[test]
