@@ -26,10 +26,12 @@
 //! `clone()` of a whole tree (used for crash states) is cheap. A store made
 //! `with_known_content` keeps a whole page whose bytes are that content's
 //! as a mark instead (the simulator's replays write a known function of the
-//! file offset): memory grows with the pages' count, not their bytes, and
-//! every call answers as if the bytes were kept.
+//! file offset), and consecutive marks as one run (`PageRuns`): memory grows
+//! with the runs' count, not the pages' bytes nor their number, and every
+//! call answers as if the bytes were kept.
 
 use super::error::{path_error, two_path_error};
+use super::page_runs::PageRuns;
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr, BackendLimits};
@@ -55,14 +57,6 @@ type Page = [u8; PAGE_SIZE as usize];
 pub struct KnownContent {
     pub fill: fn(offset: u64, buf: &mut [u8]),
     pub matches: fn(offset: u64, data: &[u8]) -> bool,
-}
-
-/// A stored page: its bytes, or a mark that it holds the known content of
-/// its offsets.
-#[derive(Clone)]
-enum Slot {
-    Bytes(Arc<Page>),
-    Known,
 }
 
 /// The known content of page `index` (zeros without one).
@@ -112,17 +106,30 @@ impl MemLimits {
     pub const EXT4: MemLimits = MemLimits { limits: BackendLimits::EXT4, xattr_bytes: 4096 - 32 - 4, capacity: None };
 }
 
-/// Bytes of a regular file: pages that were never written are holes.
-/// Invariant: stored bytes at or beyond `size` are zero, so a `Known` page
-/// lies wholly within `size`, and `Known` pages exist only with `known`.
+/// Bytes of a regular file: pages that were never written are holes, the
+/// others are stored as bytes (`pages`) or, holding the known content of
+/// their offsets, as a mark in `known_pages` (runs of indexes).
+/// Invariant: stored bytes at or beyond `size` are zero, so a known page
+/// lies wholly within `size`; `pages` and `known_pages` are disjoint, and
+/// `known_pages` is empty without `known`.
 #[derive(Clone, Default)]
 struct FileData {
     size: u64,
-    pages: BTreeMap<u64, Slot>,
+    pages: BTreeMap<u64, Arc<Page>>,
+    known_pages: PageRuns,
     known: Option<KnownContent>,
 }
 
 impl FileData {
+    /// Pages that hold data (bytes or a mark).
+    fn stored_pages(&self) -> u64 {
+        self.pages.len() as u64 + self.known_pages.len()
+    }
+
+    fn is_stored(&self, index: u64) -> bool {
+        self.pages.contains_key(&index) || self.known_pages.contains(index)
+    }
+
     fn read(&self, offset: u64, buf: &mut [u8]) -> usize {
         if offset >= self.size {
             return 0;
@@ -133,8 +140,8 @@ impl FileData {
             let (index, within, len) = page_span(offset + done as u64, n - done);
             let dst = &mut buf[done..done + len];
             match (self.pages.get(&index), self.known) {
-                (Some(Slot::Bytes(page)), _) => dst.copy_from_slice(&page[within..within + len]),
-                (Some(Slot::Known), Some(known)) => (known.fill)(offset + done as u64, dst),
+                (Some(page), _) => dst.copy_from_slice(&page[within..within + len]),
+                (None, Some(known)) if self.known_pages.contains(index) => (known.fill)(offset + done as u64, dst),
                 _ => dst.fill(0),
             }
             done += len;
@@ -169,41 +176,38 @@ impl FileData {
         if piece.len() != PAGE_SIZE as usize || !self.known.is_some_and(|k| (k.matches)(index * PAGE_SIZE, piece)) {
             return false;
         }
-        self.pages.insert(index, Slot::Known);
+        self.pages.remove(&index);
+        self.known_pages.insert(index);
         true
     }
 
     /// Stores a whole page: in place if nothing shares its bytes, else as
     /// new bytes (never zeroed first, nor copied from a shared version).
     fn put_page(&mut self, index: u64, whole: &Page) {
-        if let Some(Slot::Bytes(page)) = self.pages.get_mut(&index) {
-            if let Some(page) = Arc::get_mut(page) {
-                page.copy_from_slice(whole);
-                return;
-            }
+        if let Some(page) = self.pages.get_mut(&index).and_then(Arc::get_mut) {
+            page.copy_from_slice(whole);
+            return;
         }
-        self.pages.insert(index, Slot::Bytes(Arc::new(*whole)));
+        self.known_pages.remove(index);
+        self.pages.insert(index, Arc::new(*whole));
     }
 
     /// The bytes of page `index`, to change: a hole becomes zeros, a known
     /// page its content.
     fn page_mut(&mut self, index: u64) -> &mut Page {
-        let known = self.known;
-        let slot = self.pages.entry(index).or_insert_with(|| Slot::Bytes(Arc::new([0; PAGE_SIZE as usize])));
-        if matches!(slot, Slot::Known) {
-            *slot = Slot::Bytes(Arc::new(known_page(known, index)));
+        if self.known_pages.remove(index) {
+            self.pages.insert(index, Arc::new(known_page(self.known, index)));
         }
-        match slot {
-            Slot::Bytes(page) => Arc::make_mut(page),
-            Slot::Known => unreachable!("a known page was just made bytes"),
-        }
+        Arc::make_mut(self.pages.entry(index).or_insert_with(|| Arc::new([0; PAGE_SIZE as usize])))
     }
 
     fn set_len(&mut self, size: u64) {
         if size < self.size {
-            self.pages.split_off(&size.div_ceil(PAGE_SIZE));
+            let kept = size.div_ceil(PAGE_SIZE);
+            self.pages.split_off(&kept);
+            self.known_pages.remove_range(kept..u64::MAX);
             let within = (size % PAGE_SIZE) as usize;
-            if within != 0 && self.pages.contains_key(&(size / PAGE_SIZE)) {
+            if within != 0 && self.is_stored(size / PAGE_SIZE) {
                 self.page_mut(size / PAGE_SIZE)[within..].fill(0);
             }
         }
@@ -213,11 +217,16 @@ impl FileData {
     /// Zeroes bytes `offset..end`; pages wholly inside become holes.
     fn zero(&mut self, offset: u64, end: u64) {
         let whole = offset.div_ceil(PAGE_SIZE)..end / PAGE_SIZE;
-        let touched: Vec<u64> =
-            self.pages.range(offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE)).map(|(i, _)| *i).collect();
-        for index in touched {
-            if whole.contains(&index) {
+        if !whole.is_empty() {
+            let gone: Vec<u64> = self.pages.range(whole.clone()).map(|(i, _)| *i).collect();
+            for index in gone {
                 self.pages.remove(&index);
+            }
+            self.known_pages.remove_range(whole.clone());
+        }
+        let edges = [offset / PAGE_SIZE, (end - 1) / PAGE_SIZE];
+        for index in edges.into_iter().filter(|i| !whole.contains(i)) {
+            if !self.is_stored(index) {
                 continue;
             }
             let page_start = index * PAGE_SIZE;
@@ -241,6 +250,15 @@ impl FileData {
         Ok(())
     }
 
+    /// Runs of stored pages (bytes or marks) among `pages`, in order, not
+    /// joined across the two kinds.
+    fn stored_runs(&self, pages: Range<u64>) -> Vec<Range<u64>> {
+        let mut runs: Vec<Range<u64>> = self.pages.range(pages.clone()).map(|(i, _)| *i..*i + 1).collect();
+        runs.extend(self.known_pages.within(pages));
+        runs.sort_unstable_by_key(|r| r.start);
+        runs
+    }
+
     /// Bytes of `range` (within the size) that lie in stored pages: holes
     /// left out.
     fn stored_bytes(&self, range: Range<u64>) -> u64 {
@@ -248,18 +266,18 @@ impl FileData {
         if range.start >= end {
             return 0;
         }
-        let pages = self.pages.range(range.start / PAGE_SIZE..end.div_ceil(PAGE_SIZE));
-        pages.map(|(i, _)| ((i + 1) * PAGE_SIZE).min(end) - (i * PAGE_SIZE).max(range.start)).sum()
+        let runs = self.stored_runs(range.start / PAGE_SIZE..end.div_ceil(PAGE_SIZE));
+        runs.iter().map(|r| (r.end * PAGE_SIZE).min(end) - (r.start * PAGE_SIZE).max(range.start)).sum()
     }
 
     /// The data extents within the size: runs of stored pages.
     fn data_extents(&self) -> Vec<Range<u64>> {
         let mut extents: Vec<Range<u64>> = Vec::new();
-        for index in self.pages.keys() {
-            let page = index * PAGE_SIZE..((index + 1) * PAGE_SIZE).min(self.size);
+        for run in self.stored_runs(0..u64::MAX) {
+            let bytes = run.start * PAGE_SIZE..(run.end * PAGE_SIZE).min(self.size);
             match extents.last_mut() {
-                Some(last) if last.end == page.start => last.end = page.end,
-                _ if page.start < page.end => extents.push(page),
+                Some(last) if last.end == bytes.start => last.end = bytes.end,
+                _ if bytes.start < bytes.end => extents.push(bytes),
                 _ => {}
             }
         }
@@ -268,10 +286,12 @@ impl FileData {
 
     fn digest(&self) -> super::snapshot::ContentDigest {
         let mut hasher = ContentHasher::new();
-        for (index, slot) in &self.pages {
-            match slot {
-                Slot::Bytes(page) => hasher.page(*index, &page[..]),
-                Slot::Known => hasher.page(*index, &known_page(self.known, *index)),
+        for run in self.stored_runs(0..u64::MAX) {
+            for index in run {
+                match self.pages.get(&index) {
+                    Some(page) => hasher.page(index, &page[..]),
+                    None => hasher.page(index, &known_page(self.known, index)),
+                }
             }
         }
         hasher.finish(self.size)
@@ -357,7 +377,7 @@ impl Inode {
             atime: self.atime,
             mtime: self.mtime,
             ctime: self.ctime,
-            blocks: self.data.pages.len() as u64 * (PAGE_SIZE / 512),
+            blocks: self.data.stored_pages() * (PAGE_SIZE / 512),
         }
     }
 }
@@ -382,16 +402,16 @@ impl Tree {
     }
 
     fn used_blocks(&self) -> u64 {
-        self.inodes.values().map(|i| i.data.pages.len() as u64).sum()
+        self.inodes.values().map(|i| i.data.stored_pages()).sum()
     }
 
     /// ENOSPC if writing `len` bytes at `offset` of `id` needs more blocks
     /// than a small store (`MemLimits::capacity`) has left.
     fn room_for(&self, id: InodeId, offset: u64, len: usize) -> Result<(), i32> {
         let Some(capacity) = self.limits.capacity else { return Ok(()) };
-        let pages = &self.get(id).data.pages;
+        let data = &self.get(id).data;
         let (first, end) = (offset / PAGE_SIZE, offset.saturating_add(len as u64).div_ceil(PAGE_SIZE));
-        let new = (first..end).filter(|p| !pages.contains_key(p)).count() as u64;
+        let new = (first..end).filter(|p| !data.is_stored(*p)).count() as u64;
         if new > 0 && self.used_blocks() + new > capacity {
             return Err(libc::ENOSPC);
         }
@@ -1149,7 +1169,7 @@ mod tests {
         }
         let marks = |s: &MemBackend| {
             let tree = s.tree.lock();
-            tree.inodes.values().flat_map(|i| i.data.pages.values()).filter(|p| matches!(p, Slot::Known)).count()
+            tree.inodes.values().map(|i| i.data.known_pages.len()).sum::<u64>()
         };
         let mut most_marks = 0;
         for step in 0..400 {
@@ -1180,6 +1200,34 @@ mod tests {
         assert!(plain.snapshot() == marked.snapshot(), "seed {seed}");
         assert!(most_marks > 0, "seed {seed}: some whole pages were the ramp");
         assert_eq!(marks(&plain), 0, "a plain store keeps bytes");
+    }
+
+    /// A file of known content written in pieces costs one run of marks, whatever its length; a page
+    /// written with other bytes splits the run and reads back as written.
+    #[test]
+    fn known_pages_written_in_order_are_one_run() {
+        let mem = MemBackend::with_known_content(RAMP);
+        let f = Path::new("f");
+        mem.create(f, FileKind::File, 0o644, 0).unwrap();
+        let mut piece = vec![0u8; 64 * 1024];
+        for offset in (0..4 << 20).step_by(piece.len()) {
+            ramp(offset, &mut piece);
+            mem.write_at(f, offset, &piece).unwrap();
+        }
+        let runs = |mem: &MemBackend| {
+            mem.tree.lock().inodes.values().map(|i| i.data.known_pages.within(0..u64::MAX).count()).sum()
+        };
+        assert_eq!((runs(&mem), mem.stat(f).unwrap().blocks), (1, 1024 * 8));
+        mem.write_at(f, 5 * 4096, &[9; 4096]).unwrap();
+        assert_eq!((runs(&mem), mem.stat(f).unwrap().blocks), (2, 1024 * 8));
+        let mut buf = [0u8; 3 * 4096];
+        mem.read_at(f, 4 * 4096, &mut buf).unwrap();
+        let mut want = [0u8; 3 * 4096];
+        ramp(4 * 4096, &mut want);
+        want[4096..8192].fill(9);
+        assert_eq!(buf, want);
+        let extents = mem.data_extents(f).unwrap();
+        assert_eq!((extents.len(), extents[0].clone()), (1, 0..4 << 20));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod error;
 mod limits;
 mod mem;
 mod mutation;
+mod page_runs;
 mod recording;
 mod relpath;
 pub mod snapshot;

@@ -194,6 +194,11 @@ pub struct Journal {
     /// Ops of the waiting transactions skipped so far, by attempts that
     /// then failed: the attempt that finishes reports them.
     unapplied: Vec<UnappliedOp>,
+    /// The record buffer of the last committed transaction, emptied but with
+    /// its capacity: `begin` takes it rather than grow a new one from nothing
+    /// (up to `STREAM_CHUNK` and a record, reallocated and copied at every
+    /// doubling, each checkpoint).
+    spare_buf: Vec<u8>,
 }
 
 impl Journal {
@@ -251,6 +256,7 @@ impl Journal {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             txn_bytes: 0,
             unapplied: Vec::new(),
+            spare_buf: Vec::new(),
         })
     }
 
@@ -322,7 +328,8 @@ impl Journal {
         self.txn_bytes += ready - len;
         self.segments.insert(slot, ready);
         self.reuse_first = None;
-        self.txn = TxnState::Building { seq, slot, buf: Vec::new(), flushed: 0, crc: 0, ops: Vec::new() };
+        let buf = std::mem::take(&mut self.spare_buf);
+        self.txn = TxnState::Building { seq, slot, buf, flushed: 0, crc: 0, ops: Vec::new() };
         Ok(())
     }
 
@@ -437,9 +444,11 @@ impl Journal {
     }
 
     fn write_commit_record(&mut self) -> io::Result<()> {
-        let TxnState::Building { seq, slot, flushed, crc, ops, .. } = &mut self.txn else {
+        let TxnState::Building { seq, slot, buf, flushed, crc, ops } = &mut self.txn else {
             return Err(misuse("commit record outside a transaction"));
         };
+        debug_assert!(buf.is_empty(), "the payload is flushed before the commit record");
+        let spare = std::mem::take(buf);
         let header = TxnHeader {
             version: encode::VERSION,
             seq: *seq,
@@ -454,6 +463,7 @@ impl Journal {
         *len = (*len).max(HEADER_LEN + header.payload_len);
         let ops = std::mem::take(ops);
         self.txn = TxnState::Ended(Waiting { slot, header, ops });
+        self.spare_buf = spare;
         Ok(())
     }
 

@@ -904,3 +904,24 @@ fn record_len_of(segment: &[u8]) -> usize {
         other => panic!("no valid record: {other:?}"),
     }
 }
+
+/// A transaction's record buffer outlives it: the next `begin` starts with its capacity (no regrowth
+/// from nothing every checkpoint), empty, and the next transaction's records are its own.
+#[test]
+fn the_next_transaction_reuses_the_record_buffer() {
+    let b = mem_with_base();
+    let mut journal = Journal::open(b.clone()).unwrap();
+    let write = |byte: u8| JournalOp::Write { path: "c".into(), offset: 0, data: vec![byte; 100_000] };
+    commit(&mut journal, 1, &[write(1), write(2)]);
+    journal.apply(&mut || {}).unwrap();
+    journal.begin(2).unwrap();
+    let TxnState::Building { buf, .. } = &journal.txn else { panic!("building") };
+    assert!(buf.is_empty() && buf.capacity() >= 200_000, "capacity {}", buf.capacity());
+    journal.append(write(3)).unwrap();
+    journal.end().unwrap();
+    journal.wait_sync().unwrap();
+    journal.apply(&mut || {}).unwrap();
+    let mut got = vec![0u8; 100_000];
+    assert_eq!(b.read_at(Path::new("c"), 0, &mut got).unwrap(), 100_000);
+    assert!(got.iter().all(|x| *x == 3), "the second transaction wrote its own bytes");
+}
