@@ -48,6 +48,20 @@ use std::time::Duration;
 /// the kernel's negative entry (the engine never makes a name on its own).
 const TTL: Duration = Duration::from_secs(60);
 
+/// What a request that may end VCTs is, for what sync-point mode hands
+/// over before it (`McfsFs::serve_ending`).
+#[derive(Clone, Copy)]
+enum Ends {
+    /// A sync point of the caller's app (fsync of `synced`, fsyncdir,
+    /// rename, unlink, rmdir, link).
+    SyncPoint { synced: Option<u64> },
+    /// A change that ends VCTs only if it reaches another app's.
+    Change,
+}
+
+/// A rename, unlink, rmdir, link or fsyncdir: a sync point naming no file.
+const NAMESPACE_SYNC_POINT: Ends = Ends::SyncPoint { synced: None };
+
 /// The inodes and directory entries a request changes, for sync-point
 /// mode's check whether it reaches into another app's objects or VCT
 /// (`Engine::touches_other_apps`).
@@ -185,51 +199,19 @@ impl McfsFs {
         Arc::clone(&self.served.mount_root)
     }
 
-    /// Serves a sync point of `caller` (an fsync of `synced`, fsyncdir, a
-    /// rename, unlink, rmdir or link touching `touched`) as `serve` does; in
-    /// sync-point mode `work` runs once the kernel has handed over the dirty
-    /// pages of every file of the caller's app open for writing (but the one
-    /// an fsync flushed itself), and of every other file too where the
-    /// request changes another app's object (`serve_touching`).
-    fn serve_sync_point<I>(
+    /// Serves a request that may end VCTs as `serve` does; in sync-point
+    /// mode `work` runs once the kernel has handed over the dirty pages
+    /// those VCTs need (`Ends`): at a sync point, those of every file of
+    /// the caller's app open for writing (but the one an fsync flushed
+    /// itself); and those of every file where the request changes another
+    /// app's file or depends on what another app changed since its last
+    /// boundary (which closes that app's VCT, `Engine::touches_other_apps`),
+    /// so that the VCTs it ends hold all their apps did (mcfs-core's
+    /// `sync_points`).
+    fn serve_ending<I>(
         &self,
         caller: Caller,
-        synced: Option<u64>,
-        touched: Touched,
-        input: &I,
-        work: impl FnOnce(&Served, &I) + Send + 'static,
-    ) where
-        I: ToOwned + ?Sized,
-        I::Owned: Send + 'static,
-    {
-        self.serve_handed_over(caller, Some(synced), touched, input, work);
-    }
-
-    /// Serves a request that changes `touched` as `serve` does; in
-    /// sync-point mode, if it changes another app's object or depends on
-    /// what another app changed since its last boundary (which closes that
-    /// app's VCT, `Engine::touches_other_apps`), `work` runs once the kernel
-    /// has handed over every file's dirty pages, so that the VCTs it ends
-    /// hold all their apps did (mcfs-core's `sync_points`).
-    fn serve_touching<I>(
-        &self,
-        caller: Caller,
-        touched: Touched,
-        input: &I,
-        work: impl FnOnce(&Served, &I) + Send + 'static,
-    ) where
-        I: ToOwned + ?Sized,
-        I::Owned: Send + 'static,
-    {
-        self.serve_handed_over(caller, None, touched, input, work);
-    }
-
-    /// `own`: at a sync point of the caller's app, `Some` of the file an
-    /// fsync names (if any).
-    fn serve_handed_over<I>(
-        &self,
-        caller: Caller,
-        own: Option<Option<u64>>,
+        ends: Ends,
         touched: Touched,
         input: &I,
         work: impl FnOnce(&Served, &I) + Send + 'static,
@@ -242,9 +224,11 @@ impl McfsFs {
             let Some(handover) = &fs.handover else { return work(fs, input) };
             let names: Vec<(u64, &OsStr)> = touched.names.iter().map(|(dir, name)| (*dir, name.as_os_str())).collect();
             let others = fs.engine.touches_other_apps(caller, &touched.inos, &names);
-            if own.is_none() && !others {
-                return work(fs, input);
-            }
+            let own = match ends {
+                Ends::SyncPoint { synced } => Some(synced),
+                Ends::Change if !others => return work(fs, input),
+                Ends::Change => None,
+            };
             let input = input.to_owned();
             let pick =
                 |ino| others || own.is_some_and(|synced| Some(ino) != synced && fs.engine.logs_data_of(caller, ino));
@@ -419,7 +403,7 @@ impl McfsFs {
         // A setattr with nothing the engine keeps (only ctime or a lock owner) changes nothing.
         // A truncate by anyone but root (standing for CAP_FSETID) drops set-id bits (FUSE_HANDLE_KILLPRIV_V2).
         let drops_set_id_bits = set.size.is_some() && set.perm.is_none() && caller.uid != 0;
-        self.serve_touching(caller, Touched::inode(ino.0), &(), move |fs, ()| {
+        self.serve_ending(caller, Ends::Change, Touched::inode(ino.0), &(), move |fs, ()| {
             let result = if set == mcfs_core::SetAttr::default() {
                 fs.engine.getattr(ino.0)
             } else if drops_set_id_bits {
@@ -454,7 +438,7 @@ impl McfsFs {
     ) {
         let perm = translate::new_perm(mode, umask);
         match translate::mknod_kind(mode) {
-            Ok(kind) => self.serve_touching(caller, Touched::inode(parent.0), name, move |fs, name| {
+            Ok(kind) => self.serve_ending(caller, Ends::Change, Touched::inode(parent.0), name, move |fs, name| {
                 reply_entry(reply, fs.engine.mknod(caller, parent.0, name, kind, perm, rdev))
             }),
             Err(e) => reply.error(errno(e)),
@@ -471,21 +455,21 @@ impl McfsFs {
         reply: impl EntryAnswer,
     ) {
         let perm = translate::new_perm(mode, umask);
-        self.serve_touching(caller, Touched::inode(parent.0), name, move |fs, name| {
+        self.serve_ending(caller, Ends::Change, Touched::inode(parent.0), name, move |fs, name| {
             let result = fs.engine.mkdir(caller, parent.0, name, perm);
             reply_entry(reply, fs.observed(Some(caller), result, |attr| ServedOp::Mkdir { ino: attr.ino }));
         });
     }
 
     pub(crate) fn unlink(&self, caller: Caller, parent: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
-        self.serve_sync_point(caller, None, Touched::entry(parent.0, name), name, move |fs, name| {
+        self.serve_ending(caller, NAMESPACE_SYNC_POINT, Touched::entry(parent.0, name), name, move |fs, name| {
             let result = fs.engine.unlink(caller, parent.0, name);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Unlink { parent: parent.0, name }));
         });
     }
 
     pub(crate) fn rmdir(&self, caller: Caller, parent: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
-        self.serve_sync_point(caller, None, Touched::entry(parent.0, name), name, move |fs, name| {
+        self.serve_ending(caller, NAMESPACE_SYNC_POINT, Touched::entry(parent.0, name), name, move |fs, name| {
             let result = fs.engine.rmdir(caller, parent.0, name);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Rmdir { parent: parent.0, name }));
         });
@@ -500,7 +484,7 @@ impl McfsFs {
         reply: impl EntryAnswer,
     ) {
         let target = target.to_os_string();
-        self.serve_touching(caller, Touched::inode(parent.0), link_name, move |fs, link_name| {
+        self.serve_ending(caller, Ends::Change, Touched::inode(parent.0), link_name, move |fs, link_name| {
             reply_entry(reply, fs.engine.symlink(caller, parent.0, link_name, &target))
         });
     }
@@ -521,7 +505,7 @@ impl McfsFs {
         };
         let touched = Touched::entry(parent.0, name).and_entry(newparent.0, newname);
         let newname = newname.to_os_string();
-        self.serve_sync_point(caller, None, touched, name, move |fs, name| {
+        self.serve_ending(caller, NAMESPACE_SYNC_POINT, touched, name, move |fs, name| {
             let result = fs.engine.rename(caller, parent.0, name, newparent.0, &newname, mode);
             let result = fs.observed(Some(caller), result, |()| ServedOp::Rename {
                 parent: parent.0,
@@ -543,7 +527,7 @@ impl McfsFs {
         reply: impl EntryAnswer,
     ) {
         let touched = Touched::entry(newparent.0, newname).and_inode(ino.0);
-        self.serve_sync_point(caller, None, touched, newname, move |fs, newname| {
+        self.serve_ending(caller, NAMESPACE_SYNC_POINT, touched, newname, move |fs, newname| {
             let result = fs.engine.link(caller, ino.0, newparent.0, newname);
             let op = |_: &_| ServedOp::Link { ino: ino.0, new_parent: newparent.0, new_name: newname };
             reply_entry(reply, fs.observed(Some(caller), result, op));
@@ -578,7 +562,7 @@ impl McfsFs {
     ) {
         let perm = translate::new_perm(mode, umask);
         let truncated = translate::truncates(flags);
-        self.serve_touching(caller, Touched::inode(parent.0), name, move |fs, name| {
+        self.serve_ending(caller, Ends::Change, Touched::inode(parent.0), name, move |fs, name| {
             let result = fs.create_truncated(caller, parent.0, name, perm, flags);
             match fs.observed(Some(caller), result, |attr| ServedOp::Create { ino: attr.ino, truncated }) {
                 Ok(attr) => {
@@ -663,7 +647,7 @@ impl McfsFs {
     /// caller's app gets (a VCT boundary, or a real commit in sync mode).
     pub(crate) fn fsync(&self, caller: Caller, ino: INodeNo, datasync: bool, reply: impl EmptyAnswer) {
         // The kernel wrote this file's dirty pages back before it sent FSYNC.
-        self.serve_sync_point(caller, Some(ino.0), Touched::default(), &(), move |fs, ()| {
+        self.serve_ending(caller, Ends::SyncPoint { synced: Some(ino.0) }, Touched::default(), &(), move |fs, ()| {
             let result = fs.engine.fsync(Some(caller), ino.0);
             reply_empty(reply, fs.observed(Some(caller), result, |()| ServedOp::Fsync { ino: ino.0, datasync }));
         });
@@ -735,7 +719,7 @@ impl McfsFs {
 
     pub(crate) fn fsyncdir(&self, caller: Caller, reply: impl EmptyAnswer) {
         let sync = move |fs: &Served, _: &()| reply_empty(reply, fs.engine.sync_app(Some(caller)));
-        self.serve_sync_point(caller, None, Touched::default(), &(), sync);
+        self.serve_ending(caller, NAMESPACE_SYNC_POINT, Touched::default(), &(), sync);
     }
 
     pub(crate) fn statfs(&self, reply: impl StatfsAnswer) {
@@ -761,7 +745,7 @@ impl McfsFs {
             Err(e) => return reply.error(errno(e)),
         };
         let name = name.to_os_string();
-        self.serve_touching(caller, Touched::inode(ino.0), value, move |fs, value| {
+        self.serve_ending(caller, Ends::Change, Touched::inode(ino.0), value, move |fs, value| {
             reply_empty(reply, fs.engine.setxattr(caller, ino.0, &name, value, mode))
         });
     }
@@ -782,7 +766,7 @@ impl McfsFs {
 
     pub(crate) fn removexattr(&self, caller: Caller, ino: INodeNo, name: &OsStr, reply: impl EmptyAnswer) {
         let remove = move |fs: &Served, name: &OsStr| reply_empty(reply, fs.engine.removexattr(caller, ino.0, name));
-        self.serve_touching(caller, Touched::inode(ino.0), name, remove);
+        self.serve_ending(caller, Ends::Change, Touched::inode(ino.0), name, remove);
     }
 
     // access: not implemented — the mount uses default_permissions, so the

@@ -218,7 +218,8 @@ impl Harness {
     fn kernel_before(&self, kernel: &mut KernelCache, step: &Step) -> FsResult<()> {
         let e = &self.engine;
         // The FUSE adapter hands everything over before an operation that
-        // would close another app's VCT (`serve_touching`).
+        // changes another app's file or would close another app's VCT
+        // (`serve_ending`).
         if let Some((app, inos)) = self.touched_by(step) {
             if e.touches_other_apps(caller(app), &inos, &[]) {
                 return kernel.hand_over_all(e);
