@@ -558,6 +558,25 @@ pub fn apply_op(b: &dyn Backend, op: &JournalOp) -> io::Result<()> {
     }
 }
 
+/// `txns` as an apply run of transactions held in memory (numbered from 1,
+/// one segment each), for the planners' tests.
+pub fn held_run(txns: &[Vec<JournalOp>]) -> Vec<super::RunTxn<'_>> {
+    txns.iter()
+        .enumerate()
+        .map(|(i, ops)| super::RunTxn {
+            slot: i,
+            header: super::encode::TxnHeader {
+                version: 2,
+                seq: i as u64 + 1,
+                payload_len: 0,
+                op_count: ops.len() as u64,
+                payload_crc: 0,
+            },
+            ops: super::TxnOps::Held(ops),
+        })
+        .collect()
+}
+
 /// An independent copy of a whole memory tree.
 pub fn copy(b: &MemBackend) -> MemBackend {
     MemBackend::clone(b)

@@ -752,6 +752,23 @@ fn journal_log_a_torn_segment_at_every_position_is_dropped_and_the_others_applie
     }
 }
 
+/// `txns` committed on `b` and left waiting. Returns `b`, the journal, a
+/// copy of `b` recovered (with its report: what a crash now would leave)
+/// and the tree after every transaction.
+fn waiting_log(
+    b: Arc<MemBackend>,
+    txns: &[Vec<JournalOp>],
+) -> (Arc<MemBackend>, Journal, (MemBackend, RecoveryReport), crate::backend::TreeSnapshot) {
+    let expected = trees_after(&b, txns).pop().unwrap();
+    let mut j = Journal::open(b.clone()).unwrap();
+    for (i, ops) in txns.iter().enumerate() {
+        commit(&mut j, i as u64 + 1, ops);
+    }
+    let image = copy(&b);
+    let report = recover(&image).unwrap();
+    (b, j, (image, report), expected)
+}
+
 /// Seeded random runs (`MCFS_SEED` repeats one): each is committed in 2 to 6
 /// transactions and applied as one coalesced run (the last third with files
 /// born and gone within it, elided); the live tree must equal
@@ -769,15 +786,8 @@ fn journal_log_random_coalesced_runs_equal_the_ops_applied_one_by_one() {
             0..150 => random_run(seed, count),
             _ => slices(super::scenarios::random_txn_with_transient_files(seed, 12 * count), count),
         };
-        let b = mem_with_base();
-        let expected = trees_after(&b, &txns).pop().unwrap();
-        let mut j = Journal::open(b.clone()).unwrap();
-        for (i, ops) in txns.iter().enumerate() {
-            commit(&mut j, i as u64 + 1, ops);
-        }
-        let image = copy(&b);
-        recover(&image).unwrap();
-        assert_eq!(tree_of(&image), expected, "seed {seed}: recovery of the waiting run");
+        let (b, mut j, image, expected) = waiting_log(mem_with_base(), &txns);
+        assert_eq!(tree_of(&image.0), expected, "seed {seed}: recovery of the waiting run");
         let report = j.apply(&mut || {}).unwrap();
         assert_eq!(tree_of(&b), expected, "seed {seed}: the coalesced run");
         coalesced += report.coalesced_bytes;
@@ -947,16 +957,9 @@ fn sqlite_delete_commits(n: u8) -> Vec<Vec<JournalOp>> {
 /// one, every commit after the first journal starts a group.
 #[test]
 fn journal_run_elides_the_rollback_journal_born_and_gone_in_it() {
-    let txns = sqlite_delete_commits(20);
-    let b = mem_with_base();
-    let expected = trees_after(&b, &txns).pop().unwrap();
-    let mut j = Journal::open(b.clone()).unwrap();
-    for (i, ops) in txns.iter().enumerate() {
-        commit(&mut j, i as u64 + 1, ops);
-    }
-    let image = copy(&b);
-    let replayed = recover(&image).unwrap().replayed.unwrap();
-    assert_eq!(tree_of(&image), expected, "recovery of the waiting run");
+    let (b, mut j, image, expected) = waiting_log(mem_with_base(), &sqlite_delete_commits(20));
+    let replayed = image.1.replayed.unwrap();
+    assert_eq!(tree_of(&image.0), expected, "recovery of the waiting run");
     assert_eq!(replayed.elided, 0, "recovery replays every op");
     let report = j.apply(&mut || {}).unwrap();
     assert_eq!(tree_of(&b), expected, "{:?}", tree_of(&b).diff(&expected));
@@ -974,13 +977,8 @@ fn journal_spans_after_a_refused_anchor_are_issued_and_reported() {
     let b = mem_with_base();
     b.create("d/j".as_ref(), crate::types::FileKind::Dir, 0o755, 0).unwrap();
     let txns: Vec<Vec<JournalOp>> = sqlite_delete_commits(2).into_iter().skip(2).collect();
-    let expected = trees_after(&b, &txns).pop().unwrap();
-    let mut j = Journal::open(b.clone()).unwrap();
-    for (i, ops) in txns.iter().enumerate() {
-        commit(&mut j, i as u64 + 1, ops);
-    }
-    let image = copy(&b);
-    let recovered = recover(&image).unwrap().replayed.unwrap();
+    let (b, mut j, image, expected) = waiting_log(b, &txns);
+    let recovered = image.1.replayed.unwrap();
     let report = j.apply(&mut || {}).unwrap();
     assert_eq!(tree_of(&b), expected);
     assert_eq!(report.elided, 0, "{report:?}");

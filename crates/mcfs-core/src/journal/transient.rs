@@ -178,7 +178,7 @@ fn key(path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::encode::TxnHeader;
+    use crate::journal::scenarios::held_run;
     use std::time::UNIX_EPOCH;
 
     fn op(s: &str) -> JournalOp {
@@ -203,21 +203,7 @@ mod tests {
     /// counted across transactions).
     fn elided(txns: &[&[&str]]) -> Vec<usize> {
         let held: Vec<Vec<JournalOp>> = txns.iter().map(|t| t.iter().map(|s| op(s)).collect()).collect();
-        let run: Vec<RunTxn> = held
-            .iter()
-            .enumerate()
-            .map(|(i, ops)| RunTxn {
-                slot: i,
-                header: TxnHeader {
-                    version: 2,
-                    seq: i as u64 + 1,
-                    payload_len: 0,
-                    op_count: ops.len() as u64,
-                    payload_crc: 0,
-                },
-                ops: TxnOps::Held(ops),
-            })
-            .collect();
+        let run = held_run(&held);
         let e = plan(&run, &vec![Some(0); run.len()]);
         let mut flat = Vec::new();
         for (pos, ops) in held.iter().enumerate() {
@@ -300,13 +286,11 @@ mod tests {
 
     #[test]
     fn journal_transient_chains_hang_on_their_anchor_until_it_is_refused() {
-        let ops: Vec<JournalOp> =
-            ["unlink f", "create f", "unlink f", "create f", "unlink f", "times "].iter().map(|s| op(s)).collect();
-        let run = [RunTxn {
-            slot: 0,
-            header: TxnHeader { version: 2, seq: 1, payload_len: 0, op_count: 6, payload_crc: 0 },
-            ops: TxnOps::Held(&ops),
-        }];
+        let ops: Vec<Vec<JournalOp>> = vec![["unlink f", "create f", "unlink f", "create f", "unlink f", "times "]
+            .iter()
+            .map(|s| op(s))
+            .collect()];
+        let run = held_run(&ops);
         let mut e = plan(&run, &[Some(0)]);
         assert_eq!(e.elided.len(), 4);
         assert!((1..5).all(|i| e.elides((0, i))) && !e.elides((0, 0)) && !e.elides((0, 5)));
