@@ -118,6 +118,7 @@ impl Engine {
         let mut c = self.counters.lock();
         c.bytes_flushed += flushed;
         c.coalesced_bytes += report.coalesced_bytes;
+        c.elided_ops += report.elided;
         drop(c);
         let total: u64 = waiting.iter().map(|w| w.batch.iter().map(|v| v.bytes).sum::<u64>()).sum::<u64>().max(1);
         for w in waiting {

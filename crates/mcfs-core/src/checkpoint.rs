@@ -89,6 +89,8 @@ pub struct CheckpointCounters {
     pub failures: u64,
     /// File data the applier left out: later waiting transactions rewrote it.
     pub coalesced_bytes: u64,
+    /// Ops of files born and gone within an applied run, not issued.
+    pub elided_ops: u64,
     /// Appended file data commits wrote in place instead of into the journal.
     pub placed_bytes: u64,
     pub last_error: Option<String>,
@@ -705,6 +707,7 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<Prediction
         checkpoint_error: c.last_error.clone(),
         checkpoint_failures: c.failures,
         coalesced_bytes: c.coalesced_bytes,
+        elided_ops: c.elided_ops,
         placed_bytes: c.placed_bytes,
         cache_dirty_bytes: st.cache.dirty_bytes(),
         cache_total_bytes: st.cache.bytes(),

@@ -64,6 +64,9 @@ pub struct Stats {
     /// File data the applier did not write because a later waiting
     /// transaction wrote the same bytes (each went home once, last version).
     pub coalesced_bytes: u64,
+    /// Ops of files created and unlinked within one applied run (SQLite's
+    /// `-journal`): never issued in place (docs/JOURNAL.md).
+    pub elided_ops: u64,
     /// Appended file data commits wrote straight in place instead of into
     /// the journal (`append_in_place_bytes`).
     pub placed_bytes: u64,

@@ -289,6 +289,35 @@ fn write_temp_then_rename_over_an_existing_file() {
     );
 }
 
+/// SQLite's rollback journal (DELETE mode) beside its database, in sync
+/// mode (app 2, and every app once the battery is low) and in memory mode:
+/// the journal is created, written, fsynced, the database written and
+/// fsynced, the journal unlinked, four times over, so the journal's
+/// transactions wait together and the applier elides the journals born and
+/// gone within its run; the last one is unlinked while still open.
+#[test]
+fn sqlite_rollback_journals_born_and_gone_within_an_applied_run() {
+    let txn = |app: usize, n: u32| {
+        format!(
+            "a{app} create app{app}/db-journal 644; a{app} write app{app}/db-journal @0+4608 #{n}; \
+             a{app} fsync app{app}/db-journal; a{app} write app{app}/db @{}+4096 #{n}; a{app} fsync app{app}/db; \
+             a{app} unlink app{app}/db-journal",
+            u64::from(n % 3) * 4096
+        )
+    };
+    let mut text = String::from("a0 mkdir app0 755; a0 create app0/db 644; a2 mkdir app2 755; a2 create app2/db 644");
+    for n in 1..=4 {
+        text += &format!("; {}; {}", txn(2, n), txn(0, n));
+    }
+    text += "; battery 5";
+    for n in 5..=7 {
+        text += &format!("; {}", txn(0, n));
+    }
+    text += "; a0 create app0/db-journal 644 h1; a0 write h1 @0+512 #8; a0 fsync h1; a0 unlink app0/db-journal; \
+             a0 write h1 @512+512 #9; checkpoint; a0 close h1; shutdown";
+    check_text(&text, Start::Mounted);
+}
+
 #[test]
 fn a_file_unlinked_while_open_keeps_its_data_out_of_every_name() {
     check_text(

@@ -54,6 +54,7 @@ pub const FIELDS: &[Field] = &[
     f("journal_waiting_transactions", Gauge, "Committed transactions waiting in the journal to be applied in place."),
     f("journal_waiting_bytes", Gauge, "Journal bytes the waiting transactions take."),
     f("coalesced_bytes", Counter, "File data not written in place because a later waiting transaction rewrote it."),
+    f("elided_ops", Counter, "Operations on files created and unlinked within one applied run, never issued in place."),
     f("placed_bytes", Counter, "Appended file data commits wrote in place instead of into the journal."),
     f("unapplied_ops", Counter, "Operations the backing store refused for good and that were skipped."),
     f("unapplied_recent", Meta, "The newest skipped operations: app, op, errno, error."),

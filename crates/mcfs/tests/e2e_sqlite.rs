@@ -101,11 +101,23 @@ fn insert_until_error(conn: Connection, first: i64) -> i64 {
 /// the kernel has it, but `/dev/fuse` in sync-point mode; "on" insists on
 /// the ring).
 fn sqlite_survives_sigkill(journal: Journal, consistency: &str, io_uring: &str) {
-    let test = format!("sqlite_{}_{consistency}_{io_uring}", journal.pragma());
+    survives_sigkill(journal, consistency, io_uring, Mode::Memory);
+}
+
+/// The app's mode: in sync mode every acknowledged transaction survives.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Memory,
+    Sync,
+}
+
+fn survives_sigkill(journal: Journal, consistency: &str, io_uring: &str, mode: Mode) {
+    let (sync, suffix) = if mode == Mode::Sync { ("mode = \"sync\"\n", "_sync") } else { ("", "") };
+    let test = format!("sqlite_{}_{consistency}_{io_uring}{suffix}", journal.pragma());
     let seed = common::seed(&test);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let dirs =
-        Dirs::new(Some(&format!("{CONFIG}consistency = \"{consistency}\"\n[fuse]\nio_uring = \"{io_uring}\"\n")));
+        Dirs::new(Some(&format!("{CONFIG}{sync}consistency = \"{consistency}\"\n[fuse]\nio_uring = \"{io_uring}\"\n")));
     let db = dirs.mnt.join("test.db");
 
     // The schema is committed before any kill, so every recovery must find it.
@@ -141,6 +153,9 @@ fn sqlite_survives_sigkill(journal: Journal, consistency: &str, io_uring: &str) 
         );
         assert!(k >= survived, "round {round}: {survived} rows had survived an earlier crash, now only {k}");
         assert!(k <= acked + 1, "round {round}: {k} rows present but only {acked} were inserted");
+        if mode == Mode::Sync {
+            assert!(k >= acked, "round {round}: sync mode acknowledged {acked} rows, only {k} survived");
+        }
         survived = k;
     }
 
@@ -159,6 +174,14 @@ fn sqlite_survives_sigkill(journal: Journal, consistency: &str, io_uring: &str) 
 #[test]
 fn sqlite_delete_journal_survives_sigkill() {
     sqlite_survives_sigkill(Journal::Delete, "operation", "auto");
+}
+
+/// Sync mode: every acknowledged DELETE-mode transaction survives, while
+/// their rollback journals, born and gone within the applied runs, are
+/// never written in place (docs/JOURNAL.md).
+#[test]
+fn sqlite_delete_journal_survives_sigkill_in_sync_mode() {
+    survives_sigkill(Journal::Delete, "operation", "auto", Mode::Sync);
 }
 
 #[test]

@@ -30,6 +30,7 @@ use super::group::PathSet;
 use super::progress::{Progress, ProgressFile};
 use super::reader::{OpReader, ReadError};
 use super::refusal::cannot_hold;
+use super::transient::{self, Elision};
 use super::{journal_error, progress_error, segment_path, ApplyReport, JournalOp, RunTxn, TxnOps, UnappliedOp};
 use crate::backend::error::errno_of;
 use crate::backend::{is_not_found, Backend};
@@ -86,12 +87,13 @@ pub fn apply_run(
     // durable record says "in the middle" with a resume point of 0.
     a.mid_recorded = a.progress.newest().is_some_and(|p| !p.done);
     let plan = coalesce::plan(run, &starts);
+    let mut elision = transient::plan(run, &starts);
     let mut last = None;
     let (mut applied, mut any_ops) = (0, false);
     for (pos, txn) in run.iter_mut().enumerate() {
         let Some(start) = starts[pos] else { continue };
         if start < txn.header.op_count {
-            a.ops_from(pos, txn, start, &plan, segment_bytes, between_segments)?;
+            a.ops_from(pos, txn, start, (&plan, &mut elision), segment_bytes, between_segments)?;
         }
         last = Some(txn.header);
         applied += 1;
@@ -140,7 +142,7 @@ impl Applier<'_> {
         pos: usize,
         txn: &RunTxn,
         start: u64,
-        plan: &Plan,
+        (plan, elision): (&Plan, &mut Elision),
         segment_bytes: u64,
         between_segments: &mut dyn FnMut(),
     ) -> io::Result<()> {
@@ -168,6 +170,14 @@ impl Applier<'_> {
                 },
             };
             let op = &*op;
+            if elision.elides((pos, index)) {
+                // Never issued (`transient`), but its touches count: a later
+                // op of the group that depends on it must wait for a record,
+                // as it must in recovery, which replays it.
+                self.group.insert_op(op);
+                self.report.elided += 1;
+                continue;
+            }
             let outcome = if op.is_namespace() {
                 // Always admitted at the run's start, whose record is already durable (or absent, meaning 0).
                 if !self.group.admits(op) {
@@ -196,7 +206,10 @@ impl Applier<'_> {
                     // it, forms the very same groups.
                     self.group.insert_op(op);
                 }
-                Err(e) if cannot_hold(op, errno_of(&e)) => self.skip(header.seq, index, op, &e)?,
+                Err(e) if cannot_hold(op, errno_of(&e)) => {
+                    elision.refused((pos, index));
+                    self.skip(header.seq, index, op, &e)?
+                }
                 Err(e) => return Err(with_context(e, op)),
             }
             self.report.ops += 1;

@@ -116,7 +116,7 @@ fn related(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::encode::TxnHeader;
+    use crate::journal::scenarios::held_run;
     use crate::types::FileKind;
 
     fn w(path: &str, offset: u64, len: usize) -> JournalOp {
@@ -124,22 +124,7 @@ mod tests {
     }
 
     fn plan_of(txns: &[Vec<JournalOp>]) -> Plan {
-        let run: Vec<RunTxn> = txns
-            .iter()
-            .enumerate()
-            .map(|(i, ops)| RunTxn {
-                slot: i,
-                header: TxnHeader {
-                    version: 2,
-                    seq: i as u64 + 1,
-                    payload_len: 0,
-                    op_count: ops.len() as u64,
-                    payload_crc: 0,
-                },
-                ops: TxnOps::Held(ops),
-            })
-            .collect();
-        plan(&run, &vec![Some(0); txns.len()])
+        plan(&held_run(txns), &vec![Some(0); txns.len()])
     }
 
     #[test]

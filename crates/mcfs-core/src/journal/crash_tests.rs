@@ -9,7 +9,7 @@
 //! `MCFS_SEED` picks the seed (printed); `MCFS_CRASH_STATES` the number of
 //! crash states tried per cut (default 16).
 
-use super::scenarios::{base_tree, copy, mixed_txn, random_txn, scenarios, tree_of};
+use super::scenarios::{base_tree, copy, mixed_txn, random_txn, random_txn_with_transient_files, scenarios, tree_of};
 use super::*;
 use super::{segment_path, segment_slots};
 use crate::backend::{MemBackend, RecordingBackend, TreeSnapshot};
@@ -79,17 +79,29 @@ fn record_txns(label: &str, txns: &[&[JournalOp]]) -> (Arc<RecordingBackend>, Ou
     (rec, outcomes, commit_points)
 }
 
+/// What the live runs of a recorded test did beyond applying ops.
+#[derive(Clone, Copy, Default)]
+struct RunStats {
+    /// Bytes coalesced away.
+    coalesced: u64,
+    /// Ops of files born and gone within a run, not issued.
+    elided: u64,
+}
+
 /// As `record_txns`, but the transactions wait in the log and are applied
 /// `queue` at a time, as one coalesced run (the last run may be shorter).
-/// Also returns the bytes coalesced away.
-fn record_run(label: &str, txns: &[&[JournalOp]], queue: usize) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>, u64) {
+fn record_run(
+    label: &str,
+    txns: &[&[JournalOp]],
+    queue: usize,
+) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>, RunStats) {
     let oracle = opened_base();
     let mut trees = vec![tree_of(&oracle)];
     let rec = Arc::new(RecordingBackend::new(copy(&oracle)));
     let mut journal = Journal::open(rec.clone()).unwrap();
     journal.set_segment_bytes(4096);
     let mut commit_points = Vec::new();
-    let mut coalesced = 0;
+    let mut stats = RunStats::default();
     for (i, ops) in txns.iter().enumerate() {
         journal.begin(i as u64 + 1).unwrap();
         for op in *ops {
@@ -106,7 +118,8 @@ fn record_run(label: &str, txns: &[&[JournalOp]], queue: usize) -> (Arc<Recordin
         if journal.waiting() == queue || i + 1 == txns.len() {
             let report = journal.apply(&mut || {}).unwrap();
             assert_eq!(report.txns as usize, journal_ran(i, queue), "{label}: one run applies the queue");
-            coalesced += report.coalesced_bytes;
+            stats.coalesced += report.coalesced_bytes;
+            stats.elided += report.elided;
             assert_eq!(
                 tree_of(rec.live()),
                 trees[i + 1],
@@ -115,7 +128,7 @@ fn record_run(label: &str, txns: &[&[JournalOp]], queue: usize) -> (Arc<Recordin
             );
         }
     }
-    (rec, Outcomes { trees }, commit_points, coalesced)
+    (rec, Outcomes { trees }, commit_points, stats)
 }
 
 /// How many transactions the run after commit `i` (from 0) applies.
@@ -132,9 +145,15 @@ fn crash_test_txns(label: &str, txns: &[&[JournalOp]], seed: u64, states_per_cut
 }
 
 /// `crash_test_txns` with the transactions applied `queue` at a time;
-/// also returns the bytes the live runs coalesced away.
-fn crash_test_run(label: &str, txns: &[&[JournalOp]], queue: usize, seed: u64, states_per_cut: usize) -> (usize, u64) {
-    let (rec, outcomes, commit_points, coalesced) = record_run(label, txns, queue);
+/// also returns what the live runs coalesced and elided.
+fn crash_test_run(
+    label: &str,
+    txns: &[&[JournalOp]],
+    queue: usize,
+    seed: u64,
+    states_per_cut: usize,
+) -> (usize, RunStats) {
+    let (rec, outcomes, commit_points, stats) = record_run(label, txns, queue);
     let mut checked = 0;
     for cut in 0..=rec.op_count() {
         for (i, crash) in rec.crash_states(cut, seed ^ cut as u64, states_per_cut).into_iter().enumerate() {
@@ -150,7 +169,7 @@ fn crash_test_run(label: &str, txns: &[&[JournalOp]], queue: usize, seed: u64, s
             }
         }
     }
-    (checked, coalesced)
+    (checked, stats)
 }
 
 fn crash_test_txn(label: &str, ops: &[JournalOp], seed: u64, states_per_cut: usize) -> usize {
@@ -372,21 +391,29 @@ fn journal_damaged_progress_or_journal_mid_apply_is_finished_or_refused_never_ro
 fn journal_crash_between_commit_and_coalesced_apply_of_queued_txns() {
     let seed = seed();
     let per_cut = (env_u64("MCFS_CRASH_STATES", 16) as usize / 4).max(2);
-    let (mut states, mut coalesced) = (0, 0);
-    for i in 0..6 {
+    let (mut states, mut coalesced, mut elided) = (0, 0, 0);
+    for i in 0..9 {
         let txn_seed = seed.wrapping_add(100 + i);
-        let ops = random_txn(txn_seed, 36);
+        // The last three also create, write and unlink files (and set their
+        // directory's times), as SQLite's rollback journal does.
+        let ops = if i < 6 { random_txn(txn_seed, 36) } else { random_txn_with_transient_files(txn_seed, 36) };
         let txns: Vec<&[JournalOp]> = ops.chunks(ops.len().div_ceil(4)).collect();
         let label = format!("queued random txns {txn_seed}");
-        let (checked, bytes) = crash_test_run(&label, &txns, 4, txn_seed, per_cut);
-        eprintln!("{label}: {} txns queued, {bytes} bytes coalesced, {checked} crash states", txns.len());
-        (states, coalesced) = (states + checked, coalesced + bytes);
+        let (checked, run) = crash_test_run(&label, &txns, 4, txn_seed, per_cut);
+        eprintln!(
+            "{label}: {} txns queued, {} bytes coalesced, {} ops elided, {checked} crash states",
+            txns.len(),
+            run.coalesced,
+            run.elided
+        );
+        (states, coalesced, elided) = (states + checked, coalesced + run.coalesced, elided + run.elided);
     }
     let mix = mixed_txn(8);
     let pairs: Vec<&[JournalOp]> = mix.chunks(mix.len().div_ceil(3)).collect();
     states += crash_test_run("engine-shaped mix in 3 queued txns", &pairs, 2, seed, per_cut).0;
-    eprintln!("queued transactions: {states} crash states recovered, {coalesced} bytes coalesced");
+    eprintln!("queued transactions: {states} crash states recovered, {coalesced} bytes coalesced, {elided} ops elided");
     assert!(coalesced > 0, "no run coalesced anything: the test does not reach coalesced applies");
+    assert!(elided > 0, "no run elided anything: the test does not reach files born and gone within a run");
 }
 
 /// Named runs of queued transactions, each crashed at every cut with many
@@ -419,7 +446,84 @@ fn journal_crash_in_named_runs_of_queued_txns() {
     ];
     for (name, txns) in runs {
         let txns: Vec<&[JournalOp]> = txns.iter().map(Vec::as_slice).collect();
-        let (checked, coalesced) = crash_test_run(name, &txns, txns.len(), seed, per_cut);
-        eprintln!("{name}: {checked} crash states recovered, {coalesced} bytes coalesced");
+        let (checked, run) = crash_test_run(name, &txns, txns.len(), seed, per_cut);
+        eprintln!("{name}: {checked} crash states recovered, {} bytes coalesced", run.coalesced);
+    }
+}
+
+/// Runs holding files born and gone within them (`transient.rs`), each
+/// crashed at every cut of the commits, of the run and of recovery: the
+/// live run issues none of the elided ops, recovery replays them from the
+/// log. Among them the case the touches of elided ops must count for: a
+/// link onto the name in a later group of the live run (without them, an
+/// image holding the link is recovered by replaying the elided create over
+/// it, which truncates and rewrites the linked file).
+#[test]
+fn journal_crash_in_runs_with_files_born_and_gone() {
+    use crate::types::FileKind;
+    let seed = seed();
+    let per_cut = (env_u64("MCFS_CRASH_STATES", 16) as usize * 2).max(8);
+    let create = |path: &str| JournalOp::Create { path: path.into(), kind: FileKind::File, perm: 0o644, rdev: 0 };
+    let w = |path: &str, byte: u8| JournalOp::Write { path: path.into(), offset: 0, data: vec![byte; 3000] };
+    let unlink = |path: &str| JournalOp::RemoveFile { path: path.into() };
+    let times = |path: &str, secs: u64| {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + secs);
+        JournalOp::SetTimes { path: path.into(), atime: t, mtime: t }
+    };
+    let rename = |from: &str, to: &str| JournalOp::Rename { from: from.into(), to: to.into() };
+    let link = |existing: &str, new: &str| JournalOp::Link { existing: existing.into(), new: new.into() };
+    // SQLite DELETE mode, three commits per app transaction: the journal
+    // created and written, the database written, the journal unlinked.
+    let sqlite = |txns: u8| -> Vec<Vec<JournalOp>> {
+        (0..txns)
+            .flat_map(|t| {
+                vec![
+                    vec![create("d/j"), w("d/j", t + 1), times("d/j", 1), times("d", 1)],
+                    vec![JournalOp::Write { path: "d/x".into(), offset: 0, data: vec![t + 10; 100] }, times("d/x", 2)],
+                    vec![unlink("d/j"), times("d", u64::from(t) + 3)],
+                ]
+            })
+            .collect()
+    };
+    let runs: Vec<(&str, Vec<Vec<JournalOp>>, bool)> = vec![
+        ("SQLite's rollback journal, three app transactions", sqlite(3), true),
+        (
+            "a link onto an elided name, in a later group",
+            vec![
+                vec![unlink("d/j")],
+                vec![rename("a", "n1"), create("a"), w("a", 1)],
+                vec![create("d/j"), w("d/j", 2), unlink("d/j")],
+                vec![link("c", "d/j"), times("d", 2)],
+            ],
+            true,
+        ),
+        (
+            "an existing name with another hard link, removed, then born and gone twice",
+            vec![
+                vec![link("d/x", "hl")],
+                vec![w("d/x", 1), unlink("d/x"), create("d/x"), w("d/x", 2), unlink("d/x")],
+                vec![create("d/x"), w("d/x", 3), unlink("d/x"), times("d", 4)],
+            ],
+            true,
+        ),
+        (
+            "an open file parked as an orphan is not elided",
+            vec![
+                vec![unlink("d/j"), create("d/j"), w("d/j", 1)],
+                vec![rename("d/j", ".mcfs/orphans/9"), times("d", 1)],
+                vec![w(".mcfs/orphans/9", 2), unlink(".mcfs/orphans/9"), times("d", 2)],
+            ],
+            false,
+        ),
+    ];
+    for (name, txns, elides) in runs {
+        let txns: Vec<&[JournalOp]> = txns.iter().map(Vec::as_slice).collect();
+        let (checked, run) = crash_test_run(name, &txns, txns.len(), seed, per_cut);
+        eprintln!("{name}: {checked} crash states recovered, {} ops elided", run.elided);
+        assert_eq!(run.elided > 0, elides, "{name}: elided {} ops", run.elided);
+        // Applied one at a time, no run holds a file born and gone.
+        let (checked, run) = crash_test_run(name, &txns, 1, seed, per_cut / 4);
+        eprintln!("{name}, one transaction per run: {checked} crash states recovered");
+        assert_eq!(run.elided, 0, "{name}: nothing to elide in a run of one transaction");
     }
 }

@@ -195,7 +195,7 @@ impl PathSet {
 /// `path` as the backend resolves it: its plain names (`.` dropped). `None`
 /// for `..` or an absolute path, which the relation cannot judge (the
 /// backend refuses them anyway).
-fn names(path: &Path) -> Option<Vec<&OsStr>> {
+pub(super) fn names(path: &Path) -> Option<Vec<&OsStr>> {
     let mut names = Vec::new();
     for component in path.components() {
         match component {

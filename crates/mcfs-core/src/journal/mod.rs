@@ -25,6 +25,7 @@ mod reader;
 mod recovery;
 mod refusal;
 mod segment;
+mod transient;
 
 #[cfg(test)]
 mod crash_tests;
@@ -67,6 +68,9 @@ pub struct ApplyReport {
     /// File data not written because a later waiting transaction writes the
     /// same bytes of the same file (coalesced: the last version goes home once).
     pub coalesced_bytes: u64,
+    /// Ops of files created and removed within the run, not issued
+    /// (`transient`; counted apart from `ops`).
+    pub elided: u64,
     /// Namespace ops found already done (resuming after a crash).
     pub already_done: u64,
     /// Data ops whose object a later op had already removed or moved.

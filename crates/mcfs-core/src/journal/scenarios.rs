@@ -433,6 +433,37 @@ pub fn mixed_txn(files: usize) -> Vec<JournalOp> {
 /// A random transaction that is valid on `base_tree` (each op is kept only
 /// if it succeeds on a scratch copy, in order).
 pub fn random_txn(seed: u64, len: usize) -> Vec<JournalOp> {
+    random_ops(seed, len, false)
+}
+
+/// `random_txn` with, now and then, a file created, written and unlinked,
+/// then its directory's times set (SQLite's rollback journal, as the engine
+/// emits it): the names repeat, so runs hold files born and gone in them.
+pub fn random_txn_with_transient_files(seed: u64, len: usize) -> Vec<JournalOp> {
+    random_ops(seed, len, true)
+}
+
+/// Create, write, unlink of `path` and the times of its directory, if
+/// `path` is free and its directory exists on `scratch` (applied there).
+fn transient_file(scratch: &MemBackend, rng: &mut StdRng) -> Option<Vec<JournalOp>> {
+    const TRANSIENT: [(&str, &str); 3] = [("n1", ""), ("e/j", "e"), ("d/j", "d")];
+    let (path, dir) = TRANSIENT[rng.gen_range(0..TRANSIENT.len())];
+    let free = scratch.stat(path.as_ref()).is_err();
+    let dir_exists = scratch.stat(dir.as_ref()).is_ok_and(|a| a.kind == FileKind::Dir);
+    if !free || !dir_exists {
+        return None;
+    }
+    let byte = rng.gen::<u8>() | 1;
+    let ops = vec![
+        create(path, FileKind::File, 0o644),
+        JournalOp::Write { path: path.into(), offset: rng.gen_range(0..600), data: vec![byte; rng.gen_range(1..5000)] },
+        JournalOp::RemoveFile { path: path.into() },
+        times(dir, rng.gen_range(0..100)),
+    ];
+    ops.iter().all(|op| apply_op(scratch, op).is_ok()).then_some(ops)
+}
+
+fn random_ops(seed: u64, len: usize, transient_files: bool) -> Vec<JournalOp> {
     const NAMES: [&str; 10] = ["a", "b", "c", "b_link", "d", "e", "d/x", "n1", "n2", "e/n3"];
     let mut rng = StdRng::seed_from_u64(seed);
     let scratch = MemBackend::new();
@@ -441,6 +472,10 @@ pub fn random_txn(seed: u64, len: usize) -> Vec<JournalOp> {
     let mut attempts = 0;
     while ops.len() < len && attempts < len * 50 {
         attempts += 1;
+        if transient_files && rng.gen_range(0..3) == 0 {
+            ops.extend(transient_file(&scratch, &mut rng).unwrap_or_default());
+            continue;
+        }
         let p = PathBuf::from(NAMES[rng.gen_range(0..NAMES.len())]);
         let q = PathBuf::from(NAMES[rng.gen_range(0..NAMES.len())]);
         let op = match rng.gen_range(0..17) {
@@ -521,6 +556,25 @@ pub fn apply_op(b: &dyn Backend, op: &JournalOp) -> io::Result<()> {
         JournalOp::RemoveXattr { path, name } => b.remove_xattr(path, name),
         JournalOp::Fallocate { path, mode, offset, len } => b.fallocate(path, *mode, *offset, *len),
     }
+}
+
+/// `txns` as an apply run of transactions held in memory (numbered from 1,
+/// one segment each), for the planners' tests.
+pub fn held_run(txns: &[Vec<JournalOp>]) -> Vec<super::RunTxn<'_>> {
+    txns.iter()
+        .enumerate()
+        .map(|(i, ops)| super::RunTxn {
+            slot: i,
+            header: super::encode::TxnHeader {
+                version: 2,
+                seq: i as u64 + 1,
+                payload_len: 0,
+                op_count: ops.len() as u64,
+                payload_crc: 0,
+            },
+            ops: super::TxnOps::Held(ops),
+        })
+        .collect()
 }
 
 /// An independent copy of a whole memory tree.

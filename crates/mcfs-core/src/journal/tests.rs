@@ -662,7 +662,10 @@ fn trees_after(b: &MemBackend, txns: &[Vec<JournalOp>]) -> Vec<crate::backend::T
 
 /// Consecutive slices of one random op sequence: each valid after the ones before.
 fn random_run(seed: u64, txns: usize) -> Vec<Vec<JournalOp>> {
-    let ops = super::scenarios::random_txn(seed, 12 * txns);
+    slices(super::scenarios::random_txn(seed, 12 * txns), txns)
+}
+
+fn slices(ops: Vec<JournalOp>, txns: usize) -> Vec<Vec<JournalOp>> {
     ops.chunks(ops.len().div_ceil(txns)).map(<[JournalOp]>::to_vec).collect()
 }
 
@@ -749,31 +752,49 @@ fn journal_log_a_torn_segment_at_every_position_is_dropped_and_the_others_applie
     }
 }
 
+/// `txns` committed on `b` and left waiting. Returns `b`, the journal, a
+/// copy of `b` recovered (with its report: what a crash now would leave)
+/// and the tree after every transaction.
+fn waiting_log(
+    b: Arc<MemBackend>,
+    txns: &[Vec<JournalOp>],
+) -> (Arc<MemBackend>, Journal, (MemBackend, RecoveryReport), crate::backend::TreeSnapshot) {
+    let expected = trees_after(&b, txns).pop().unwrap();
+    let mut j = Journal::open(b.clone()).unwrap();
+    for (i, ops) in txns.iter().enumerate() {
+        commit(&mut j, i as u64 + 1, ops);
+    }
+    let image = copy(&b);
+    let report = recover(&image).unwrap();
+    (b, j, (image, report), expected)
+}
+
 /// Seeded random runs (`MCFS_SEED` repeats one): each is committed in 2 to 6
-/// transactions and applied as one coalesced run; the live tree must equal
+/// transactions and applied as one coalesced run (the last third with files
+/// born and gone within it, elided); the live tree must equal
 /// the ops applied one by one, and recovery of the log before the run too.
 #[test]
 fn journal_log_random_coalesced_runs_equal_the_ops_applied_one_by_one() {
     let base_seed: u64 = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_c0a1);
     eprintln!("coalesced runs: seed {base_seed} (set MCFS_SEED to repeat)");
-    let mut coalesced = 0;
-    for round in 0..150u64 {
+    let (mut coalesced, mut elided) = (0, 0);
+    for round in 0..225u64 {
         let seed = base_seed.wrapping_add(round);
-        let txns = random_run(seed, 2 + (seed % 5) as usize);
-        let b = mem_with_base();
-        let expected = trees_after(&b, &txns).pop().unwrap();
-        let mut j = Journal::open(b.clone()).unwrap();
-        for (i, ops) in txns.iter().enumerate() {
-            commit(&mut j, i as u64 + 1, ops);
-        }
-        let image = copy(&b);
-        recover(&image).unwrap();
-        assert_eq!(tree_of(&image), expected, "seed {seed}: recovery of the waiting run");
+        let count = 2 + (seed % 5) as usize;
+        // The last third also holds files created, written and unlinked.
+        let txns = match round {
+            0..150 => random_run(seed, count),
+            _ => slices(super::scenarios::random_txn_with_transient_files(seed, 12 * count), count),
+        };
+        let (b, mut j, image, expected) = waiting_log(mem_with_base(), &txns);
+        assert_eq!(tree_of(&image.0), expected, "seed {seed}: recovery of the waiting run");
         let report = j.apply(&mut || {}).unwrap();
         assert_eq!(tree_of(&b), expected, "seed {seed}: the coalesced run");
         coalesced += report.coalesced_bytes;
+        elided += report.elided;
     }
     assert!(coalesced > 0, "no random run coalesced anything");
+    assert!(elided > 0, "no random run elided anything");
 }
 
 /// A transaction reusing a segment whose earlier, longer transaction was
@@ -924,4 +945,65 @@ fn the_next_transaction_reuses_the_record_buffer() {
     let mut got = vec![0u8; 100_000];
     assert_eq!(b.read_at(Path::new("c"), 0, &mut got).unwrap(), 100_000);
     assert!(got.iter().all(|x| *x == 3), "the second transaction wrote its own bytes");
+}
+
+/// SQLite's rollback journal in `n` app transactions, three commits each
+/// (journal created and written; database written; journal unlinked), with
+/// the times the engine sets at the end of each.
+fn sqlite_delete_commits(n: u8) -> Vec<Vec<JournalOp>> {
+    let t = |secs: u64| UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + secs);
+    let times = |path: &str, secs: u64| JournalOp::SetTimes { path: path.into(), atime: t(secs), mtime: t(secs) };
+    (0..n)
+        .flat_map(|i| {
+            let create =
+                JournalOp::Create { path: "d/j".into(), kind: crate::types::FileKind::File, perm: 0o644, rdev: 0 };
+            vec![
+                vec![
+                    create,
+                    JournalOp::Write { path: "d/j".into(), offset: 0, data: vec![i; 4608] },
+                    times("d/j", 1),
+                    times("d", 1),
+                ],
+                vec![JournalOp::Write { path: "d/x".into(), offset: 0, data: vec![i; 4096] }, times("d/x", 2)],
+                vec![JournalOp::RemoveFile { path: "d/j".into() }, times("d", u64::from(i) + 3)],
+            ]
+        })
+        .collect()
+}
+
+/// One run of 20 SQLite transactions (60 commits): the rollback journal is
+/// issued once (created, written and unlinked, two groups), its other 19
+/// lives are elided; the run ends where the commits applied one by one end,
+/// and so does recovery of the log, which elides nothing. Applied one by
+/// one, every commit after the first journal starts a group.
+#[test]
+fn journal_run_elides_the_rollback_journal_born_and_gone_in_it() {
+    let (b, mut j, image, expected) = waiting_log(mem_with_base(), &sqlite_delete_commits(20));
+    let replayed = image.1.replayed.unwrap();
+    assert_eq!(tree_of(&image.0), expected, "recovery of the waiting run");
+    assert_eq!(replayed.elided, 0, "recovery replays every op");
+    let report = j.apply(&mut || {}).unwrap();
+    assert_eq!(tree_of(&b), expected, "{:?}", tree_of(&b).diff(&expected));
+    assert_eq!(report.elided, 19 * 4, "create, write, times and unlink of 19 journals: {report:?}");
+    assert_eq!(records(&report), 2, "the first journal's unlink starts a group, then the done record: {report:?}");
+    assert!(report.syncs <= 4, "{report:?}");
+    assert!(replayed.syncs >= 2 * 38, "recovery takes two groups per journal: {replayed:?}");
+}
+
+/// An anchor the store refuses (a directory where the app's file was, put
+/// there behind mcfs's back): the spans after it are issued and refused in
+/// turn, and reported as recovery would report them.
+#[test]
+fn journal_spans_after_a_refused_anchor_are_issued_and_reported() {
+    let b = mem_with_base();
+    b.create("d/j".as_ref(), crate::types::FileKind::Dir, 0o755, 0).unwrap();
+    let txns: Vec<Vec<JournalOp>> = sqlite_delete_commits(2).into_iter().skip(2).collect();
+    let (b, mut j, image, expected) = waiting_log(b, &txns);
+    let recovered = image.1.replayed.unwrap();
+    let report = j.apply(&mut || {}).unwrap();
+    assert_eq!(tree_of(&b), expected);
+    assert_eq!(report.elided, 0, "{report:?}");
+    let refused = |r: &ApplyReport| r.unapplied.iter().map(|u| (u.seq, u.index)).collect::<Vec<_>>();
+    assert_eq!(refused(&report), refused(&recovered), "the live run reports what recovery reports");
+    assert_eq!(refused(&report), vec![(1, 0), (2, 0), (2, 1), (4, 0)], "{report:?}");
 }
