@@ -235,7 +235,10 @@ impl Engine {
             st.load_space(&self.store(), ino)?;
             st.truncate(ino, size, now)?;
         }
-        let app = st.app_of_uid(caller.uid);
+        let app = match crate::sync_points::times_go_with_the_data(&st, set) {
+            true => st.inode(ino)?.app,
+            false => st.app_of_uid(caller.uid),
+        };
         let mut entries = Vec::new();
         let inode = st.inode_mut(ino)?;
         let old_perm = inode.attr.perm;

@@ -23,6 +23,12 @@
 //!   (`after_changing_other_apps`), so no open VCT is ever the last change
 //!   of another app's file, and a writeback never closes one.
 //!
+//! A SETATTR of only the times is neither: with the writeback cache the
+//! kernel sends one with each writeback of a file (from whichever process
+//! writes back, possibly inside an unlink that holds the file's writeback
+//! lock, so it must never wait for a handover), and it is logged in the
+//! file's app like the data it comes with (`times_go_with_the_data`).
+//!
 //! Each such boundary holds all its app did before it: the app's files may
 //! come back as at that moment, a prefix of its operations, as in
 //! operation mode.
@@ -34,7 +40,7 @@ use crate::config::Consistency;
 use crate::inode::Inode;
 use crate::policy::Limits;
 use crate::state::State;
-use crate::types::{FileKind, Ino, ROOT_INO};
+use crate::types::{FileKind, Ino, SetAttr, ROOT_INO};
 use crate::vct::AppId;
 use std::time::SystemTime;
 
@@ -113,4 +119,10 @@ pub(crate) fn after_changing_other_apps(st: &mut State, app: AppId, touched: &[I
 /// operations, which `touches_other_apps` sees coming.)
 fn others_file(inode: &Inode, app: AppId) -> bool {
     inode.app != app && inode.attr.kind == FileKind::File
+}
+
+/// Whether a setattr of `set` is logged in the file's app rather than the
+/// caller's: in sync-point mode, one that sets only times.
+pub(crate) fn times_go_with_the_data(st: &State, set: &SetAttr) -> bool {
+    st.config.consistency == Consistency::SyncPoint && set.sets_only_times()
 }

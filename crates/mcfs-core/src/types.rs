@@ -171,6 +171,14 @@ pub struct SetAttr {
     pub mtime: Option<SetTime>,
 }
 
+impl SetAttr {
+    /// Sets times and nothing else (what the kernel's writeback cache
+    /// sends with each writeback of a file).
+    pub fn sets_only_times(&self) -> bool {
+        self.perm.is_none() && self.uid.is_none() && self.gid.is_none() && self.size.is_none()
+    }
+}
+
 /// Who issued a request. `None` where the kernel sends a request on nobody's
 /// behalf (writeback of its own page cache).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -135,6 +135,29 @@ fn changing_another_apps_file_ends_the_changers_vct_in_sync_point_mode() {
     }
 }
 
+/// The times the kernel sends with a writeback (a SETATTR of times only,
+/// from whichever process wrote back) are logged in the file's app in
+/// sync-point mode, like the data; in operation mode in the caller's.
+#[test]
+fn times_alone_go_with_the_files_data_in_sync_point_mode() {
+    const OTHER: Caller = Caller { uid: 10002, gid: 10002, pid: 8 };
+    for (consistency, logged_by_app) in [("operation", false), ("sync-point", true)] {
+        let f = fixture(consistency);
+        let file = f.engine.create(APP, ROOT_INO, OsStr::new("f"), 0o666, false).unwrap().ino;
+        f.engine.create(OTHER, ROOT_INO, OsStr::new("other"), 0o644, false).unwrap();
+        f.engine.checkpoint().unwrap();
+        let committed = |uid: &str| f.engine.stats().apps[uid].vcts_committed;
+        let (app_before, other_before) = (committed("uid:10001"), committed("uid:10002"));
+        let times = SetAttr { mtime: Some(SetTime::Now), atime: Some(SetTime::Now), ..SetAttr::default() };
+        assert!(times.sets_only_times());
+        f.engine.setattr(OTHER, file, &times).unwrap();
+        f.engine.checkpoint().unwrap();
+        let in_app = committed("uid:10001") - app_before;
+        let in_other = committed("uid:10002") - other_before;
+        assert_eq!((in_app, in_other), if logged_by_app { (1, 0) } else { (0, 1) }, "{consistency}");
+    }
+}
+
 #[test]
 fn limits_close_between_sync_points_and_halfway_closes_at_one() {
     let config = Config::from_toml("consistency = \"sync-point\"\nmax_stale_seconds = 10\n").expect("config");

@@ -403,7 +403,8 @@ impl McfsFs {
         // A setattr with nothing the engine keeps (only ctime or a lock owner) changes nothing.
         // A truncate by anyone but root (standing for CAP_FSETID) drops set-id bits (FUSE_HANDLE_KILLPRIV_V2).
         let drops_set_id_bits = set.size.is_some() && set.perm.is_none() && caller.uid != 0;
-        self.serve_ending(caller, Ends::Change, Touched::inode(ino.0), &(), move |fs, ()| {
+        let only_times = set.sets_only_times();
+        let work = move |fs: &Served, _: &()| {
             let result = if set == mcfs_core::SetAttr::default() {
                 fs.engine.getattr(ino.0)
             } else if drops_set_id_bits {
@@ -416,7 +417,14 @@ impl McfsFs {
                 None => result,
             };
             reply_attr(reply, result);
-        });
+        };
+        // Times alone are logged with the file's data and end no VCT; the kernel
+        // may send them from inside a writeback, which a handover would wait for.
+        if only_times {
+            self.serve(caller, &(), work);
+        } else {
+            self.serve_ending(caller, Ends::Change, Touched::inode(ino.0), &(), work);
+        }
     }
 
     pub(crate) fn readlink(&self, caller: Caller, ino: INodeNo, reply: impl DataAnswer) {
