@@ -167,6 +167,20 @@ fn caller(app: usize) -> Caller {
     Caller { uid, gid: uid, pid: 100 + app as u32 }
 }
 
+/// A rename, exchange, unlink, rmdir or link: a sync point of its app in
+/// sync-point mode (`Engine::sync_point`).
+fn namespace_sync_point(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::Rename { .. }
+            | Step::Exchange { .. }
+            | Step::Unlink { .. }
+            | Step::Rmdir { .. }
+            | Step::Link { .. }
+            | Step::LinkHandle { .. }
+    )
+}
+
 /// Splits `a/b/c` into (`a/b`, `c`).
 fn split(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or(("", path))
@@ -225,16 +239,11 @@ impl Harness {
                 return kernel.hand_over_all(e);
             }
         }
+        if namespace_sync_point(step) {
+            return kernel.hand_over_all(e);
+        }
         match step {
-            Step::Fsync { .. }
-            | Step::Rename { .. }
-            | Step::Exchange { .. }
-            | Step::Unlink { .. }
-            | Step::Rmdir { .. }
-            | Step::Link { .. }
-            | Step::LinkHandle { .. }
-            | Step::Checkpoint
-            | Step::Shutdown => kernel.hand_over_all(e),
+            Step::Fsync { .. } | Step::Checkpoint | Step::Shutdown => kernel.hand_over_all(e),
             Step::Truncate { app, file: target, size } => {
                 kernel.truncate(self.file(*app, target)?, *size);
                 Ok(())
@@ -558,16 +567,7 @@ pub fn run(script: &[Step], config: Config, start: Start) -> Run {
             // its app, whose VCT may close before it (`Engine::sync_point`),
             // and after it if it changed another app's object
             // (`sync_points::after_changing_other_apps`).
-            let closes_before = harness.kernel.is_some()
-                && matches!(
-                    step,
-                    Step::Rename { .. }
-                        | Step::Exchange { .. }
-                        | Step::Unlink { .. }
-                        | Step::Rmdir { .. }
-                        | Step::Link { .. }
-                        | Step::LinkHandle { .. }
-                );
+            let closes_before = harness.kernel.is_some() && namespace_sync_point(step);
             let previous = run.boundaries[j].last().map(|b| b.counts.clone()).unwrap_or_default();
             for n in 0..new_closes {
                 let count_after = logged[j];
