@@ -793,12 +793,6 @@ impl Engine {
         self.owed_error(caller, ino)
     }
 
-    /// close(2) of a file (FUSE flush): reports, once, an op of the caller's
-    /// app on this file that a checkpoint could not store.
-    pub fn flush(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {
-        self.owed_error(caller, ino)
-    }
-
     /// The error a checkpoint owes the caller's app (the file's app for a
     /// call without a caller) for `ino`, if any.
     fn owed_error(&self, caller: Option<Caller>, ino: Ino) -> FsResult<()> {

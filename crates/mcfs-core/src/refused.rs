@@ -2,7 +2,7 @@
 //! (the journal skips them: `journal::UnappliedOp`), traced back to the app
 //! and the inode whose log entry produced them. Each one is logged, counted
 //! for `mcfs stat`, and reported to the owning app once, at its next fsync
-//! or close of that file, as Linux reports a writeback error. The engine's
+//! of that file, as Linux reports a writeback error. The engine's
 //! live state is left as the app made it: it is what the app was told, and
 //! the error is how it learns that the backing store does not have it.
 //!
@@ -18,9 +18,9 @@ use std::collections::{HashMap, VecDeque};
 
 /// Skipped ops `mcfs stat` lists (the newest).
 const RECENT: usize = 8;
-/// Errors owed at most: an app that never closes the file again (or whose
+/// Errors owed at most: an app that never syncs the file again (or whose
 /// file is gone) keeps its entry, so the map is bounded; past this, skipped
-/// ops are still logged and counted, but not reported at fsync or close.
+/// ops are still logged and counted, but not reported at fsync.
 const MAX_OWED: usize = 4096;
 
 /// Consecutive journal ops `first..=last` compiled from entries of one
@@ -78,7 +78,7 @@ impl Refused {
             let apps: Vec<String> = owners.iter().map(|(app, _)| app_name(*app)).collect();
             tracing::warn!(
                 "checkpoint {seq}: the backing store cannot hold {op}; skipped, the rest is committed; \
-                 {} gets the error at its next fsync or close of the file",
+                 {} gets the error at its next fsync of the file",
                 if apps.is_empty() { "no app".to_string() } else { apps.join(", ") }
             );
             for owner in owners {
@@ -101,7 +101,7 @@ impl Refused {
         self.owed.remove(&(app, ino))
     }
 
-    /// Some error is owed to some app (a close need not look up its app).
+    /// Some error is owed to some app (an fsync need not look up its app).
     pub fn owes_any(&self) -> bool {
         !self.owed.is_empty()
     }

@@ -71,7 +71,7 @@ pub struct Stats {
     /// the journal (`append_in_place_bytes`).
     pub placed_bytes: u64,
     /// Ops the backing store refused for good at apply time, skipped (their
-    /// apps got the error at their next fsync or close of the file).
+    /// apps got the error at their next fsync of the file).
     pub unapplied_ops: u64,
     /// The newest of those.
     pub unapplied_recent: Vec<UnappliedOpStat>,

@@ -4,7 +4,7 @@
 //! ENOSPC and `truncate -s 20T` with EFBIG) is isolated: the checkpoint succeeds, every other
 //! op — the other app's data in the same transaction included — reaches
 //! the backing store, the app that owns the op gets the errno once, at its
-//! next fsync or close of that file, and `stats()` counts and lists it.
+//! next fsync of that file, and `stats()` counts and lists it.
 //! Later checkpoints are not blocked, and recovery finds nothing left over.
 
 use mcfs_core::backend::{Op, RecordingBackend};
@@ -58,15 +58,15 @@ fn an_op_the_store_cannot_hold_is_skipped_and_reported_to_its_app_once() {
     assert_eq!(engine.fsync(Some(OWNER), f), Err(Errno::ENOSPC));
     assert_eq!(engine.fsync(Some(OWNER), f), Ok(()), "reported once");
 
-    // A later refusal reaches the owner at close; checkpoints go on.
+    // A later refusal reaches the owner at its next fsync too; checkpoints go on.
     recorder.fail_when(|op| matches!(op, Op::SetLen { size, .. } if *size > 1 << 30), libc::EFBIG);
     let huge = SetAttr { size: Some(4 << 30), ..SetAttr::default() };
     engine.setattr(OWNER, f, &huge).expect("truncate up in memory");
     engine.write(Some(OTHER), g, 0, b"OTHER").expect("write g again");
     engine.checkpoint().expect("the next checkpoint succeeds too");
     assert_eq!(content(recorder.live(), "g"), b"OTHER app's data");
-    assert_eq!(engine.flush(Some(OWNER), f), Err(Errno::EFBIG), "close reports it");
-    assert_eq!(engine.flush(Some(OWNER), f), Ok(()));
+    assert_eq!(engine.fsync(Some(OWNER), f), Err(Errno::EFBIG), "fsync reports it");
+    assert_eq!(engine.fsync(Some(OWNER), f), Ok(()));
     assert_eq!(engine.stats().unapplied_ops, 2);
 
     // Nothing is left for recovery: the journal was freed.

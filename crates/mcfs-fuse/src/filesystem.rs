@@ -636,11 +636,21 @@ impl McfsFs {
     /// on this file that a checkpoint could not store is reported here, once,
     /// as close(2) reports a writeback error. The observer hears of it here,
     /// in order with the caller's other calls (a release may come any time later).
+    /// close(2). Only a mount that records a trace has anything to do here
+    /// (the close is an event of the trace). Any other answers `ENOSYS`, and
+    /// the kernel sends no FLUSH for the rest of the connection: one round
+    /// trip less per close. The kernel still writes a file's dirty pages back
+    /// at close first; an op a checkpoint could not store is reported at the
+    /// app's next fsync, as ext4 reports writeback errors (README, "What is
+    /// guaranteed").
     pub(crate) fn flush(&self, caller: Caller, ino: INodeNo, reply: impl EmptyAnswer) {
-        if let Some(observer) = &self.served.observer {
-            observer.served(Some(caller), ServedOp::Close { ino: ino.0 });
+        match &self.served.observer {
+            Some(observer) => {
+                observer.served(Some(caller), ServedOp::Close { ino: ino.0 });
+                reply.ok();
+            }
+            None => reply.error(fuser::Errno::ENOSYS),
         }
-        reply_empty(reply, self.served.engine.flush(Some(caller), ino.0));
     }
 
     pub(crate) fn release(&self, ino: INodeNo, flags: i32, reply: impl EmptyAnswer) {
