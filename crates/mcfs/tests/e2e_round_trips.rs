@@ -25,6 +25,7 @@ impl RequestTrace {
     /// `name`: the instance's, unique among the tests running at once.
     fn start(name: &str, mnt: &Path, opcode: u32) -> RequestTrace {
         require_root("it reads the kernel's FUSE tracepoint");
+        mount_tracefs();
         assert!(
             Path::new(TRACING).join("events/fuse/fuse_request_send").is_dir(),
             "{TRACING}/events/fuse/fuse_request_send is missing: this test counts FUSE requests with the \
@@ -54,6 +55,19 @@ impl Drop for RequestTrace {
         let _ = fs::write(self.dir.join("events/fuse/fuse_request_send/enable"), "0");
         let _ = fs::remove_dir(&self.dir);
     }
+}
+
+/// Mounts tracefs where the kernel offers it, unless it is mounted already.
+fn mount_tracefs() {
+    let events = Path::new(TRACING).join("events");
+    if events.exists() || !Path::new(TRACING).is_dir() {
+        return;
+    }
+    let status = std::process::Command::new("mount").args(["-t", "tracefs", "tracefs", TRACING]).status();
+    assert!(
+        matches!(status, Ok(s) if s.success()),
+        "cannot mount tracefs on {TRACING} ({status:?}): this test counts FUSE requests with the kernel's tracepoint"
+    );
 }
 
 fn write(path: &Path, text: &str) {
