@@ -980,17 +980,32 @@ impl Backend for MemBackend {
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.write_pieces_at(path, offset, &[data])
+    }
+
+    fn write_pieces_at(&self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<()> {
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
         self.on_inode("write", path, |tree, id| {
             tree.get(id).must_be_regular()?;
-            tree.room_for(id, offset, data.len())?;
+            tree.room_for(id, offset, len)?;
             let max_size = tree.limits.limits.max_file_size;
+            // Checked whole first: a piece must not land if a later one cannot.
+            offset.checked_add(len as u64).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
             let inode = tree.get_mut(id);
-            inode.data.write(offset, data, max_size)?;
-            if !data.is_empty() {
+            let mut at = offset;
+            for piece in pieces {
+                inode.data.write(at, piece, max_size)?;
+                at += piece.len() as u64;
+            }
+            if len > 0 {
                 tree.modified(id);
             }
             Ok(())
         })
+    }
+
+    fn takes_pieces(&self) -> bool {
+        true
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
@@ -1257,6 +1272,28 @@ mod tests {
         assert_eq!(data.pages.len(), 2);
         data.set_len(4096);
         assert_eq!(data.pages.len(), 1);
+    }
+
+    #[test]
+    fn pieces_write_as_their_joined_bytes_or_not_at_all() {
+        let (joined, pieces) = (MemBackend::with_known_content(RAMP), MemBackend::with_known_content(RAMP));
+        let f = Path::new("f");
+        let mut known = vec![0u8; 3 * 4096];
+        ramp(4096 - 100, &mut known);
+        // Pieces across page boundaries; a known page made of several of them.
+        let parts: [&[u8]; 4] = [b"head", &known[..5000], &[], &known[5000..]];
+        for mem in [&joined, &pieces] {
+            mem.create(f, FileKind::File, 0o644, 0).unwrap();
+        }
+        joined.write_at(f, 4096 - 104, &parts.concat()).unwrap();
+        pieces.write_pieces_at(f, 4096 - 104, &parts).unwrap();
+        assert_eq!(joined.snapshot(), pieces.snapshot());
+        assert_eq!(joined.stat(f).unwrap(), pieces.stat(f).unwrap());
+        // A last piece past the largest file: nothing lands.
+        let max = BackendLimits::EXT4.max_file_size;
+        let e = pieces.write_pieces_at(f, max - 8, &[b"fits", b"no room"]).unwrap_err();
+        assert_eq!(errno_of(&e), libc::EFBIG);
+        assert_eq!(joined.snapshot(), pieces.snapshot());
     }
 
     #[test]

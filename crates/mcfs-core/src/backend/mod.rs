@@ -63,6 +63,22 @@ pub trait Backend: Send + Sync {
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
     /// Writes into an existing file; `ENOENT` if there is none (never creates).
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Writes `pieces` one after the other from `offset`: the same as one
+    /// `write_at` of their joined bytes (the journal streams its record
+    /// buffer and the file data the records end with this way, not joined).
+    /// By default joined, then `write_at`.
+    fn write_pieces_at(&self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<()> {
+        match pieces {
+            [one] => self.write_at(path, offset, one),
+            _ => self.write_at(path, offset, &pieces.concat()),
+        }
+    }
+    /// Whether `write_pieces_at` takes the pieces as they are. If not, a
+    /// caller gains nothing by handing them over apart (the default joins
+    /// them) and joins them as it builds them.
+    fn takes_pieces(&self) -> bool {
+        false
+    }
     /// Sets the size of an existing file.
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()>;
     /// Makes a new object. A regular file that already exists is truncated to

@@ -102,12 +102,22 @@ impl<S: Store, K: RequestSink> Backend for MeteredStore<S, K> {
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.write_pieces_at(path, offset, &[data])
+    }
+
+    /// One write request of the pieces' joined length, as `write_at` of their joined bytes would issue.
+    fn write_pieces_at(&self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<()> {
         self.store.set_now(self.clock.now());
-        self.store.write_at(path, offset, data)?;
-        if !data.is_empty() {
-            self.sink.issue(Request::Write(data.len() as u64));
+        self.store.write_pieces_at(path, offset, pieces)?;
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        if len > 0 {
+            self.sink.issue(Request::Write(len as u64));
         }
         Ok(())
+    }
+
+    fn takes_pieces(&self) -> bool {
+        self.store.takes_pieces()
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
