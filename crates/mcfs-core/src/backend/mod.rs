@@ -79,6 +79,23 @@ pub trait Backend: Send + Sync {
     fn takes_pieces(&self) -> bool {
         false
     }
+    /// Whether the store keeps what the journal's payload holds. Every store
+    /// does but the simulator's data-less one (`MemBackend::
+    /// without_journal_payloads`): nothing reads a payload back in a replay
+    /// (`Journal::apply` carries out the ops it holds, and a replay has no
+    /// crash to recover from), so the journal hands it only the payload's
+    /// extent (`write_unkept_at`) and checksums nothing.
+    fn keeps_journal_payload(&self) -> bool {
+        true
+    }
+    /// Writes `len` bytes at `offset` of an existing file without their
+    /// content: the file grows as by `write_at` and every page the range
+    /// touches holds data, but none of it is kept — reading such a page fails
+    /// with `EIO` (and a write of part of it leaves it so). For a store that
+    /// does not keep the journal's payload; others refuse (`EOPNOTSUPP`).
+    fn write_unkept_at(&self, _path: &Path, _offset: u64, _len: u64) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    }
     /// Sets the size of an existing file.
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()>;
     /// Makes a new object. A regular file that already exists is truncated to

@@ -172,6 +172,31 @@ enum TxnState {
     },
 }
 
+/// How the payload reaches the store, as the store asks (`Journal::open`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PayloadSink {
+    /// Records copied whole into one buffer (a store that would join pieces).
+    Joined,
+    /// Record heads from the buffer, a write's data straight from its op.
+    Pieces,
+    /// Its extent alone, with no checksum: the store keeps none of it
+    /// (`Backend::keeps_journal_payload`), so its commit records carry
+    /// `payload_crc` 0 and its log cannot be recovered.
+    Extent,
+}
+
+impl PayloadSink {
+    fn of(backend: &dyn Backend) -> PayloadSink {
+        if !backend.keeps_journal_payload() {
+            PayloadSink::Extent
+        } else if backend.takes_pieces() {
+            PayloadSink::Pieces
+        } else {
+            PayloadSink::Joined
+        }
+    }
+}
+
 /// A record's tail (`encode::record_tail`: a write's data) left out of the
 /// record buffer, to be streamed from op `op` itself right after byte `at`
 /// of the buffer: a store that takes pieces gets the data without the copy.
@@ -216,6 +241,7 @@ pub struct Journal {
     /// (up to `STREAM_CHUNK` and a record, reallocated and copied at every
     /// doubling, each checkpoint).
     spare_buf: Vec<u8>,
+    sink: PayloadSink,
 }
 
 impl Journal {
@@ -262,6 +288,7 @@ impl Journal {
         }
         crate::in_place::forget(b)?;
         progress.reset(b)?;
+        let sink = PayloadSink::of(b);
         Ok(Journal {
             last_seq: None,
             backend,
@@ -274,6 +301,7 @@ impl Journal {
             txn_bytes: 0,
             unapplied: Vec::new(),
             spare_buf: Vec::new(),
+            sink,
         })
     }
 
@@ -362,19 +390,18 @@ impl Journal {
     /// APPEND_ENTRY. Streams to the segment once enough has piled up, and
     /// keeps `op` for `apply`.
     pub fn append(&mut self, op: JournalOp) -> io::Result<()> {
-        let takes_pieces = self.backend.takes_pieces();
         let TxnState::Building { buf, tails, tail_bytes, ops, .. } = &mut self.txn else {
             return Err(misuse("append outside a transaction"));
         };
-        let encoded = if takes_pieces {
+        let encoded = if self.sink == PayloadSink::Joined {
+            encode_op(&op, buf)
+        } else {
             encode_op_head(&op, buf).map(|tail| {
                 if !tail.is_empty() {
                     *tail_bytes += tail.len();
                     tails.push(Tail { at: buf.len(), op: ops.len() });
                 }
             })
-        } else {
-            encode_op(&op, buf)
         };
         let mut result = encoded.map(|()| ops.push(op));
         if result.is_ok() && buf.len() + *tail_bytes >= STREAM_CHUNK {
@@ -473,9 +500,14 @@ impl Journal {
         if len == 0 {
             return Ok(());
         }
-        let pieces = payload_pieces(buf, tails, ops);
-        self.backend.write_pieces_at(&segment_path(*slot), HEADER_LEN + *flushed, &pieces)?;
-        *crc = pieces.iter().fold(*crc, |crc, piece| crc32c::crc32c_append(crc, piece));
+        let (path, offset) = (segment_path(*slot), HEADER_LEN + *flushed);
+        if self.sink == PayloadSink::Extent {
+            self.backend.write_unkept_at(&path, offset, len)?;
+        } else {
+            let pieces = payload_pieces(buf, tails, ops);
+            self.backend.write_pieces_at(&path, offset, &pieces)?;
+            *crc = pieces.iter().fold(*crc, |crc, piece| crc32c::crc32c_append(crc, piece));
+        }
         *flushed += len;
         self.txn_bytes += len;
         buf.clear();

@@ -136,6 +136,38 @@ fn journal_segment_is_the_same_whether_the_store_takes_pieces_or_not() {
 }
 
 #[test]
+fn journal_over_a_store_without_payloads_writes_their_extent_and_applies_its_ops() {
+    for (name, ops) in scenarios() {
+        let keeping = mem_with_base();
+        let expected = apply_directly(&mem_with_base(), &ops);
+        let b = Arc::new(MemBackend::new().without_journal_payloads());
+        base_tree(&b);
+        let mut journals = Vec::new();
+        for b in [keeping.clone(), b.clone()] {
+            let mut j = Journal::open(b.clone()).unwrap();
+            commit(&mut j, 1, &ops);
+            journals.push((j, b.stat(&journal_path()).unwrap().size));
+        }
+        let [(mut kept, kept_len), (mut unkept, unkept_len)] = <[_; 2]>::try_from(journals).ok().unwrap();
+        assert_eq!((unkept.bytes_written(), unkept_len), (kept.bytes_written(), kept_len), "{name}");
+        kept.apply(&mut || {}).unwrap();
+        unkept.apply(&mut || {}).unwrap();
+        assert_eq!(tree_of(&b), expected, "{name}: {:?}", tree_of(&b).diff(&expected));
+        assert_eq!(unkept.bytes_written(), kept.bytes_written(), "{name}");
+    }
+    // Its log cannot be read back: recovery says so rather than guess.
+    let b = Arc::new(MemBackend::new().without_journal_payloads());
+    base_tree(&b);
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 1, &many_creates("d", 3));
+    drop(j);
+    assert_eq!(crate::backend::errno_of(&recover(&*b).unwrap_err()), libc::EIO);
+    // A store that keeps payloads has no use for their extent alone.
+    let e = FaultyBackend::new(mem_with_base()).write_unkept_at(&journal_path(), 0, 1).unwrap_err();
+    assert_eq!(crate::backend::errno_of(&e), libc::EOPNOTSUPP);
+}
+
+#[test]
 fn journal_recover_replays_a_committed_txn_that_was_not_applied() {
     for (name, ops) in scenarios() {
         let b = mem_with_base();
