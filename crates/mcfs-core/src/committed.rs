@@ -10,23 +10,54 @@
 //! inodes). While the applier runs, a reader may use a path that is the same
 //! in both; only an inode the run moves has to wait for the apply to end.
 
-use crate::types::{Ino, ROOT_INO};
+use crate::types::{Ino, InoMap, ROOT_INO};
 use crate::STATE_DIR;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Directory (inside `STATE_DIR`) holding files unlinked while still open.
 pub const ORPHAN_DIR: &str = "orphans";
 
+/// Every checkpoint clones the tree (`Committed::begin_compile`), so it is
+/// built to clone without allocating: names are shared (`Name`), and an
+/// inode's first name is held inline (`Links`).
 #[derive(Clone, Default)]
 pub struct CommittedTree {
-    /// The names of each inode: (parent, name). Directories have one.
-    links: HashMap<Ino, Vec<(Ino, OsString)>>,
+    /// The names of each inode. Directories have one.
+    links: InoMap<Links>,
     /// The inode behind each name.
-    entries: HashMap<(Ino, OsString), Ino>,
+    entries: HashMap<(Ino, Name), Ino>,
     /// Inodes kept at `.mcfs/orphans/<ino>` after losing their last name.
-    orphans: HashMap<Ino, ()>,
+    orphans: InoMap<()>,
+}
+
+/// A name in a directory, shared by the trees that hold it.
+type Name = Arc<OsStr>;
+/// (parent, name).
+type Link = (Ino, Name);
+
+/// The names of one inode, oldest first: the first is the one `path`
+/// follows; the rest (hard links, rare) are apart so that the common inode
+/// with one name needs no allocation of its own.
+#[derive(Clone)]
+struct Links {
+    first: Link,
+    more: Vec<Link>,
+}
+
+impl Links {
+    fn iter(&self) -> impl Iterator<Item = &Link> {
+        std::iter::once(&self.first).chain(&self.more)
+    }
+
+    /// Keeps the names `keep` says to, in order; `None` if none is left.
+    fn retain(self, keep: impl Fn(&Link) -> bool) -> Option<Links> {
+        let mut kept = std::iter::once(self.first).chain(self.more).filter(|link| keep(link));
+        let first = kept.next()?;
+        Some(Links { first, more: kept.collect() })
+    }
 }
 
 impl CommittedTree {
@@ -38,7 +69,7 @@ impl CommittedTree {
         let mut names: Vec<&OsStr> = Vec::new();
         let mut at = ino;
         while at != ROOT_INO {
-            let (parent, name) = self.links.get(&at)?.first()?;
+            let (parent, name) = &self.links.get(&at)?.first;
             names.push(name);
             at = *parent;
             if names.len() > 4096 {
@@ -55,20 +86,27 @@ impl CommittedTree {
 
     pub fn add_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) {
         self.orphans.remove(&ino);
-        self.entries.insert((parent, name.to_owned()), ino);
-        self.links.entry(ino).or_default().push((parent, name.to_owned()));
+        let link = (parent, Name::from(name));
+        self.entries.insert(link.clone(), ino);
+        match self.links.get_mut(&ino) {
+            Some(links) => links.more.push(link),
+            None => {
+                self.links.insert(ino, Links { first: link, more: Vec::new() });
+            }
+        }
     }
 
     /// Removes one name; returns true if the inode has no name left.
     pub fn remove_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) -> bool {
-        self.entries.remove(&(parent, name.to_owned()));
-        let Some(names) = self.links.get_mut(&ino) else { return true };
-        names.retain(|(p, n)| !(*p == parent && n == name));
-        if names.is_empty() {
-            self.links.remove(&ino);
-            return true;
+        self.entries.remove(&(parent, Name::from(name)));
+        let Some(names) = self.links.remove(&ino) else { return true };
+        match names.retain(|(p, n)| !(*p == parent && **n == *name)) {
+            Some(left) => {
+                self.links.insert(ino, left);
+                false
+            }
+            None => true,
         }
-        false
     }
 
     pub fn make_orphan(&mut self, ino: Ino) {
@@ -77,15 +115,17 @@ impl CommittedTree {
     }
 
     fn drop_names(&mut self, ino: Ino) {
-        for (parent, name) in self.links.remove(&ino).unwrap_or_default() {
-            self.entries.remove(&(parent, name));
+        if let Some(links) = self.links.remove(&ino) {
+            for link in links.iter() {
+                self.entries.remove(link);
+            }
         }
     }
 
     /// RENAME_EXCHANGE: the two names trade inodes.
     pub fn swap_entries(&mut self, p1: Ino, n1: &OsStr, p2: Ino, n2: &OsStr) {
-        let a = self.entries.get(&(p1, n1.to_owned())).copied();
-        let b = self.entries.get(&(p2, n2.to_owned())).copied();
+        let a = self.entries.get(&(p1, Name::from(n1))).copied();
+        let b = self.entries.get(&(p2, Name::from(n2))).copied();
         if let (Some(a), Some(b)) = (a, b) {
             self.remove_link(a, p1, n1);
             self.remove_link(b, p2, n2);
@@ -161,7 +201,7 @@ impl Committed {
     /// meanwhile) is what its apply leads to.
     pub fn install(&mut self, mut tree: CommittedTree) {
         for (ino, parent, name) in self.found_while_compiling.take().unwrap_or_default() {
-            if !tree.entries.contains_key(&(parent, name.clone())) {
+            if !tree.entries.contains_key(&(parent, Name::from(name.as_os_str()))) {
                 tree.add_link(ino, parent, &name);
             }
         }

@@ -109,32 +109,45 @@ impl MemLimits {
 /// Bytes of a regular file: pages that were never written are holes, the
 /// others are stored as bytes (`pages`) or, holding the known content of
 /// their offsets, as a mark in `known_pages` (runs of indexes).
+/// Pages written without their content (`write_unkept_at`) are in `unkept`:
+/// they hold data, but nothing can read it.
 /// Invariant: stored bytes at or beyond `size` are zero, so a known page
-/// lies wholly within `size`; `pages` and `known_pages` are disjoint, and
-/// `known_pages` is empty without `known`.
+/// lies wholly within `size`; `pages`, `known_pages` and `unkept` are
+/// disjoint, and `known_pages` is empty without `known`.
 #[derive(Clone, Default)]
 struct FileData {
     size: u64,
     pages: BTreeMap<u64, Arc<Page>>,
     known_pages: PageRuns,
     known: Option<KnownContent>,
+    unkept: PageRuns,
 }
 
 impl FileData {
-    /// Pages that hold data (bytes or a mark).
+    /// Pages that hold data (bytes, a mark, or unkept).
     fn stored_pages(&self) -> u64 {
-        self.pages.len() as u64 + self.known_pages.len()
+        self.pages.len() as u64 + self.known_pages.len() + self.unkept.len()
     }
 
     fn is_stored(&self, index: u64) -> bool {
-        self.pages.contains_key(&index) || self.known_pages.contains(index)
+        self.pages.contains_key(&index) || self.known_pages.contains(index) || self.unkept.contains(index)
     }
 
-    fn read(&self, offset: u64, buf: &mut [u8]) -> usize {
+    /// Whether page `index` was written without its content.
+    fn is_unkept(&self, index: u64) -> bool {
+        self.unkept.len() > 0 && self.unkept.contains(index)
+    }
+
+    /// `EIO` if the read touches a page whose content was not kept.
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<usize, i32> {
         if offset >= self.size {
-            return 0;
+            return Ok(0);
         }
         let n = (buf.len() as u64).min(self.size - offset) as usize;
+        let pages = offset / PAGE_SIZE..(offset + n as u64).div_ceil(PAGE_SIZE);
+        if self.unkept.within(pages).next().is_some() {
+            return Err(libc::EIO);
+        }
         let mut done = 0;
         while done < n {
             let (index, within, len) = page_span(offset + done as u64, n - done);
@@ -146,7 +159,7 @@ impl FileData {
             }
             done += len;
         }
-        n
+        Ok(n)
     }
 
     fn write(&mut self, offset: u64, data: &[u8], max_size: u64) -> Result<(), i32> {
@@ -158,7 +171,9 @@ impl FileData {
         while done < data.len() {
             let (index, within, len) = page_span(offset + done as u64, data.len() - done);
             let piece = &data[done..done + len];
-            if !self.keep_as_known(index, piece) {
+            // Part of an unkept page stays unkept: the rest of its bytes is not known.
+            let unkept = self.is_unkept(index) && (len < PAGE_SIZE as usize || !self.unkept.remove(index));
+            if !unkept && !self.keep_as_known(index, piece) {
                 match <&Page>::try_from(piece) {
                     Ok(whole) => self.put_page(index, whole),
                     Err(_) => self.page_mut(index)[within..within + len].copy_from_slice(piece),
@@ -166,6 +181,24 @@ impl FileData {
             }
             done += len;
         }
+        self.size = self.size.max(end);
+        Ok(())
+    }
+
+    /// Writes `len` bytes at `offset` without keeping their content: every
+    /// page they touch holds data from now on, unkept (see `write_unkept_at`).
+    fn write_unkept(&mut self, offset: u64, len: u64, max_size: u64) -> Result<(), i32> {
+        if len == 0 {
+            return Ok(());
+        }
+        let end = offset.checked_add(len).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
+        let touched = offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE);
+        let kept: Vec<u64> = self.pages.range(touched.clone()).map(|(i, _)| *i).collect();
+        for index in kept {
+            self.pages.remove(&index);
+        }
+        self.known_pages.remove_range(touched.clone());
+        touched.for_each(|index| self.unkept.insert(index));
         self.size = self.size.max(end);
         Ok(())
     }
@@ -206,8 +239,10 @@ impl FileData {
             let kept = size.div_ceil(PAGE_SIZE);
             self.pages.split_off(&kept);
             self.known_pages.remove_range(kept..u64::MAX);
+            self.unkept.remove_range(kept..u64::MAX);
             let within = (size % PAGE_SIZE) as usize;
-            if within != 0 && self.is_stored(size / PAGE_SIZE) {
+            let last = size / PAGE_SIZE;
+            if within != 0 && self.is_stored(last) && !self.is_unkept(last) {
                 self.page_mut(size / PAGE_SIZE)[within..].fill(0);
             }
         }
@@ -223,10 +258,11 @@ impl FileData {
                 self.pages.remove(&index);
             }
             self.known_pages.remove_range(whole.clone());
+            self.unkept.remove_range(whole.clone());
         }
         let edges = [offset / PAGE_SIZE, (end - 1) / PAGE_SIZE];
         for index in edges.into_iter().filter(|i| !whole.contains(i)) {
-            if !self.is_stored(index) {
+            if !self.is_stored(index) || self.is_unkept(index) {
                 continue;
             }
             let page_start = index * PAGE_SIZE;
@@ -250,11 +286,12 @@ impl FileData {
         Ok(())
     }
 
-    /// Runs of stored pages (bytes or marks) among `pages`, in order, not
-    /// joined across the two kinds.
+    /// Runs of stored pages (bytes, marks or unkept) among `pages`, in
+    /// order, not joined across the kinds.
     fn stored_runs(&self, pages: Range<u64>) -> Vec<Range<u64>> {
         let mut runs: Vec<Range<u64>> = self.pages.range(pages.clone()).map(|(i, _)| *i..*i + 1).collect();
-        runs.extend(self.known_pages.within(pages));
+        runs.extend(self.known_pages.within(pages.clone()));
+        runs.extend(self.unkept.within(pages));
         runs.sort_unstable_by_key(|r| r.start);
         runs
     }
@@ -290,6 +327,7 @@ impl FileData {
             for index in run {
                 match self.pages.get(&index) {
                     Some(page) => hasher.page(index, &page[..]),
+                    None if self.is_unkept(index) => hasher.unkept(index),
                     None => hasher.page(index, &known_page(self.known, index)),
                 }
             }
@@ -392,13 +430,22 @@ struct Tree {
     limits: MemLimits,
     /// What new files keep as marks (`MemBackend::with_known_content`).
     known: Option<KnownContent>,
+    /// `Backend::keeps_journal_payload` (see `MemBackend::without_journal_payloads`).
+    keeps_journal_payload: bool,
 }
 
 impl Tree {
     fn new(limits: MemLimits) -> Tree {
         let now = mem_epoch();
         let root = Inode::new(FileKind::Dir, 0o755, now);
-        Tree { inodes: InoMap::from_iter([(ROOT, root)]), next_id: ROOT + 1, now, limits, known: None }
+        Tree {
+            inodes: InoMap::from_iter([(ROOT, root)]),
+            next_id: ROOT + 1,
+            now,
+            limits,
+            known: None,
+            keeps_journal_payload: true,
+        }
     }
 
     fn used_blocks(&self) -> u64 {
@@ -858,6 +905,14 @@ impl MemBackend {
         backend
     }
 
+    /// This store, telling the journal it keeps none of its payload
+    /// (`Backend::keeps_journal_payload`): for a replay that never reads its
+    /// log back (the simulator's data-less store).
+    pub fn without_journal_payloads(self) -> MemBackend {
+        self.tree.lock().keeps_journal_payload = false;
+        self
+    }
+
     /// An empty tree that holds only `bytes` of file data (in 4 KiB blocks):
     /// writes that need more fail with ENOSPC, as a small file system's do.
     pub fn with_capacity(bytes: u64) -> MemBackend {
@@ -975,18 +1030,51 @@ impl Backend for MemBackend {
         self.on_inode("read", path, |tree, id| {
             let inode = tree.get(id);
             inode.must_be_regular()?;
-            Ok(inode.data.read(offset, buf))
+            inode.data.read(offset, buf)
         })
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.write_pieces_at(path, offset, &[data])
+    }
+
+    fn write_pieces_at(&self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<()> {
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
         self.on_inode("write", path, |tree, id| {
             tree.get(id).must_be_regular()?;
-            tree.room_for(id, offset, data.len())?;
+            tree.room_for(id, offset, len)?;
             let max_size = tree.limits.limits.max_file_size;
+            // Checked whole first: a piece must not land if a later one cannot.
+            offset.checked_add(len as u64).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
             let inode = tree.get_mut(id);
-            inode.data.write(offset, data, max_size)?;
-            if !data.is_empty() {
+            let mut at = offset;
+            for piece in pieces {
+                inode.data.write(at, piece, max_size)?;
+                at += piece.len() as u64;
+            }
+            if len > 0 {
+                tree.modified(id);
+            }
+            Ok(())
+        })
+    }
+
+    fn takes_pieces(&self) -> bool {
+        true
+    }
+
+    fn keeps_journal_payload(&self) -> bool {
+        self.tree.lock().keeps_journal_payload
+    }
+
+    fn write_unkept_at(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        self.on_inode("write", path, |tree, id| {
+            tree.get(id).must_be_regular()?;
+            let room = usize::try_from(len).map_err(|_| libc::EFBIG)?;
+            tree.room_for(id, offset, room)?;
+            let max_size = tree.limits.limits.max_file_size;
+            tree.get_mut(id).data.write_unkept(offset, len, max_size)?;
+            if len > 0 {
                 tree.modified(id);
             }
             Ok(())
@@ -1251,12 +1339,72 @@ mod tests {
         data.set_len(4100);
         data.set_len(6000);
         let mut buf = vec![1u8; 6000];
-        assert_eq!(data.read(0, &mut buf), 6000);
+        assert_eq!(data.read(0, &mut buf), Ok(6000));
         assert!(buf[..4100].iter().all(|b| *b == 7));
         assert!(buf[4100..].iter().all(|b| *b == 0));
         assert_eq!(data.pages.len(), 2);
         data.set_len(4096);
         assert_eq!(data.pages.len(), 1);
+    }
+
+    #[test]
+    fn pieces_write_as_their_joined_bytes_or_not_at_all() {
+        let (joined, pieces) = (MemBackend::with_known_content(RAMP), MemBackend::with_known_content(RAMP));
+        let f = Path::new("f");
+        let mut known = vec![0u8; 3 * 4096];
+        ramp(4096 - 100, &mut known);
+        // Pieces across page boundaries; a known page made of several of them.
+        let parts: [&[u8]; 4] = [b"head", &known[..5000], &[], &known[5000..]];
+        for mem in [&joined, &pieces] {
+            mem.create(f, FileKind::File, 0o644, 0).unwrap();
+        }
+        joined.write_at(f, 4096 - 104, &parts.concat()).unwrap();
+        pieces.write_pieces_at(f, 4096 - 104, &parts).unwrap();
+        assert_eq!(joined.snapshot(), pieces.snapshot());
+        assert_eq!(joined.stat(f).unwrap(), pieces.stat(f).unwrap());
+        // A last piece past the largest file: nothing lands.
+        let max = BackendLimits::EXT4.max_file_size;
+        let e = pieces.write_pieces_at(f, max - 8, &[b"fits", b"no room"]).unwrap_err();
+        assert_eq!(errno_of(&e), libc::EFBIG);
+        assert_eq!(joined.snapshot(), pieces.snapshot());
+    }
+
+    #[test]
+    fn unkept_pages_hold_data_that_reads_fail_on() {
+        let mem = MemBackend::new();
+        let f = Path::new("f");
+        mem.create(f, FileKind::File, 0o644, 0).unwrap();
+        mem.write_at(f, 0, &[1; 3 * 4096]).unwrap();
+        // Bytes 4000..8300: pages 0 to 2 touched, so all three unkept.
+        mem.write_unkept_at(f, 4000, 4300).unwrap();
+        mem.write_unkept_at(f, 20 * 4096, 10).unwrap();
+        let attr = mem.stat(f).unwrap();
+        assert_eq!((attr.size, attr.blocks), (20 * 4096 + 10, 4 * 8));
+        assert_eq!(mem.stored_bytes(f, 0..u64::MAX).unwrap(), 3 * 4096 + 10);
+        assert_eq!(mem.data_extents(f).unwrap(), vec![0..3 * 4096, 20 * 4096..20 * 4096 + 10]);
+        let mut buf = [0u8; 10];
+        for offset in [0, 4096 + 5, 2 * 4096, 20 * 4096] {
+            assert_eq!(errno_of(&mem.read_at(f, offset, &mut buf).unwrap_err()), libc::EIO, "at {offset}");
+        }
+        assert_eq!(mem.read_at(f, 3 * 4096, &mut buf).unwrap(), 10, "a hole reads as zeros");
+        // Part of an unkept page written: the rest is still not known.
+        mem.write_at(f, 10, b"head").unwrap();
+        assert_eq!(errno_of(&mem.read_at(f, 10, &mut buf[..4]).unwrap_err()), libc::EIO);
+        // A whole page written, a punched hole, a cut: each page is readable again.
+        mem.write_at(f, 0, &[2; 4096]).unwrap();
+        mem.fallocate(f, FallocMode::PunchHole, 4096, 4096).unwrap();
+        mem.set_len(f, 2 * 4096 + 100).unwrap();
+        mem.set_len(f, 3 * 4096).unwrap();
+        let mut page = [0u8; 4096];
+        mem.read_at(f, 0, &mut page).unwrap();
+        assert_eq!(page, [2; 4096]);
+        mem.read_at(f, 4096, &mut page).unwrap();
+        assert_eq!(page, [0; 4096]);
+        assert_eq!(errno_of(&mem.read_at(f, 2 * 4096, &mut buf).unwrap_err()), libc::EIO, "cut inside: kept unkept");
+        assert_eq!(mem.stat(f).unwrap().blocks, 2 * 8);
+        let e = mem.write_unkept_at(f, BackendLimits::EXT4.max_file_size - 1, 2).unwrap_err();
+        assert_eq!(errno_of(&e), libc::EFBIG);
+        assert!(mem.keeps_journal_payload() && !MemBackend::new().without_journal_payloads().keeps_journal_payload());
     }
 
     #[test]

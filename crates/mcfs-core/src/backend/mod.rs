@@ -63,6 +63,39 @@ pub trait Backend: Send + Sync {
     fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
     /// Writes into an existing file; `ENOENT` if there is none (never creates).
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Writes `pieces` one after the other from `offset`: the same as one
+    /// `write_at` of their joined bytes (the journal streams its record
+    /// buffer and the file data the records end with this way, not joined).
+    /// By default joined, then `write_at`.
+    fn write_pieces_at(&self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<()> {
+        match pieces {
+            [one] => self.write_at(path, offset, one),
+            _ => self.write_at(path, offset, &pieces.concat()),
+        }
+    }
+    /// Whether `write_pieces_at` takes the pieces as they are. If not, a
+    /// caller gains nothing by handing them over apart (the default joins
+    /// them) and joins them as it builds them.
+    fn takes_pieces(&self) -> bool {
+        false
+    }
+    /// Whether the store keeps what the journal's payload holds. Every store
+    /// does but the simulator's data-less one (`MemBackend::
+    /// without_journal_payloads`): nothing reads a payload back in a replay
+    /// (`Journal::apply` carries out the ops it holds, and a replay has no
+    /// crash to recover from), so the journal hands it only the payload's
+    /// extent (`write_unkept_at`) and checksums nothing.
+    fn keeps_journal_payload(&self) -> bool {
+        true
+    }
+    /// Writes `len` bytes at `offset` of an existing file without their
+    /// content: the file grows as by `write_at` and every page the range
+    /// touches holds data, but none of it is kept — reading such a page fails
+    /// with `EIO` (and a write of part of it leaves it so). For a store that
+    /// does not keep the journal's payload; others refuse (`EOPNOTSUPP`).
+    fn write_unkept_at(&self, _path: &Path, _offset: u64, _len: u64) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    }
     /// Sets the size of an existing file.
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()>;
     /// Makes a new object. A regular file that already exists is truncated to

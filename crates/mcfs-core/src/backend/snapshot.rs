@@ -47,6 +47,13 @@ impl ContentHasher {
         }
     }
 
+    /// Feeds a page written without its content (`Backend::write_unkept_at`):
+    /// unlike any page of bytes (a slice hashes its length, at most a page).
+    pub(crate) fn unkept(&mut self, index: u64) {
+        index.hash(&mut self.hasher);
+        u64::MAX.hash(&mut self.hasher);
+    }
+
     pub(crate) fn finish(self, size: u64) -> ContentDigest {
         ContentDigest { size, hash: self.hasher.finish() }
     }

@@ -137,12 +137,31 @@ const TAG_FALLOCATE: u8 = 14;
 /// fields are `len u32 | bytes`; times are `secs i64 | nanos u32` from the
 /// epoch. Fails with `EFBIG` if a field or the record exceeds 4 GiB.
 pub fn encode_op(op: &JournalOp, out: &mut Vec<u8>) -> io::Result<()> {
+    let tail = encode_op_head(op, out)?;
+    out.extend_from_slice(tail);
+    Ok(())
+}
+
+/// The bytes a record of `op` ends with that `encode_op_head` leaves out: a
+/// write's data (its last field), nothing for other ops.
+pub fn record_tail(op: &JournalOp) -> &[u8] {
+    match op {
+        JournalOp::Write { data, .. } => data,
+        _ => &[],
+    }
+}
+
+/// Appends the record of `op` to `out` without its `record_tail`, which the
+/// caller writes right after it (the journal hands a write's data to the store
+/// as it is instead of copying it into the record buffer); the length prefix
+/// counts the tail. Returns the tail. Errors as `encode_op`.
+pub fn encode_op_head<'op>(op: &'op JournalOp, out: &mut Vec<u8>) -> io::Result<&'op [u8]> {
     let start = out.len();
     out.extend_from_slice(&[0; RECORD_LEN_BYTES as usize]);
     let mut w = FieldWriter { out, too_big: false };
     match op {
         JournalOp::Write { path, offset, data } => {
-            w.tag(TAG_WRITE).path(path).u64(*offset).bytes(data);
+            w.tag(TAG_WRITE).path(path).u64(*offset).len_of(data);
         }
         JournalOp::SetLen { path, size } => {
             w.tag(TAG_SET_LEN).path(path).u64(*size);
@@ -185,11 +204,12 @@ pub fn encode_op(op: &JournalOp, out: &mut Vec<u8>) -> io::Result<()> {
         }
     }
     let too_big = w.too_big;
-    let body_len = u32::try_from(out.len() - start - RECORD_LEN_BYTES as usize);
+    let tail = record_tail(op);
+    let body_len = u32::try_from(out.len() - start - RECORD_LEN_BYTES as usize + tail.len());
     match body_len {
         Ok(len) if !too_big => {
             out[start..start + RECORD_LEN_BYTES as usize].copy_from_slice(&len.to_le_bytes());
-            Ok(())
+            Ok(tail)
         }
         _ => {
             out.truncate(start);
@@ -217,14 +237,21 @@ impl FieldWriter<'_> {
         self
     }
     fn bytes(&mut self, v: &[u8]) -> &mut Self {
-        match u32::try_from(v.len()) {
-            Ok(len) => {
-                self.u32(len);
-                self.out.extend_from_slice(v);
-            }
-            Err(_) => self.too_big = true,
+        self.len_of(v);
+        if !self.too_big {
+            self.out.extend_from_slice(v);
         }
         self
+    }
+    /// The length prefix of a variable-size field alone.
+    fn len_of(&mut self, v: &[u8]) -> &mut Self {
+        match u32::try_from(v.len()) {
+            Ok(len) => self.u32(len),
+            Err(_) => {
+                self.too_big = true;
+                self
+            }
+        }
     }
     fn path(&mut self, p: &std::path::Path) -> &mut Self {
         self.bytes(p.as_os_str().as_bytes())
@@ -461,6 +488,18 @@ mod tests {
             buf = &buf[4 + len..];
         }
         out
+    }
+
+    #[test]
+    fn record_head_and_tail_join_to_the_record() {
+        for op in sample_ops() {
+            let (mut whole, mut head) = (Vec::new(), Vec::new());
+            encode_op(&op, &mut whole).unwrap();
+            let tail = encode_op_head(&op, &mut head).unwrap();
+            assert_eq!(tail, record_tail(&op), "{op:?}");
+            head.extend_from_slice(tail);
+            assert_eq!(head, whole, "{op:?}");
+        }
     }
 
     #[test]

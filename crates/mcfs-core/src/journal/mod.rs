@@ -42,7 +42,7 @@ pub use segment::{POOL_SEGMENTS, READY_BYTES as SEGMENT_READY_BYTES};
 use crate::backend::error::BackendError;
 use crate::backend::{is_not_found, Backend};
 use crate::types::FileKind;
-use encode::{encode_op, TxnHeader};
+use encode::{encode_op, encode_op_head, TxnHeader};
 use progress::ProgressFile;
 use recovery::{check_consistent, inspect_log};
 use std::collections::BTreeMap;
@@ -154,7 +154,12 @@ enum TxnState {
     Building {
         seq: u64,
         slot: usize,
+        /// The payload not streamed yet: records, less the `tails` when the
+        /// store takes pieces.
         buf: Vec<u8>,
+        tails: Vec<Tail>,
+        /// Bytes of `tails`' data.
+        tail_bytes: usize,
         flushed: u64,
         crc: u32,
         ops: Vec<JournalOp>,
@@ -165,6 +170,39 @@ enum TxnState {
         seq: u64,
         slot: usize,
     },
+}
+
+/// How the payload reaches the store, as the store asks (`Journal::open`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PayloadSink {
+    /// Records copied whole into one buffer (a store that would join pieces).
+    Joined,
+    /// Record heads from the buffer, a write's data straight from its op.
+    Pieces,
+    /// Its extent alone, with no checksum: the store keeps none of it
+    /// (`Backend::keeps_journal_payload`), so its commit records carry
+    /// `payload_crc` 0 and its log cannot be recovered.
+    Extent,
+}
+
+impl PayloadSink {
+    fn of(backend: &dyn Backend) -> PayloadSink {
+        if !backend.keeps_journal_payload() {
+            PayloadSink::Extent
+        } else if backend.takes_pieces() {
+            PayloadSink::Pieces
+        } else {
+            PayloadSink::Joined
+        }
+    }
+}
+
+/// A record's tail (`encode::record_tail`: a write's data) left out of the
+/// record buffer, to be streamed from op `op` itself right after byte `at`
+/// of the buffer: a store that takes pieces gets the data without the copy.
+struct Tail {
+    at: usize,
+    op: usize,
 }
 
 /// A committed transaction not applied yet: its segment, its commit record,
@@ -203,6 +241,7 @@ pub struct Journal {
     /// (up to `STREAM_CHUNK` and a record, reallocated and copied at every
     /// doubling, each checkpoint).
     spare_buf: Vec<u8>,
+    sink: PayloadSink,
 }
 
 impl Journal {
@@ -249,6 +288,7 @@ impl Journal {
         }
         crate::in_place::forget(b)?;
         progress.reset(b)?;
+        let sink = PayloadSink::of(b);
         Ok(Journal {
             last_seq: None,
             backend,
@@ -261,6 +301,7 @@ impl Journal {
             txn_bytes: 0,
             unapplied: Vec::new(),
             spare_buf: Vec::new(),
+            sink,
         })
     }
 
@@ -333,18 +374,37 @@ impl Journal {
         self.segments.insert(slot, ready);
         self.reuse_first = None;
         let buf = std::mem::take(&mut self.spare_buf);
-        self.txn = TxnState::Building { seq, slot, buf, flushed: 0, crc: 0, ops: Vec::new() };
+        self.txn = TxnState::Building {
+            seq,
+            slot,
+            buf,
+            tails: Vec::new(),
+            tail_bytes: 0,
+            flushed: 0,
+            crc: 0,
+            ops: Vec::new(),
+        };
         Ok(())
     }
 
     /// APPEND_ENTRY. Streams to the segment once enough has piled up, and
     /// keeps `op` for `apply`.
     pub fn append(&mut self, op: JournalOp) -> io::Result<()> {
-        let TxnState::Building { buf, ops, .. } = &mut self.txn else {
+        let TxnState::Building { buf, tails, tail_bytes, ops, .. } = &mut self.txn else {
             return Err(misuse("append outside a transaction"));
         };
-        let mut result = encode_op(&op, buf).map(|()| ops.push(op));
-        if result.is_ok() && buf.len() >= STREAM_CHUNK {
+        let encoded = if self.sink == PayloadSink::Joined {
+            encode_op(&op, buf)
+        } else {
+            encode_op_head(&op, buf).map(|tail| {
+                if !tail.is_empty() {
+                    *tail_bytes += tail.len();
+                    tails.push(Tail { at: buf.len(), op: ops.len() });
+                }
+            })
+        };
+        let mut result = encoded.map(|()| ops.push(op));
+        if result.is_ok() && buf.len() + *tail_bytes >= STREAM_CHUNK {
             result = self.flush();
         }
         self.fail_on_error(result)
@@ -433,22 +493,31 @@ impl Journal {
 
     /// Streams the buffered payload to the segment.
     fn flush(&mut self) -> io::Result<()> {
-        let TxnState::Building { slot, buf, flushed, crc, .. } = &mut self.txn else {
+        let TxnState::Building { slot, buf, tails, tail_bytes, flushed, crc, ops, .. } = &mut self.txn else {
             return Ok(());
         };
-        if buf.is_empty() {
+        let len = (buf.len() + *tail_bytes) as u64;
+        if len == 0 {
             return Ok(());
         }
-        self.backend.write_at(&segment_path(*slot), HEADER_LEN + *flushed, buf)?;
-        *crc = crc32c::crc32c_append(*crc, buf);
-        *flushed += buf.len() as u64;
-        self.txn_bytes += buf.len() as u64;
+        let (path, offset) = (segment_path(*slot), HEADER_LEN + *flushed);
+        if self.sink == PayloadSink::Extent {
+            self.backend.write_unkept_at(&path, offset, len)?;
+        } else {
+            let pieces = payload_pieces(buf, tails, ops);
+            self.backend.write_pieces_at(&path, offset, &pieces)?;
+            *crc = pieces.iter().fold(*crc, |crc, piece| crc32c::crc32c_append(crc, piece));
+        }
+        *flushed += len;
+        self.txn_bytes += len;
         buf.clear();
+        tails.clear();
+        *tail_bytes = 0;
         Ok(())
     }
 
     fn write_commit_record(&mut self) -> io::Result<()> {
-        let TxnState::Building { seq, slot, buf, flushed, crc, ops } = &mut self.txn else {
+        let TxnState::Building { seq, slot, buf, flushed, crc, ops, .. } = &mut self.txn else {
             return Err(misuse("commit record outside a transaction"));
         };
         debug_assert!(buf.is_empty(), "the payload is flushed before the commit record");
@@ -482,6 +551,21 @@ impl Journal {
         }
         result
     }
+}
+
+/// The buffered payload in order: the record buffer cut where a tail goes,
+/// and each tail taken from its op.
+fn payload_pieces<'a>(buf: &'a [u8], tails: &[Tail], ops: &'a [JournalOp]) -> Vec<&'a [u8]> {
+    let mut pieces = Vec::with_capacity(2 * tails.len() + 1);
+    let mut from = 0;
+    for tail in tails {
+        pieces.push(&buf[from..tail.at]);
+        pieces.push(encode::record_tail(&ops[tail.op]));
+        from = tail.at;
+    }
+    pieces.push(&buf[from..]);
+    pieces.retain(|piece| !piece.is_empty());
+    pieces
 }
 
 /// One transaction of an apply run: where its segment is, its commit

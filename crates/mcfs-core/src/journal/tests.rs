@@ -110,6 +110,64 @@ fn journal_streams_large_payloads_and_yields_between_segments() {
 }
 
 #[test]
+fn journal_segment_is_the_same_whether_the_store_takes_pieces_or_not() {
+    // MemBackend takes a write's data apart from the record buffer;
+    // FaultyBackend (never failing here) takes the payload joined.
+    let big = JournalOp::Write { path: "a".into(), offset: 7, data: vec![0xa5; 600 << 10] };
+    for (name, mut ops) in scenarios() {
+        ops.push(big.clone());
+        let pieces = mem_with_base();
+        let joined = FaultyBackend::new(mem_with_base());
+        assert!(pieces.takes_pieces() && !joined.takes_pieces());
+        let mut segments = Vec::new();
+        for b in [pieces.clone() as Arc<dyn Backend>, Arc::new(joined)] {
+            let mut j = Journal::open(b.clone()).unwrap();
+            commit(&mut j, 1, &ops);
+            let mut segment = vec![0; journal_len(&*b) as usize];
+            b.read_at(&journal_path(), 0, &mut segment).unwrap();
+            segments.push((segment, j.bytes_written()));
+        }
+        assert!(segments[0] == segments[1], "{name}: segments or journal bytes differ");
+        // And recovery reads the pieces' segment back.
+        let expected = apply_directly(&mem_with_base(), &ops);
+        recover(&*pieces).unwrap().replayed.expect("replayed");
+        assert_eq!(tree_of(&pieces), expected, "{name}");
+    }
+}
+
+#[test]
+fn journal_over_a_store_without_payloads_writes_their_extent_and_applies_its_ops() {
+    for (name, ops) in scenarios() {
+        let keeping = mem_with_base();
+        let expected = apply_directly(&mem_with_base(), &ops);
+        let b = Arc::new(MemBackend::new().without_journal_payloads());
+        base_tree(&b);
+        let mut journals = Vec::new();
+        for b in [keeping.clone(), b.clone()] {
+            let mut j = Journal::open(b.clone()).unwrap();
+            commit(&mut j, 1, &ops);
+            journals.push((j, b.stat(&journal_path()).unwrap().size));
+        }
+        let [(mut kept, kept_len), (mut unkept, unkept_len)] = <[_; 2]>::try_from(journals).ok().unwrap();
+        assert_eq!((unkept.bytes_written(), unkept_len), (kept.bytes_written(), kept_len), "{name}");
+        kept.apply(&mut || {}).unwrap();
+        unkept.apply(&mut || {}).unwrap();
+        assert_eq!(tree_of(&b), expected, "{name}: {:?}", tree_of(&b).diff(&expected));
+        assert_eq!(unkept.bytes_written(), kept.bytes_written(), "{name}");
+    }
+    // Its log cannot be read back: recovery says so rather than guess.
+    let b = Arc::new(MemBackend::new().without_journal_payloads());
+    base_tree(&b);
+    let mut j = Journal::open(b.clone()).unwrap();
+    commit(&mut j, 1, &many_creates("d", 3));
+    drop(j);
+    assert_eq!(crate::backend::errno_of(&recover(&*b).unwrap_err()), libc::EIO);
+    // A store that keeps payloads has no use for their extent alone.
+    let e = FaultyBackend::new(mem_with_base()).write_unkept_at(&journal_path(), 0, 1).unwrap_err();
+    assert_eq!(crate::backend::errno_of(&e), libc::EOPNOTSUPP);
+}
+
+#[test]
 fn journal_recover_replays_a_committed_txn_that_was_not_applied() {
     for (name, ops) in scenarios() {
         let b = mem_with_base();
@@ -927,11 +985,12 @@ fn record_len_of(segment: &[u8]) -> usize {
 }
 
 /// A transaction's record buffer outlives it: the next `begin` starts with its capacity (no regrowth
-/// from nothing every checkpoint), empty, and the next transaction's records are its own.
+/// from nothing every checkpoint), empty, and the next transaction's records are its own. (A store that
+/// takes the payload joined: one that takes pieces never gets the data into the buffer, as the last check shows.)
 #[test]
 fn the_next_transaction_reuses_the_record_buffer() {
     let b = mem_with_base();
-    let mut journal = Journal::open(b.clone()).unwrap();
+    let mut journal = Journal::open(Arc::new(FaultyBackend::new(b.clone()))).unwrap();
     let write = |byte: u8| JournalOp::Write { path: "c".into(), offset: 0, data: vec![byte; 100_000] };
     commit(&mut journal, 1, &[write(1), write(2)]);
     journal.apply(&mut || {}).unwrap();
@@ -945,6 +1004,11 @@ fn the_next_transaction_reuses_the_record_buffer() {
     let mut got = vec![0u8; 100_000];
     assert_eq!(b.read_at(Path::new("c"), 0, &mut got).unwrap(), 100_000);
     assert!(got.iter().all(|x| *x == 3), "the second transaction wrote its own bytes");
+    let mut pieces = Journal::open(mem_with_base()).unwrap();
+    pieces.begin(1).unwrap();
+    pieces.append(write(4)).unwrap();
+    let TxnState::Building { buf, tail_bytes, .. } = &pieces.txn else { panic!("building") };
+    assert!(buf.len() < 100 && *tail_bytes == 100_000, "record head {} bytes, tail {tail_bytes}", buf.len());
 }
 
 /// SQLite's rollback journal in `n` app transactions, three commits each

@@ -3,7 +3,8 @@
 //! device timeline of `SimBackend`, or the FastTrack scenario's tap that tags it and sets it aside.
 //!
 //! Mapping (docs/DEVICE_MODEL.md): `read_at` reads the bytes it returns that the store holds data for
-//! (never-written ranges and holes are free); `write_at` writes its bytes;
+//! (never-written ranges and holes are free); `write_at`, `write_pieces_at` and `write_unkept_at` write their
+//! bytes;
 //! every call that changes metadata (create, symlink, link, remove, rename, set_len, set_owner, set_perm,
 //! set_times, set_xattr, remove_xattr, fallocate) writes one metadata block; `sync` is a flush. `stat`,
 //! `list_dir`, `read_link`, `get_xattr`, `list_xattr`, `data_extents` and `statfs` are served from the OS's
@@ -102,10 +103,34 @@ impl<S: Store, K: RequestSink> Backend for MeteredStore<S, K> {
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.write_pieces_at(path, offset, &[data])
+    }
+
+    /// One write request of the pieces' joined length, as `write_at` of their joined bytes would issue.
+    fn write_pieces_at(&self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<()> {
         self.store.set_now(self.clock.now());
-        self.store.write_at(path, offset, data)?;
-        if !data.is_empty() {
-            self.sink.issue(Request::Write(data.len() as u64));
+        self.store.write_pieces_at(path, offset, pieces)?;
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        if len > 0 {
+            self.sink.issue(Request::Write(len as u64));
+        }
+        Ok(())
+    }
+
+    fn takes_pieces(&self) -> bool {
+        self.store.takes_pieces()
+    }
+
+    fn keeps_journal_payload(&self) -> bool {
+        self.store.keeps_journal_payload()
+    }
+
+    /// One write request of `len` bytes, as `write_at` of that many would issue.
+    fn write_unkept_at(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        self.store.set_now(self.clock.now());
+        self.store.write_unkept_at(path, offset, len)?;
+        if len > 0 {
+            self.sink.issue(Request::Write(len));
         }
         Ok(())
     }

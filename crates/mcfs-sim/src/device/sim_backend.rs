@@ -77,13 +77,12 @@ impl SimBackend {
 
     /// `new`, but data-less: a whole page holding the replay's pattern (`crate::pattern`, what every
     /// replay writes) is kept as a mark, not as its bytes, and reads back the same. Memory grows with the
-    /// pages' count; anything else (the engine's journal, partial pages) keeps its bytes.
+    /// pages' count. The journal's payload is not kept at all (`Backend::keeps_journal_payload`: a replay
+    /// never reads it back), so it is neither copied nor checksummed; anything else (partial pages, the
+    /// journal's commit and progress records) keeps its bytes.
     pub fn dataless(profile: DeviceProfile, clock: Arc<dyn Clock>) -> SimBackend {
-        SimBackend::over(
-            MemBackend::with_known_content(KnownContent { fill: pattern::fill, matches: pattern::matches }),
-            profile,
-            clock,
-        )
+        let known = KnownContent { fill: pattern::fill, matches: pattern::matches };
+        SimBackend::over(MemBackend::with_known_content(known).without_journal_payloads(), profile, clock)
     }
 }
 

@@ -30,6 +30,7 @@ struct Waiting {
 #[derive(Default)]
 struct Process {
     app: String,
+    pid: u32,
     queue: VecDeque<Waiting>,
     /// Completion and recorded time of the process's last event run (`None` before its first).
     last: Option<(u64, u64)>,
@@ -41,6 +42,8 @@ struct Process {
 pub struct ClosedLoop {
     processes: Vec<Process>,
     ids: HashMap<String, HashMap<u32, usize>>,
+    /// The process of the last event pushed: the next one is mostly its too, found without hashing.
+    last_pushed: Option<usize>,
     /// Processes whose head event's issue time is known: (issue time, seq of the event, process).
     ready: BinaryHeap<Reverse<(u64, u64, usize)>>,
     seq: u64,
@@ -94,12 +97,20 @@ impl ClosedLoop {
     }
 
     fn process_of(&mut self, event: &TraceEvent) -> usize {
-        if let Some(&id) = self.ids.get(event.app.as_str()).and_then(|pids| pids.get(&event.pid)) {
-            return id;
-        }
-        let id = self.processes.len();
-        self.processes.push(Process { app: event.app.clone(), ..Process::default() });
-        self.ids.entry(event.app.clone()).or_default().insert(event.pid, id);
+        let is_of = |p: &Process| p.pid == event.pid && p.app == event.app;
+        let id = match self.last_pushed.filter(|last| is_of(&self.processes[*last])) {
+            Some(last) => last,
+            None => match self.ids.get(event.app.as_str()).and_then(|pids| pids.get(&event.pid)) {
+                Some(&id) => id,
+                None => {
+                    let id = self.processes.len();
+                    self.processes.push(Process { app: event.app.clone(), pid: event.pid, ..Process::default() });
+                    self.ids.entry(event.app.clone()).or_default().insert(event.pid, id);
+                    id
+                }
+            },
+        };
+        self.last_pushed = Some(id);
         id
     }
 
