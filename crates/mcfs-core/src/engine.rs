@@ -662,11 +662,10 @@ impl Engine {
                 Ok(Some(trigger)) => {
                     drop(st);
                     tried.note(trigger);
-                    let committed = match trigger {
+                    self.stalled(app, || match trigger {
                         Trigger::App(app) => self.commit_app(app),
                         trigger => self.run_checkpoint(trigger),
-                    };
-                    self.stalled(app, || committed)?;
+                    })?;
                     continue;
                 }
                 Err(e) => break Err(e),
