@@ -576,7 +576,7 @@ impl Engine {
             }
             let pages = crate::file_io::fetch(&self.store(), &miss)?;
             let mut st = st.unwrap_or_else(|| self.state.lock());
-            if !st.insert_fetched(&miss, &pages) {
+            if !st.insert_fetched(&miss, pages) {
                 outdated += 1;
             }
         }

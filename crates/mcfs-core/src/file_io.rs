@@ -21,6 +21,7 @@ use crate::split_writes::Piece;
 use crate::state::{State, Store};
 use crate::types::*;
 use crate::vct::AppId;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What a writer must do before the cache has room for it.
@@ -79,7 +80,7 @@ impl State {
     fn load_page(&mut self, store: &Store, ino: Ino, idx: u64) -> FsResult<()> {
         let miss = Miss::new(self.inode(ino)?, ino, idx, 1, (idx + 1) * PAGE_SIZE);
         let pages = fetch(store, &miss)?;
-        self.insert_fetched(&miss, &pages);
+        self.insert_fetched(&miss, pages);
         Ok(())
     }
 
@@ -117,15 +118,14 @@ impl State {
     /// Caches pages fetched for `miss`, unless the file's data changed since
     /// (a write or truncate may have made them stale; then it returns false)
     /// or a page is there now.
-    pub fn insert_fetched(&mut self, miss: &Miss, pages: &[u8]) -> bool {
+    pub fn insert_fetched(&mut self, miss: &Miss, pages: Vec<Arc<PageBuf>>) -> bool {
         if !self.still_current(miss) {
             return false;
         }
         let Ok(owner) = self.accessor(miss.ino) else { return false };
-        let pages = pages.chunks_exact(PAGE_SIZE as usize);
         self.make_room_now(pages.len() as u64, owner, Source::Backing);
-        for (idx, bytes) in (miss.first..).zip(pages) {
-            self.cache.insert(miss.ino, idx, bytes.try_into().expect("page-sized"), owner, Source::Backing);
+        for (idx, data) in (miss.first..).zip(pages) {
+            self.cache.insert(miss.ino, idx, data, owner, Source::Backing);
         }
         true
     }
@@ -166,13 +166,6 @@ impl State {
             self.close_conflicting(app, &[ino]);
         }
         let vct = trailing.unwrap_or(self.apps.list[app].open.id);
-        // Room for the whole pages that come in with this write, made once
-        // per request rather than once per page.
-        let whole = offset.div_ceil(PAGE_SIZE)..end / PAGE_SIZE;
-        let coming = (whole.end.saturating_sub(whole.start)).saturating_sub(self.cache.count_cached(ino, whole));
-        if coming > 0 {
-            self.make_room_now(coming, owner, Source::Write);
-        }
         let mut at = offset;
         while at < end {
             let idx = at / PAGE_SIZE;
@@ -185,7 +178,8 @@ impl State {
             if !self.cache.contains(ino, idx) {
                 match <&PageBuf>::try_from(bytes) {
                     Ok(whole) => {
-                        self.cache.insert(ino, idx, whole, owner, Source::Write);
+                        self.make_room_now(1, owner, Source::Write);
+                        self.cache.insert(ino, idx, Arc::new(*whole), owner, Source::Write);
                         filled = true;
                     }
                     Err(_) => self.load_page(store, ino, idx)?,
@@ -334,12 +328,11 @@ pub fn stream(store: &Store, miss: &Miss, range: std::ops::Range<u64>, out: &mut
     read_backing(store, miss, range.start, &mut out[at..]).inspect_err(|_| out.truncate(at))
 }
 
-/// Reads a miss's pages from the backing store, one after another in the
-/// buffer returned; zeros where it has nothing the file may show (beyond
-/// its end, cut off by a pending truncate, or a file not yet in the backing
-/// store). Runs without the state lock.
-pub fn fetch(store: &Store, miss: &Miss) -> FsResult<Vec<u8>> {
+/// Reads a miss's pages from the backing store; zeros where it has nothing
+/// the file may show (beyond its end, cut off by a pending truncate, or a
+/// file not yet in the backing store). Runs without the state lock.
+pub fn fetch(store: &Store, miss: &Miss) -> FsResult<Vec<Arc<PageBuf>>> {
     let mut buf = vec![0u8; (miss.pages * PAGE_SIZE) as usize];
     read_backing(store, miss, miss.first * PAGE_SIZE, &mut buf)?;
-    Ok(buf)
+    Ok(buf.chunks_exact(PAGE_SIZE as usize).map(|c| Arc::new(<PageBuf>::try_from(c).expect("page-sized"))).collect())
 }

@@ -329,7 +329,7 @@ impl State {
             let (bytes, miss) = self.read_cached(ino, idx * PAGE_SIZE, PAGE_SIZE)?;
             let Some(miss) = miss else { return Ok(bytes) };
             let pages = fetch(store, &miss)?;
-            self.insert_fetched(&miss, &pages);
+            self.insert_fetched(&miss, pages);
         }
     }
 

@@ -35,6 +35,7 @@ use crate::types::{Ino, InoMap, PAGE_SIZE};
 use crate::vct::AppId;
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// Pages one fill from the backing store brings in at most (128 KiB): what
 /// clean pages may take the cache past its capacity by (a fill that may not
@@ -180,14 +181,6 @@ impl Cache {
         self.pages.get(&ino).is_some_and(|m| m.contains_key(&idx))
     }
 
-    /// How many of the pages of `ino` at the indexes `range` holds are cached.
-    pub fn count_cached(&self, ino: Ino, range: Range<u64>) -> u64 {
-        match self.pages.get(&ino) {
-            Some(map) if !range.is_empty() => map.range(range).count() as u64,
-            _ => 0,
-        }
-    }
-
     /// Whether any page of `ino` is pinned.
     pub fn has_pinned(&self, ino: Ino) -> bool {
         self.pages.get(&ino).is_some_and(|m| m.values().any(|e| e.pins > 0))
@@ -195,13 +188,13 @@ impl Cache {
 
     /// Inserts an unpinned page owned by `owner` in the tier placement
     /// picks for `source`; a page already there stays as it is.
-    pub fn insert(&mut self, ino: Ino, idx: u64, bytes: &PageBuf, owner: AppId, source: Source) {
+    pub fn insert(&mut self, ino: Ino, idx: u64, data: Arc<PageBuf>, owner: AppId, source: Source) {
         let tier = self.target(source);
         let map = self.pages.entry(ino).or_default();
         if map.contains_key(&idx) {
             return;
         }
-        let slot = self.tiers[tier as usize].store(bytes);
+        let slot = self.tiers[tier as usize].store(data);
         self.tick += 1;
         self.next_id += 1;
         let mut sharers = AppSet::default();
@@ -346,9 +339,9 @@ impl Cache {
             return false;
         }
         let from = &mut self.tiers[entry.tier as usize];
-        let bytes = *from.load(entry.slot);
+        let data = Arc::new(*from.load(entry.slot));
         from.free(entry.slot);
-        entry.slot = self.tiers[to as usize].store(&bytes);
+        entry.slot = self.tiers[to as usize].store(data);
         entry.tier = to;
         true
     }

@@ -10,8 +10,8 @@ const FG: AppId = 1;
 const BG: AppId = 2;
 const OTHER_BG: AppId = 3;
 
-fn page(byte: u8) -> PageBuf {
-    [byte; PAGE_SIZE as usize]
+fn page(byte: u8) -> Arc<PageBuf> {
+    Arc::new([byte; PAGE_SIZE as usize])
 }
 
 fn cache_of(replacement: &str, limit_pages: u64) -> Cache {
@@ -166,7 +166,7 @@ fn random_operations_match_the_model_and_keep_the_invariants() {
                     let (id, last_use, gen) = (model.ids, model.uses, model.gens);
                     model.pages.insert(key, ModelPage { id, owner: app, pins: 0, last_use, byte, gen });
                 }
-                cache.insert(ino, idx, &page(byte), app, Source::Backing);
+                cache.insert(ino, idx, page(byte), app, Source::Backing);
             }
             1 => {
                 let expected = model.used(key, app).map(|p| p.byte);
@@ -245,9 +245,9 @@ fn random_operations_match_the_model_and_keep_the_invariants() {
 #[test]
 fn a_page_put_in_or_taken_from_the_table_behind_the_cache_breaks_the_invariants() {
     let mut cache = cache();
-    cache.insert(1, 0, &page(0), FG, Source::Backing);
+    cache.insert(1, 0, page(0), FG, Source::Backing);
     assert_eq!(cache.check_invariants(), Ok(()));
-    let slot = cache.tiers[0].store(&page(1));
+    let slot = cache.tiers[0].store(page(1));
     let stray = Entry { tier: 0, slot, id: 99, pins: 0, owner: FG, sharers: AppSet(1 << FG), meta: 99 };
     cache.pages.get_mut(&1).unwrap().insert(1, stray);
     assert_eq!(cache.check_invariants(), Err("clean page 1:1 is not in app 1's reclaim list".to_string()));
@@ -261,7 +261,7 @@ fn a_page_put_in_or_taken_from_the_table_behind_the_cache_breaks_the_invariants(
 fn pinned_pages_are_not_reclaimable_and_an_unpinned_page_keeps_its_place() {
     let mut cache = cache();
     for idx in 0..3 {
-        cache.insert(5, idx, &page(0), FG, Source::Backing);
+        cache.insert(5, idx, page(0), FG, Source::Backing);
     }
     cache.read(5, 0, FG);
     assert_eq!(cache.victim(None, false), evict(5, 1));
@@ -278,7 +278,7 @@ fn pinned_pages_are_not_reclaimable_and_an_unpinned_page_keeps_its_place() {
 #[test]
 fn writing_a_frozen_page_copies_it() {
     let mut cache = cache();
-    cache.insert(1, 0, &page(7), FG, Source::Backing);
+    cache.insert(1, 0, page(7), FG, Source::Backing);
     let (_, version) = cache.freeze(1, 0).unwrap();
     cache.write(1, 0, FG, true).unwrap()[0] = 9;
     assert_eq!((version.bytes()[0], cache.read(1, 0, FG).unwrap()[0]), (7, 9), "the closed VCT keeps its version");
@@ -292,7 +292,7 @@ fn writing_a_frozen_page_copies_it() {
 fn truncation_forgets_dirty_and_clean_pages() {
     let mut cache = cache();
     for idx in 0..4 {
-        cache.insert(1, idx, &page(1), BG, Source::Backing);
+        cache.insert(1, idx, page(1), BG, Source::Backing);
     }
     cache.pin(1, 3);
     cache.remove_from(1, 2);
@@ -313,7 +313,7 @@ fn truncation_forgets_dirty_and_clean_pages() {
 fn background_clean_pages_go_before_older_foreground_ones() {
     let mut cache = cache();
     for (ino, idx, owner) in [(1, 0, FG), (1, 1, FG), (2, 0, BG), (3, 0, OTHER_BG), (2, 1, BG)] {
-        cache.insert(ino, idx, &page(0), owner, Source::Backing);
+        cache.insert(ino, idx, page(0), owner, Source::Backing);
     }
     assert_eq!(cache.victim(None, false), evict(1, 0), "plain LRU");
     assert_eq!(drain(&mut cache, Some(FG)), vec![(2, 0), (3, 0), (2, 1), (1, 0), (1, 1)]);
@@ -324,8 +324,8 @@ fn background_clean_pages_go_before_older_foreground_ones() {
 #[test]
 fn background_dirty_pages_come_before_foreground_clean_ones() {
     let mut cache = cache();
-    cache.insert(1, 0, &page(0), FG, Source::Backing);
-    cache.insert(2, 0, &page(0), BG, Source::Backing);
+    cache.insert(1, 0, page(0), FG, Source::Backing);
+    cache.insert(2, 0, page(0), BG, Source::Backing);
     let id = cache.pin(2, 0).unwrap();
     assert_eq!(cache.victim(Some(FG), false), Victim::Checkpoint(Scope::Background));
     assert_eq!(cache.victim(Some(FG), true), evict(1, 0), "a caller that cannot checkpoint goes on");
@@ -345,18 +345,18 @@ fn background_dirty_pages_come_before_foreground_clean_ones() {
 fn a_used_page_stays_and_belongs_to_its_last_user() {
     let mut cache = cache();
     for idx in 0..3 {
-        cache.insert(1, idx, &page(0), FG, Source::Backing);
+        cache.insert(1, idx, page(0), FG, Source::Backing);
     }
-    cache.insert(2, 0, &page(0), BG, Source::Backing);
+    cache.insert(2, 0, page(0), BG, Source::Backing);
     cache.read(1, 0, FG);
     // A background app reads the foreground app's page 1: it is background data now.
     cache.read(1, 1, BG);
     assert_eq!(drain(&mut cache, Some(FG)), vec![(2, 0), (1, 1), (1, 2), (1, 0)], "the used foreground page goes last");
 
     // The same for a dirty page: its dirt moves with it.
-    cache.insert(1, 5, &page(0), FG, Source::Write);
+    cache.insert(1, 5, page(0), FG, Source::Write);
     cache.pin(1, 5);
-    cache.insert(1, 6, &page(0), FG, Source::Write);
+    cache.insert(1, 6, page(0), FG, Source::Write);
     assert_eq!(cache.victim(Some(FG), false), evict(1, 6));
     cache.write(1, 5, BG, false);
     assert_eq!(cache.victim(Some(FG), false), Victim::Checkpoint(Scope::Background));
@@ -369,8 +369,8 @@ fn a_used_page_stays_and_belongs_to_its_last_user() {
 #[test]
 fn plain_lru_ignores_the_spared_app() {
     let mut cache = cache_of("lru", 1 << 20);
-    cache.insert(1, 0, &page(0), FG, Source::Backing);
-    cache.insert(2, 0, &page(0), BG, Source::Backing);
+    cache.insert(1, 0, page(0), FG, Source::Backing);
+    cache.insert(2, 0, page(0), BG, Source::Backing);
     cache.pin(2, 0);
     assert_eq!(cache.victim(Some(FG), false), evict(1, 0));
     cache.pin(1, 0);
@@ -383,7 +383,7 @@ fn plain_lru_ignores_the_spared_app() {
 fn reclaim_makes_room_in_the_limit_or_says_which_checkpoint_would() {
     let mut cache = cache_of("fasttrack+lru", 4);
     for idx in 0..4 {
-        cache.insert(1, idx, &page(0), if idx < 2 { FG } else { BG }, Source::Backing);
+        cache.insert(1, idx, page(0), if idx < 2 { FG } else { BG }, Source::Backing);
     }
     assert_eq!(cache.reclaim(1, Source::Backing, Some(FG), false), Reclaim::Made);
     assert_eq!((cache.contains(1, 2), cache.bytes()), (false, 3 * PAGE_SIZE), "the background page went");
@@ -452,8 +452,8 @@ impl PlacementPolicy for TwoLevels {
 fn a_demoted_page_moves_to_the_next_tier_with_its_bytes_and_place() {
     let tiers: Vec<Box<dyn Tier>> = vec![Box::new(Dram::new(0, 2 * PAGE_SIZE)), Box::new(Dram::new(1, PAGE_SIZE))];
     let mut cache = Cache::with(tiers, Box::new(DemotingLru::default()), Box::new(TwoLevels));
-    cache.insert(1, 0, &page(1), FG, Source::Backing);
-    cache.insert(1, 1, &page(2), FG, Source::Backing);
+    cache.insert(1, 0, page(1), FG, Source::Backing);
+    cache.insert(1, 1, page(2), FG, Source::Backing);
     assert_eq!(cache.reclaim(1, Source::Backing, None, false), Reclaim::Made);
     assert_eq!(cache.pages[&1][&0].tier, 1, "the least recently used page went down a tier");
     assert_eq!((cache.tiers[0].used_bytes(), cache.tiers[1].used_bytes()), (PAGE_SIZE, PAGE_SIZE));
@@ -461,7 +461,7 @@ fn a_demoted_page_moves_to_the_next_tier_with_its_bytes_and_place() {
     assert_eq!(cache.check_invariants(), Ok(()));
     // The read made page 1 the least recently used: it goes down too, past
     // tier 1's capacity (only fills and writes make room in a tier).
-    cache.insert(1, 2, &page(3), FG, Source::Backing);
+    cache.insert(1, 2, page(3), FG, Source::Backing);
     assert_eq!(cache.reclaim(1, Source::Backing, None, false), Reclaim::Made);
     assert_eq!((cache.pages[&1][&0].tier, cache.pages[&1][&1].tier, cache.pages[&1][&2].tier), (1, 1, 0));
     assert_eq!(cache.check_invariants(), Ok(()));
@@ -473,10 +473,10 @@ fn a_demoted_page_moves_to_the_next_tier_with_its_bytes_and_place() {
 fn clean_pages_past_the_limit_and_one_fill_break_the_invariants() {
     let mut cache = cache_of("lru", 4);
     for idx in 0..4 + MAX_FILL_PAGES {
-        cache.insert(1, idx, &page(0), FG, Source::Backing);
+        cache.insert(1, idx, page(0), FG, Source::Backing);
     }
     assert_eq!(cache.check_invariants(), Ok(()), "one fill over");
-    cache.insert(1, 99, &page(0), FG, Source::Backing);
+    cache.insert(1, 99, page(0), FG, Source::Backing);
     assert_eq!(
         cache.check_invariants(),
         Err("151552 bytes of clean pages, more than the capacity (16384 bytes) and one fill".to_string())

@@ -37,8 +37,8 @@ pub trait Tier: Send {
     fn used_bytes(&self) -> u64;
     /// Slots in use (for `Cache::check_invariants`).
     fn slots_used(&self) -> u64;
-    /// Puts a copy of a page's bytes in a new slot.
-    fn store(&mut self, bytes: &PageBuf) -> Slot;
+    /// Puts a page's bytes in a new slot.
+    fn store(&mut self, data: Arc<PageBuf>) -> Slot;
     fn load(&self, slot: Slot) -> &PageBuf;
     /// The slot's bytes for writing; a version frozen from it keeps its bytes.
     fn load_mut(&mut self, slot: Slot) -> &mut PageBuf;
