@@ -46,7 +46,8 @@ use std::time::SystemTime;
 
 /// Whether `app`'s open VCT must close now, between sync points: in
 /// operation mode what the policy says, or the VCT holds half
-/// `max_stale_bytes`; in sync-point mode only a limit reached.
+/// `max_stale_bytes`; in sync-point mode only a limit reached, or half the
+/// byte limit once a limit closed one since the app's last sync point.
 ///
 /// Why half (operation mode, where a boundary may fall after any
 /// operation): a writer whose next write would take its app past
@@ -55,13 +56,24 @@ use std::time::SystemTime;
 /// writer would wait for every commit of its data; closed at half, the
 /// background thread commits it while the writer fills the other half.
 /// The age limit has no writer waiting on it and keeps its full length.
+///
+/// In sync-point mode half would put a boundary between sync points into
+/// the write of an app that writes less than the limit between them, which
+/// keeps its guarantee today. Once a limit placed such a boundary, though,
+/// a crash may already leave the app's files between its last sync point
+/// and the next: further boundaries before the next sync point fall at half
+/// the byte limit, for the same overlap (a 1 GiB write between two sync
+/// points waits for the commit of its first 128 MiB only).
 pub(crate) fn closes_between_sync_points(st: &mut State, app: AppId, limits: &Limits, now: SystemTime) -> bool {
     let sync_points_only = st.config.consistency == Consistency::SyncPoint;
     let a = &mut st.apps.list[app];
+    let half_full = a.open.bytes >= halfway(limits).max_stale_bytes;
     if sync_points_only {
-        limits.reached(&a.open, now)
+        let due = limits.reached(&a.open, now) || (a.limit_closed_since_sync_point && half_full);
+        a.limit_closed_since_sync_point |= due;
+        due
     } else {
-        a.policy.should_close(&a.open, limits, now) || a.open.bytes >= halfway(limits).max_stale_bytes
+        a.policy.should_close(&a.open, limits, now) || half_full
     }
 }
 
@@ -81,6 +93,7 @@ pub(crate) fn at_sync_point(st: &mut State, app: AppId, now: SystemTime) -> bool
     }
     let limits = crate::checkpoint::limits_of(st, app);
     let a = &mut st.apps.list[app];
+    a.limit_closed_since_sync_point = false;
     let due = a.policy.should_close(&a.open, &limits, now) || halfway(&limits).reached(&a.open, now);
     if due {
         st.close_vct(app);
