@@ -77,6 +77,15 @@ pub(crate) fn closes_between_sync_points(st: &mut State, app: AppId, limits: &Li
     }
 }
 
+/// A writer at `app`'s byte limit commits its data, open VCT and all: in
+/// sync-point mode a boundary between sync points, as a limit closing the
+/// VCT is (`closes_between_sync_points`).
+pub(crate) fn limit_closes(st: &mut State, app: AppId) {
+    let sync_points_only = st.config.consistency == Consistency::SyncPoint;
+    let a = &mut st.apps.list[app];
+    a.limit_closed_since_sync_point |= sync_points_only && !a.open.is_empty();
+}
+
 /// Half of each limit (at least a byte).
 fn halfway(limits: &Limits) -> Limits {
     Limits { max_stale_bytes: (limits.max_stale_bytes / 2).max(1), max_stale: limits.max_stale / 2 }
