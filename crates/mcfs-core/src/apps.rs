@@ -27,6 +27,9 @@ pub struct App {
     pub max_stale_bytes: u64,
     pub max_stale: Duration,
     pub open: OpenVct,
+    /// Sync-point mode: a limit closed the app's VCT since its last sync
+    /// point (`sync_points::closes_between_sync_points`).
+    pub limit_closed_since_sync_point: bool,
     /// Bytes in the app's closed VCTs waiting for a checkpoint (kept by
     /// `State`, so staleness costs no walk of the queue).
     pub closed_bytes: u64,
@@ -82,6 +85,7 @@ impl Apps {
             max_stale_bytes: self.default_max_stale_bytes,
             max_stale: self.default_max_stale,
             open: OpenVct::default(),
+            limit_closed_since_sync_point: false,
             closed_bytes: 0,
             // `Config::validate` rejects unknown names; the fallback keeps an
             // unvalidated config from panicking and still bounds staleness.

@@ -662,11 +662,10 @@ impl Engine {
                 Ok(Some(trigger)) => {
                     drop(st);
                     tried.note(trigger);
-                    let committed = match trigger {
+                    self.stalled(app, || match trigger {
                         Trigger::App(app) => self.commit_app(app),
                         trigger => self.run_checkpoint(trigger),
-                    };
-                    self.stalled(app, || committed)?;
+                    })?;
                     continue;
                 }
                 Err(e) => break Err(e),
@@ -734,6 +733,7 @@ impl Engine {
         }
         let stale = crate::checkpoint::stale_bytes(st, app);
         if stale > 0 && stale + len > crate::checkpoint::limits_of(st, app).max_stale_bytes {
+            crate::sync_points::limit_closes(st, app);
             return Ok(Some(Trigger::App(app)));
         }
         // FastTrack PR: the foreground app never commits background apps'

@@ -44,16 +44,51 @@ use crate::types::{FileKind, Ino, SetAttr, ROOT_INO};
 use crate::vct::AppId;
 use std::time::SystemTime;
 
-/// Whether `app`'s open VCT must close now, between sync points: what the
-/// policy says in operation mode; in sync-point mode only a limit reached.
+/// Whether `app`'s open VCT must close now, between sync points: in
+/// operation mode what the policy says, or the VCT holds half
+/// `max_stale_bytes`; in sync-point mode only a limit reached, or half the
+/// byte limit once a limit closed one since the app's last sync point.
+///
+/// Why half (operation mode, where a boundary may fall after any
+/// operation): a writer whose next write would take its app past
+/// `max_stale_bytes` commits on its own thread first. A VCT that closed
+/// only at the limit leaves the next write no room at all, so a long
+/// writer would wait for every commit of its data; closed at half, the
+/// background thread commits it while the writer fills the other half.
+/// The age limit has no writer waiting on it and keeps its full length.
+///
+/// In sync-point mode half would put a boundary between sync points into
+/// the write of an app that writes less than the limit between them, which
+/// keeps its guarantee today. Once a limit placed such a boundary, though,
+/// a crash may already leave the app's files between its last sync point
+/// and the next: further boundaries before the next sync point fall at half
+/// the byte limit, for the same overlap (a 1 GiB write between two sync
+/// points waits for the commit of its first 128 MiB only).
 pub(crate) fn closes_between_sync_points(st: &mut State, app: AppId, limits: &Limits, now: SystemTime) -> bool {
     let sync_points_only = st.config.consistency == Consistency::SyncPoint;
     let a = &mut st.apps.list[app];
+    let half_full = a.open.bytes >= halfway(limits).max_stale_bytes;
     if sync_points_only {
-        limits.reached(&a.open, now)
+        let due = limits.reached(&a.open, now) || (a.limit_closed_since_sync_point && half_full);
+        a.limit_closed_since_sync_point |= due;
+        due
     } else {
-        a.policy.should_close(&a.open, limits, now)
+        a.policy.should_close(&a.open, limits, now) || half_full
     }
+}
+
+/// A writer at `app`'s byte limit commits its data, open VCT and all: in
+/// sync-point mode a boundary between sync points, as a limit closing the
+/// VCT is (`closes_between_sync_points`).
+pub(crate) fn limit_closes(st: &mut State, app: AppId) {
+    let sync_points_only = st.config.consistency == Consistency::SyncPoint;
+    let a = &mut st.apps.list[app];
+    a.limit_closed_since_sync_point |= sync_points_only && !a.open.is_empty();
+}
+
+/// Half of each limit (at least a byte).
+fn halfway(limits: &Limits) -> Limits {
+    Limits { max_stale_bytes: (limits.max_stale_bytes / 2).max(1), max_stale: limits.max_stale / 2 }
 }
 
 /// `app` is at a sync point with everything it wrote before handed over:
@@ -66,9 +101,9 @@ pub(crate) fn at_sync_point(st: &mut State, app: AppId, now: SystemTime) -> bool
         return false;
     }
     let limits = crate::checkpoint::limits_of(st, app);
-    let halfway = Limits { max_stale_bytes: (limits.max_stale_bytes / 2).max(1), max_stale: limits.max_stale / 2 };
     let a = &mut st.apps.list[app];
-    let due = a.policy.should_close(&a.open, &limits, now) || halfway.reached(&a.open, now);
+    a.limit_closed_since_sync_point = false;
+    let due = a.policy.should_close(&a.open, &limits, now) || halfway(&limits).reached(&a.open, now);
     if due {
         st.close_vct(app);
     }

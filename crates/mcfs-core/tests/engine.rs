@@ -274,6 +274,54 @@ fn a_writer_at_its_staleness_bound_commits_before_it_goes_on() {
     assert!(f.engine.stats().checkpoints >= 3);
 }
 
+#[test]
+fn a_vct_closes_at_half_the_byte_limit_so_the_writer_fills_the_other_half_while_it_commits() {
+    let f = fixture(Config { max_stale_bytes: 64 * 1024, ..Config::default() });
+    let ino = f.create(ROOT_INO, "log");
+    let write = |i: u64| f.engine.write(Some(ME), ino, i * 4096, &[i as u8; 4096]).map(drop).unwrap();
+    (0..8).for_each(write);
+    assert_eq!(f.engine.next_tick_in(), Duration::ZERO, "32 KiB written: the VCT closed for the background thread");
+    (8..16).for_each(write);
+    assert_eq!(f.engine.stats().checkpoints, 0, "the other half fit: the writer did not commit");
+    write(16);
+    assert_eq!(f.engine.stats().checkpoints, 1, "past the bound the writer commits first");
+    assert_eq!(f.backing("log").map(|d| d.len()), Some(16 * 4096), "both halves, before page 16");
+}
+
+/// A clock that moves on by a millisecond each time it is read: a commit,
+/// which reads it several times, takes time on it.
+struct Ticking(ManualClock);
+
+impl Clock for Ticking {
+    fn now(&self) -> std::time::SystemTime {
+        self.0.advance(Duration::from_millis(1));
+        self.0.now()
+    }
+
+    fn moves_by_itself(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_writer_that_commits_at_its_staleness_bound_counts_the_commit_as_stalled() {
+    let config = Config { max_stale_bytes: 64 * 1024, ..Config::default() };
+    let engine = Engine::start(Arc::new(MemBackend::new()), Arc::new(Ticking(ManualClock::new())), config).unwrap();
+    let ino = engine.create(ME, ROOT_INO, OsStr::new("log"), 0o644, true).unwrap().ino;
+    for i in 0..32u64 {
+        engine.write(Some(ME), ino, i * 4096, &[i as u8; 4096]).unwrap();
+    }
+    let s = engine.stats();
+    let stalled: f64 = s.apps.values().map(|a| a.stalled_seconds).sum();
+    assert!(s.checkpoints >= 1, "the writer reached its bound");
+    // Timing an empty wait reads the clock twice: one tick per commit.
+    assert!(
+        stalled >= 0.003 * s.checkpoints as f64,
+        "{stalled} s stalled for {} commits: the commits were not timed",
+        s.checkpoints
+    );
+}
+
 /// FastTrack PA: while an FG app runs, a BG app's commits are long BG
 /// operations that hold the journal, so a BG app may leave at most one
 /// checkpoint segment uncommitted; the FG app, and any app when no FG app is

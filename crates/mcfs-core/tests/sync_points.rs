@@ -180,6 +180,53 @@ fn limits_close_between_sync_points_and_halfway_closes_at_one() {
     assert_eq!(closed(), 2, "the age limit itself closes it between sync points");
 }
 
+#[test]
+fn after_a_limit_closed_a_vct_the_next_close_at_half_the_byte_limit_until_a_sync_point() {
+    let config = Config::from_toml("consistency = \"sync-point\"\nmax_stale_bytes = 65536\n").expect("config");
+    let engine = Engine::start(Arc::new(MemBackend::new()), Arc::new(ManualClock::new()), config).unwrap();
+    let closed = || engine.stats().apps["uid:10001"].vcts_closed;
+    let file = engine.create(APP, ROOT_INO, OsStr::new("f"), 0o644, false).unwrap().ino;
+    let mut at = 0;
+    let mut write = |pages: u64| {
+        for _ in 0..pages {
+            engine.write(None, file, at, &[7; 4096]).unwrap();
+            at += 4096;
+        }
+    };
+    write(8);
+    assert_eq!(closed(), 0, "half the limit, no sync point: no boundary");
+    write(8);
+    assert_eq!(closed(), 1, "the limit closes it");
+    write(8);
+    assert_eq!(closed(), 2, "after a limit's boundary, half the limit closes the next");
+    engine.fsync(Some(APP), file).unwrap();
+    engine.tick(); // the background thread commits what closed
+    let at_sync_point = closed();
+    write(8);
+    assert_eq!(closed(), at_sync_point, "a sync point restores the full limit");
+    write(8);
+    assert_eq!(closed(), at_sync_point + 1);
+    engine.fsync(Some(APP), file).unwrap();
+    engine.tick();
+    // Writes that end short of the limit: the writer past it commits its
+    // open VCT first, a boundary between sync points too.
+    let mut at = at + 100;
+    let before = closed();
+    for _ in 0..16 {
+        engine.write(None, file, at, &[8; 4000]).unwrap();
+        at += 4000;
+    }
+    assert_eq!(closed(), before, "64,000 bytes: short of the limit");
+    engine.write(None, file, at, &[8; 4000]).unwrap();
+    at += 4000;
+    assert_eq!(closed(), before + 1, "the writer past the limit committed the open VCT");
+    for _ in 0..8 {
+        engine.write(None, file, at, &[8; 4000]).unwrap();
+        at += 4000;
+    }
+    assert_eq!(closed(), before + 2, "36,000 bytes: past half the limit, the next closes");
+}
+
 /// After a crash the app's files are as they were at its last sync point
 /// that became a boundary, not at a moment in between (operation mode, for
 /// contrast, keeps the boundary the clock placed between two writes).
