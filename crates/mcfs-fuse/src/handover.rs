@@ -5,7 +5,8 @@
 //! later, in its own order. A sync point may become a VCT boundary, so every
 //! page the app dirtied before it must reach the engine first. Only a file
 //! open for writing can hold dirty pages: close(2) writes a file's pages
-//! back before the kernel sends FLUSH, and a shared writable mapping keeps
+//! back (before FLUSH, which the kernel stops sending once answered
+//! `ENOSYS`, `McfsFs::flush`), and a shared writable mapping keeps
 //! its file open until munmap. So `Handover` counts write opens per inode;
 //! at a sync point of an app with such a file (other than the one an fsync
 //! names, which the kernel wrote back itself) the handover thread has the
