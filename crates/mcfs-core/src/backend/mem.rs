@@ -166,7 +166,7 @@ impl FileData {
         if data.is_empty() {
             return Ok(());
         }
-        let end = offset.checked_add(data.len() as u64).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
+        let end = end_within(offset, data.len() as u64, max_size)?;
         let mut done = 0;
         while done < data.len() {
             let (index, within, len) = page_span(offset + done as u64, data.len() - done);
@@ -191,7 +191,7 @@ impl FileData {
         if len == 0 {
             return Ok(());
         }
-        let end = offset.checked_add(len).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
+        let end = end_within(offset, len, max_size)?;
         let touched = offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE);
         let kept: Vec<u64> = self.pages.range(touched.clone()).map(|(i, _)| *i).collect();
         for index in kept {
@@ -276,7 +276,7 @@ impl FileData {
         if len == 0 {
             return Err(libc::EINVAL);
         }
-        let end = offset.checked_add(len).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
+        let end = end_within(offset, len, max_size)?;
         if mode.zeroes() {
             self.zero(offset, end);
         }
@@ -334,6 +334,11 @@ impl FileData {
         }
         hasher.finish(self.size)
     }
+}
+
+/// The end of `len` bytes at `offset`; `EFBIG` past a file of `max_size`.
+fn end_within(offset: u64, len: u64, max_size: u64) -> Result<u64, i32> {
+    offset.checked_add(len).filter(|end| *end <= max_size).ok_or(libc::EFBIG)
 }
 
 /// The page holding byte `pos`, the offset in it, and how many of `want`
@@ -1045,7 +1050,7 @@ impl Backend for MemBackend {
             tree.room_for(id, offset, len)?;
             let max_size = tree.limits.limits.max_file_size;
             // Checked whole first: a piece must not land if a later one cannot.
-            offset.checked_add(len as u64).filter(|end| *end <= max_size).ok_or(libc::EFBIG)?;
+            end_within(offset, len as u64, max_size)?;
             let inode = tree.get_mut(id);
             let mut at = offset;
             for piece in pieces {
