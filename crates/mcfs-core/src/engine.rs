@@ -350,7 +350,7 @@ impl Engine {
         let inherited = inherit_xattrs(&mut inode, xattrs);
         st.inodes.insert(ino, inode);
         let dir = st.inode_mut(parent)?;
-        dir.children.as_mut().expect("loaded").insert(name.to_owned(), ino);
+        dir.children.as_mut().expect("loaded").insert(name, ino);
         dir.touch_mtime(now);
         if kind == FileKind::Dir {
             dir.attr.nlink += 1;
@@ -425,7 +425,7 @@ impl Engine {
         let app = st.app_of_uid(caller.uid);
         self.sync_point(&mut st, app, now);
         let dir = st.inode_mut(new_parent)?;
-        dir.children.as_mut().expect("loaded").insert(new_name.to_owned(), ino);
+        dir.children.as_mut().expect("loaded").insert(new_name, ino);
         dir.touch_mtime(now);
         let inode = st.inode_mut(ino)?;
         inode.attr.nlink += 1;
@@ -906,18 +906,21 @@ impl Engine {
         done
     }
 
-    /// Entries of a directory (without `.` and `..`).
-    pub fn readdir(&self, ino: Ino) -> FsResult<Vec<DirEntry>> {
+    /// Up to `max` entries of a directory (without `.` and `..`) in its
+    /// stream order, from slot `first` on (`children`: a later entry has a
+    /// larger slot, and a slot stays with its name).
+    pub fn readdir(&self, ino: Ino, first: u64, max: usize) -> FsResult<Vec<DirEntry>> {
         let mut st = self.state.lock();
         st.load_dir(&self.store(), ino)?;
         let dir = st.inode(ino)?;
         let children = dir.children.as_ref().expect("loaded");
         Ok(children
-            .iter()
-            .filter_map(|(name, child)| {
-                let kind = st.inodes.get(child)?.attr.kind;
-                Some(DirEntry { name: name.clone(), ino: *child, kind })
+            .stream_from(first)
+            .filter_map(|e| {
+                let kind = st.inodes.get(&e.ino)?.attr.kind;
+                Some(DirEntry { name: e.name.to_owned(), ino: e.ino, kind, slot: e.slot })
             })
+            .take(max)
             .collect())
     }
 
@@ -957,7 +960,7 @@ impl Engine {
         while at != ROOT_INO {
             let inode = st.inodes.get(&at)?;
             let parent = st.inodes.get(&inode.parent)?;
-            let name = parent.children.as_ref()?.iter().find(|(_, i)| **i == at).map(|(n, _)| n.clone())?;
+            let name = parent.children.as_ref()?.iter().find(|(_, i)| *i == at).map(|(n, _)| n.to_owned())?;
             names.push(name);
             at = inode.parent;
         }

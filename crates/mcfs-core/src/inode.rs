@@ -2,6 +2,7 @@
 //! pending operation). Directory children are loaded from the backing store
 //! on first use; once loaded, the in-memory listing is authoritative.
 
+use crate::children::Children;
 use crate::file_space::SpaceMap;
 use crate::types::*;
 use crate::vct::AppId;
@@ -15,7 +16,7 @@ pub struct Inode {
     /// The app whose write log receives this file's data operations.
     pub app: AppId,
     /// Children by name, once loaded (directories only).
-    pub children: Option<BTreeMap<OsString, Ino>>,
+    pub children: Option<Children>,
     /// Parent directory (for `..` and for directory renames).
     pub parent: Ino,
     pub symlink_target: Option<OsString>,
@@ -54,7 +55,7 @@ pub struct Inode {
 
 impl Inode {
     pub fn new(attr: Attr, app: AppId, parent: Ino) -> Inode {
-        let children = (attr.kind == FileKind::Dir).then(BTreeMap::new);
+        let children = (attr.kind == FileKind::Dir).then(Children::default);
         let backing_size = attr.size;
         Inode {
             backing_valid_len: u64::MAX,
@@ -82,7 +83,7 @@ impl Inode {
     }
 
     pub fn child(&self, name: &OsStr) -> Option<Ino> {
-        self.children.as_ref().and_then(|c| c.get(name).copied())
+        self.children.as_ref().and_then(|c| c.get(name))
     }
 
     pub fn touch_mtime(&mut self, now: SystemTime) {

@@ -14,6 +14,7 @@ mod batch_selection;
 pub mod cache;
 mod checkpoint;
 mod checkpoint_log;
+mod children;
 pub mod clock;
 mod committed;
 mod compile;

@@ -70,7 +70,7 @@ impl Engine {
             (_, None) => {}
         }
         st.inode_mut(parent)?.children.as_mut().expect("loaded").remove(name);
-        st.inode_mut(new_parent)?.children.as_mut().expect("loaded").insert(new_name.to_owned(), src);
+        st.inode_mut(new_parent)?.children.as_mut().expect("loaded").insert(new_name, src);
         if let Some(dst) = dst {
             let d = st.inode_mut(dst)?;
             d.attr.nlink = if d.is_dir() { 0 } else { d.attr.nlink - 1 };
@@ -131,8 +131,8 @@ impl Engine {
         (p2, n2, b): (Ino, &OsStr, Ino),
     ) -> FsResult<()> {
         let now = self.clock.now();
-        st.inode_mut(p1)?.children.as_mut().expect("loaded").insert(n1.to_owned(), b);
-        st.inode_mut(p2)?.children.as_mut().expect("loaded").insert(n2.to_owned(), a);
+        st.inode_mut(p1)?.children.as_mut().expect("loaded").insert(n1, b);
+        st.inode_mut(p2)?.children.as_mut().expect("loaded").insert(n2, a);
         if p1 != p2 {
             let (a_dir, b_dir) = (st.inode(a)?.is_dir(), st.inode(b)?.is_dir());
             let delta = a_dir as i64 - b_dir as i64;

@@ -13,6 +13,7 @@ use crate::app_status::{AppStatus, IoClass};
 use crate::apps::Apps;
 use crate::backend::{Backend, BackendAttr};
 use crate::cache::Cache;
+use crate::children::Children;
 use crate::committed::{Committed, Moving};
 use crate::config::{Config, SyncMode};
 use crate::inode::Inode;
@@ -173,7 +174,7 @@ impl State {
         let path = store.stable_path(dir)?.ok_or(Errno::EIO)?;
         let mut tree = store.tree.write();
         let listing = store.backend.list_dir(&path)?;
-        let mut children = std::collections::BTreeMap::new();
+        let mut children = Children::default();
         for (name, _) in listing {
             if dir == ROOT_INO && name == STATE_DIR {
                 continue;
@@ -186,7 +187,7 @@ impl State {
             if let Some(&known) = self.linked.get(&attr.ino).filter(|_| attr.nlink > 1 && attr.kind != FileKind::Dir) {
                 if self.inodes.get(&known).is_some_and(|i| i.attr.kind == attr.kind) {
                     tree.add_link(known, dir, &name);
-                    children.insert(name, known);
+                    children.insert(&name, known);
                     continue;
                 }
             }
@@ -204,7 +205,7 @@ impl State {
             }
             tree.add_link(ino, dir, &name);
             self.inodes.insert(ino, child);
-            children.insert(name, ino);
+            children.insert(&name, ino);
         }
         self.inode_mut(dir)?.children = Some(children);
         Ok(())

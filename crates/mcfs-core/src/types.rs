@@ -198,6 +198,8 @@ pub struct DirEntry {
     pub name: OsString,
     pub ino: Ino,
     pub kind: FileKind,
+    /// Its place in the directory's stream (`Engine::readdir`).
+    pub slot: u64,
 }
 
 /// Flags of `rename(2)` / `renameat2(2)`.

@@ -123,7 +123,7 @@ fn state_survives_a_restart_and_the_state_dir_stays_hidden() {
     f.engine.write(Some(ME), x, 4096 * 3, b"tail").unwrap();
     f.engine.symlink(ME, ROOT_INO, OsStr::new("link"), OsStr::new("dir/x")).unwrap();
     let f = f.restart(Config::default());
-    let names: Vec<_> = f.engine.readdir(ROOT_INO).unwrap().into_iter().map(|e| e.name).collect();
+    let names: Vec<_> = f.engine.readdir(ROOT_INO, 0, usize::MAX).unwrap().into_iter().map(|e| e.name).collect();
     assert_eq!(names, ["dir", "link"], ".mcfs must not show");
     assert_eq!(f.engine.lookup(ME, ROOT_INO, OsStr::new(STATE_DIR)), Err(Errno::ENOENT));
     let d = f.engine.lookup(ME, ROOT_INO, OsStr::new("dir")).unwrap();

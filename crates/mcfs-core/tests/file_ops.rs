@@ -306,7 +306,7 @@ fn tmpfile_is_linked_into_place_or_vanishes() {
     e.checkpoint().unwrap();
     let orphans = |b: &RecordingBackend| b.list_dir(Path::new(".mcfs/orphans")).unwrap().len();
     assert_eq!(orphans(&backend), 1, "kept as an orphan while unnamed");
-    assert!(e.readdir(ROOT_INO).unwrap().is_empty(), "no name shows");
+    assert!(e.readdir(ROOT_INO, 0, usize::MAX).unwrap().is_empty(), "no name shows");
     let linked = e.link(ME, tmp.ino, ROOT_INO, OsStr::new("final")).unwrap();
     assert_eq!(linked.nlink, 1);
     e.release(tmp.ino);

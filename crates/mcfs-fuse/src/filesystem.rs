@@ -20,7 +20,7 @@
 //! mkdir, symlink, link, readdirplus entries) is one the kernel really got —
 //! a reference whose reply could not carry it is forgotten at once.
 
-use crate::dir_handles::{items_from, DirHandles};
+use crate::dir_stream;
 use crate::handover::{Handover, InvalidatorSlot};
 use crate::held_requests::{HeldRequests, HELD_REQUEST_THREADS};
 use crate::io_priority;
@@ -141,7 +141,6 @@ pub struct McfsFs {
 /// What serving a request needs, shared with the threads of held-back requests.
 struct Served {
     engine: Arc<Engine>,
-    dirs: DirHandles,
     observer: Option<Arc<dyn RequestObserver>>,
     /// `fasttrack.dispatch`: serving threads take the I/O priority of each request's class.
     tags_io_priority: bool,
@@ -164,9 +163,8 @@ impl McfsFs {
         let (kernel_cache, mount_root) = (InvalidatorSlot::default(), MountRootSlot::default());
         let handover = (engine.consistency() == Consistency::SyncPoint)
             .then(|| Handover::start(mount_root.clone(), kernel_cache.clone()));
-        let dirs = DirHandles::default();
         McfsFs {
-            served: Arc::new(Served { engine, dirs, observer, tags_io_priority, handover, kernel_cache, mount_root }),
+            served: Arc::new(Served { engine, observer, tags_io_priority, handover, kernel_cache, mount_root }),
             held: HeldRequests::start(HELD_REQUEST_THREADS),
             pages_per_write: crate::kernel_config::pages_per_write(),
         }
@@ -671,68 +669,69 @@ impl McfsFs {
         });
     }
 
+    /// Refused once, so that the kernel stops sending OPENDIR and RELEASEDIR
+    /// and caches directory listings itself (`dir_stream`).
     pub(crate) fn opendir(&self, reply: impl OpenAnswer) {
-        reply.opened(FileHandle(self.served.dirs.open()), FopenFlags::empty());
+        reply.error(fuser::Errno::ENOSYS);
     }
 
-    pub(crate) fn readdir(&self, caller: Caller, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: impl DirAnswer) {
+    pub(crate) fn readdir(&self, caller: Caller, ino: INodeNo, offset: u64, mut reply: impl DirAnswer) {
         self.serve(caller, &(), move |fs, ()| {
-            let listing = match fs.dirs.listing(fh.0, offset, || fs.engine.readdir(ino.0)) {
-                Ok(listing) => listing,
-                Err(e) => return reply.error(errno(e)),
-            };
-            for item in items_from(ino.0, &listing, offset) {
-                if reply.add(INodeNo(item.ino), item.offset, file_type(item.kind), item.name) {
-                    break;
-                }
+            let mut sent_any = false;
+            let listed = dir_stream::each_item(
+                ino.0,
+                offset,
+                |first, max| fs.engine.readdir(ino.0, first, max),
+                |item| {
+                    let full = reply.add(INodeNo(item.ino), item.offset, file_type(item.kind), item.name);
+                    sent_any |= !full;
+                    Ok(full)
+                },
+            );
+            match listed {
+                // Report the failure now if nothing was sent, else on the next call.
+                Err(e) if !sent_any => reply.error(errno(e)),
+                _ => reply.ok(),
             }
-            reply.ok();
         });
     }
 
     /// Like readdir, with each entry's attributes. The kernel counts a
     /// lookup for every entry it receives except `.` and `..`, so entries
     /// are looked up (taking that reference) rather than stat'ed.
-    pub(crate) fn readdirplus(
-        &self,
-        caller: Caller,
-        ino: INodeNo,
-        fh: FileHandle,
-        offset: u64,
-        mut reply: impl DirPlusAnswer,
-    ) {
+    pub(crate) fn readdirplus(&self, caller: Caller, ino: INodeNo, offset: u64, mut reply: impl DirPlusAnswer) {
         self.serve(caller, &(), move |fs, ()| {
-            let listing = match fs.dirs.listing(fh.0, offset, || fs.engine.readdir(ino.0)) {
-                Ok(listing) => listing,
-                Err(e) => return reply.error(errno(e)),
-            };
             let mut sent_any = false;
-            for item in items_from(ino.0, &listing, offset) {
-                let attr =
-                    if item.is_dot() { fs.engine.getattr(ino.0) } else { fs.engine.lookup(caller, ino.0, item.name) };
-                let attr = match attr {
-                    Ok(attr) => attr,
-                    // Removed since the listing was taken: not part of the directory any more.
-                    Err(Errno::ENOENT) if !item.is_dot() => continue,
-                    // Report the failure now if nothing was sent, else on the next call.
-                    Err(e) if !sent_any => return reply.error(errno(e)),
-                    Err(_) => break,
-                };
-                if reply.add(INodeNo(attr.ino), item.offset, item.name, &TTL, &file_attr(&attr), GENERATION) {
-                    if !item.is_dot() {
+            let listed = dir_stream::each_item(
+                ino.0,
+                offset,
+                |first, max| fs.engine.readdir(ino.0, first, max),
+                |item| {
+                    let attr = match if item.is_dot() {
+                        fs.engine.getattr(ino.0)
+                    } else {
+                        fs.engine.lookup(caller, ino.0, item.name)
+                    } {
+                        Ok(attr) => attr,
+                        // Removed since the batch was listed: not part of the directory any more.
+                        Err(Errno::ENOENT) if !item.is_dot() => return Ok(false),
+                        Err(e) => return Err(e),
+                    };
+                    let full =
+                        reply.add(INodeNo(attr.ino), item.offset, item.name, &TTL, &file_attr(&attr), GENERATION);
+                    if full && !item.is_dot() {
                         fs.engine.forget(attr.ino, 1);
                     }
-                    break;
-                }
-                sent_any = true;
+                    sent_any |= !full;
+                    Ok(full)
+                },
+            );
+            match listed {
+                // Report the failure now if nothing was sent, else on the next call.
+                Err(e) if !sent_any => reply.error(errno(e)),
+                _ => reply.ok(),
             }
-            reply.ok();
         });
-    }
-
-    pub(crate) fn releasedir(&self, fh: FileHandle, reply: impl EmptyAnswer) {
-        self.served.dirs.release(fh.0);
-        reply.ok();
     }
 
     pub(crate) fn fsyncdir(&self, caller: Caller, reply: impl EmptyAnswer) {

@@ -171,16 +171,12 @@ impl Filesystem for McfsFs {
         McfsFs::opendir(self, reply);
     }
 
-    fn readdir(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectory) {
-        McfsFs::readdir(self, caller(req), ino, fh, offset, reply);
+    fn readdir(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, reply: ReplyDirectory) {
+        McfsFs::readdir(self, caller(req), ino, offset, reply);
     }
 
-    fn readdirplus(&self, req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
-        McfsFs::readdirplus(self, caller(req), ino, fh, offset, reply);
-    }
-
-    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
-        McfsFs::releasedir(self, fh, reply);
+    fn readdirplus(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, reply: ReplyDirectoryPlus) {
+        McfsFs::readdirplus(self, caller(req), ino, offset, reply);
     }
 
     fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {

@@ -8,7 +8,7 @@
 //! io_uring (`uring`: the transport, no tie to mcfs); `mount` checks the
 //! mount point and serves a `McfsFs` on several threads; `Mounted` waits for
 //! the session to end or unmounts it. Pure request translations live in
-//! `translate`, directory stream state in `dir_handles`, the mount(2) call
+//! `translate`, directory streams in `dir_stream`, the mount(2) call
 //! that keeps the `fuse.SUBTYPE` type in `kernel_mount`, the serving threads'
 //! I/O priority in `io_priority`, the threads that serve background requests
 //! FastTrack may hold back in `held_requests`; `observer` is the hook that lets the
@@ -17,7 +17,7 @@
 //! twice, and `mount_error` names the file a failed mount tripped on (both
 //! shared with flashdev).
 
-mod dir_handles;
+mod dir_stream;
 mod filesystem;
 mod fuser_session;
 mod handover;

@@ -11,7 +11,7 @@
 use crate::filesystem::McfsFs;
 use crate::held_requests::HELD_AT_MOST;
 use crate::uring::{self, forget_pairs, DirPlusReply, DirReply, Op, Reply, Request};
-use fuser::{FileHandle, INodeNo, RenameFlags, WriteFlags};
+use fuser::{INodeNo, RenameFlags, WriteFlags};
 use mcfs_core::Caller;
 
 /// Entries per ring queue: every request that can be held, plus one served at once.
@@ -58,13 +58,10 @@ impl uring::Handler for McfsFs {
             Op::Removexattr { name } => self.removexattr(caller, node, name, reply),
             Op::Flush { .. } => self.flush(caller, node, reply),
             Op::Opendir { .. } => self.opendir(reply),
-            Op::Readdir { fh, offset, size } => {
-                self.readdir(caller, node, FileHandle(fh), offset, DirReply::new(reply, size))
+            Op::Readdir { offset, size, .. } => self.readdir(caller, node, offset, DirReply::new(reply, size)),
+            Op::Readdirplus { offset, size, .. } => {
+                self.readdirplus(caller, node, offset, DirPlusReply::new(reply, size))
             }
-            Op::Readdirplus { fh, offset, size } => {
-                self.readdirplus(caller, node, FileHandle(fh), offset, DirPlusReply::new(reply, size))
-            }
-            Op::Releasedir { fh } => self.releasedir(FileHandle(fh), reply),
             Op::Fsyncdir { .. } => self.fsyncdir(caller, reply),
             Op::Create { name, mode, umask, flags } => {
                 self.create(caller, node, name, mode, umask, flags as i32, reply)
@@ -76,7 +73,10 @@ impl uring::Handler for McfsFs {
             Op::Lseek { offset, whence, .. } => self.lseek(caller, node, offset, whence as i32, reply),
             // The engine is shut down by the mounting program once the session ends.
             Op::Destroy => reply.ok(),
-            Op::Init | Op::Interrupt { .. } | Op::Unsupported => reply.error(fuser::Errno::ENOSYS),
+            // No RELEASEDIR follows a refused OPENDIR (`McfsFs::opendir`).
+            Op::Init | Op::Interrupt { .. } | Op::Releasedir { .. } | Op::Unsupported => {
+                reply.error(fuser::Errno::ENOSYS)
+            }
         }
     }
 }

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 const TRACING: &str = "/sys/kernel/tracing";
 const FUSE_FLUSH: u32 = 25;
+const FUSE_OPENDIR: u32 = 27;
+const FUSE_RELEASEDIR: u32 = 29;
 const CLOSES: usize = 40;
 
 /// A tracefs instance of its own recording FUSE requests of one connection;
@@ -110,4 +112,25 @@ fn a_recording_mount_hears_every_close() {
     drop(trace);
     daemon.unmount();
     assert_eq!(flushes, CLOSES, "a close is an event of the recorded trace");
+}
+
+#[test]
+fn listing_a_directory_costs_no_opendir_after_the_first() {
+    for consistency in ["operation", "sync-point"] {
+        let dirs = Dirs::new(Some(&format!("consistency = \"{consistency}\"\n")));
+        let daemon = Daemon::foreground(&dirs, &[]);
+        fs::create_dir(dirs.mnt.join("d")).unwrap();
+        let opens = RequestTrace::start(&format!("opendir-{consistency}"), &dirs.mnt, FUSE_OPENDIR);
+        let releases = RequestTrace::start(&format!("releasedir-{consistency}"), &dirs.mnt, FUSE_RELEASEDIR);
+        for n in 0..CLOSES {
+            File::create(dirs.mnt.join(format!("d/f{n}"))).expect("create");
+            let names = fs::read_dir(dirs.mnt.join("d")).expect("readdir").count();
+            assert_eq!(names, n + 1, "{consistency}: listing {n}");
+        }
+        let (opendirs, releasedirs) = (opens.count(), releases.count());
+        drop((opens, releases));
+        daemon.unmount();
+        assert!(opendirs <= 1, "{consistency}: {opendirs} OPENDIR requests for {CLOSES} listings: at most the first");
+        assert_eq!(releasedirs, 0, "{consistency}: no RELEASEDIR follows a refused OPENDIR");
+    }
 }

@@ -103,7 +103,7 @@ pub fn from_engine(engine: &Engine) -> Result<Tree, String> {
     let mut ids = HashMap::new();
     let mut dirs = vec![(PathBuf::new(), ROOT_INO)];
     while let Some((dir, ino)) = dirs.pop() {
-        for entry in engine.readdir(ino).map_err(|e| format!("readdir {}: {e}", dir.display()))? {
+        for entry in engine.readdir(ino, 0, usize::MAX).map_err(|e| format!("readdir {}: {e}", dir.display()))? {
             let path = dir.join(&entry.name);
             let failed = |what: &str, e: mcfs_core::Errno| format!("{what} {}: {e}", path.display());
             let attr = engine.getattr(entry.ino).map_err(|e| failed("getattr", e))?;
