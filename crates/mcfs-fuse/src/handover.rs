@@ -22,6 +22,7 @@
 //! to the one handover thread, which holds no engine lock while it waits
 //! (the syncfs itself waits on a thread that holds no descriptor of the
 //! daemon's, so a killed daemon's connection ends, and the wait with it).
+//! Sync points that queue while a handover runs share the next one.
 //! Invariant: a sync point's engine
 //! call runs only after every file picked for it was handed over.
 
@@ -78,9 +79,19 @@ impl Handover {
         let (queue, jobs) = mpsc::channel::<(Vec<u64>, Job)>();
         let write_back = WriteBack::start(mount);
         let started = std::thread::Builder::new().name("mcfs-handover".into()).spawn(move || {
-            for (inos, job) in jobs {
+            // Sync points that queued while a handover ran share the next
+            // one: it starts after each of them came, so it hands over all
+            // that each needs.
+            while let Ok(first) = jobs.recv() {
+                let mut batch = vec![first];
+                batch.extend(jobs.try_iter());
+                let mut inos: Vec<u64> = batch.iter().flat_map(|(inos, _)| inos.iter().copied()).collect();
+                inos.sort_unstable();
+                inos.dedup();
                 hand_over(&write_back, notifier.get().map(|n| &**n), &inos);
-                job();
+                for (_, job) in batch {
+                    job();
+                }
             }
         });
         if let Err(e) = started {
@@ -192,5 +203,50 @@ mod tests {
             }),
         );
         assert!(ran.load(Ordering::SeqCst));
+    }
+
+    /// Counts handovers (no mount here, so each falls back to invalidating
+    /// the files) and holds the first until told to go on.
+    struct Gate {
+        calls: Mutex<Vec<u64>>,
+        go: Mutex<Option<mpsc::Receiver<()>>>,
+    }
+
+    impl InodeInvalidator for Arc<Gate> {
+        fn invalidate(&self, ino: u64, _offset: i64, _len: i64) -> io::Result<()> {
+            self.calls.lock().push(ino);
+            if let Some(go) = self.go.lock().take() {
+                go.recv().expect("the test lets the first handover finish");
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn sync_points_queued_during_a_handover_share_the_next_one() {
+        let (release, go) = mpsc::channel();
+        let gate = Arc::new(Gate { calls: Mutex::default(), go: Mutex::new(Some(go)) });
+        let slot = InvalidatorSlot::default();
+        assert!(slot.set(Box::new(Arc::clone(&gate))).is_ok());
+        let h = Handover::start(MountRootSlot::default(), slot);
+        for ino in [1, 2, 3] {
+            h.opened(ino, libc::O_WRONLY);
+        }
+        let (done, finished) = mpsc::channel();
+        let job = |n: u32| {
+            let done = done.clone();
+            Box::new(move || done.send(n).unwrap()) as Job
+        };
+        h.then(|ino| ino == 1, job(1));
+        // The first handover is under way (it holds in the gate) before the others queue.
+        while gate.calls.lock().is_empty() {
+            std::thread::yield_now();
+        }
+        h.then(|ino| ino == 2, job(2));
+        h.then(|ino| ino == 3 || ino == 2, job(3));
+        release.send(()).unwrap();
+        let order: Vec<u32> = (0..3).map(|_| finished.recv().unwrap()).collect();
+        assert_eq!(order, [1, 2, 3], "each job after its handover, in the order they came");
+        assert_eq!(*gate.calls.lock(), [1, 2, 3], "one handover for the first, one for the two queued meanwhile");
     }
 }
