@@ -707,11 +707,12 @@ impl McfsFs {
                 offset,
                 |first, max| fs.engine.readdir(ino.0, first, max),
                 |item| {
-                    let attr = match if item.is_dot() {
+                    let found = if item.is_dot() {
                         fs.engine.getattr(ino.0)
                     } else {
                         fs.engine.lookup(caller, ino.0, item.name)
-                    } {
+                    };
+                    let attr = match found {
                         Ok(attr) => attr,
                         // Removed since the batch was listed: not part of the directory any more.
                         Err(Errno::ENOENT) if !item.is_dot() => return Ok(false),
