@@ -887,6 +887,23 @@ impl Engine {
         crate::sync_points::touches_other_apps(&st, app, &touched)
     }
 
+    /// Whether a sync point of the caller's app now may place a VCT
+    /// boundary (sync-point mode, `sync_points::boundary_possible`): if
+    /// not, the FUSE adapter skips the handover and runs the sync point
+    /// `without_boundary`.
+    pub fn boundary_possible(&self, caller: Caller) -> bool {
+        let mut st = self.state.lock();
+        let app = st.app_of_uid(caller.uid);
+        crate::sync_points::boundary_possible(&st, app, self.clock.now())
+    }
+
+    /// Runs `op`, engine calls of a sync point that `boundary_possible`
+    /// said no to, the kernel's dirty pages not handed over: they close no
+    /// VCT.
+    pub fn without_boundary<T>(op: impl FnOnce() -> T) -> T {
+        crate::sync_points::without_boundary(op)
+    }
+
     /// Whether the data `ino` holds goes to the write log of the caller's
     /// app (the file's app is the caller's): a sync point of that app must
     /// see the file's data handed over first.

@@ -33,16 +33,28 @@
 //! come back as at that moment, a prefix of its operations, as in
 //! operation mode.
 //!
+//! Most sync points close nothing (with the default policy only one at
+//! half a limit does), and a handover costs a `syncfs`. So the adapter asks
+//! `boundary_possible` first, and runs a sync point that cannot close the
+//! VCT without a handover, inside `without_boundary`, where it places none.
+//!
 //! Invariant: in sync-point mode the policy never closes a VCT outside
-//! `at_sync_point`.
+//! `at_sync_point`, and never inside `without_boundary`.
 
-use crate::config::Consistency;
+use crate::config::{Consistency, SyncMode};
 use crate::inode::Inode;
 use crate::policy::Limits;
 use crate::state::State;
 use crate::types::{FileKind, Ino, SetAttr, ROOT_INO};
 use crate::vct::AppId;
+use std::cell::Cell;
 use std::time::SystemTime;
+
+thread_local! {
+    /// Set while this thread runs a sync point the kernel's dirty pages
+    /// were not handed over for (`without_boundary`).
+    static NOT_HANDED_OVER: Cell<bool> = const { Cell::new(false) };
+}
 
 /// Whether `app`'s open VCT must close now, between sync points: in
 /// operation mode what the policy says, or the VCT holds half
@@ -103,11 +115,44 @@ pub(crate) fn at_sync_point(st: &mut State, app: AppId, now: SystemTime) -> bool
     let limits = crate::checkpoint::limits_of(st, app);
     let a = &mut st.apps.list[app];
     a.limit_closed_since_sync_point = false;
+    if NOT_HANDED_OVER.get() {
+        return false;
+    }
     let due = a.policy.should_close(&a.open, &limits, now) || halfway(&limits).reached(&a.open, now);
     if due {
         st.close_vct(app);
     }
     due
+}
+
+/// Whether a sync point of `app` now may close its VCT or commit it, so
+/// that the kernel must hand over first (sync-point mode): an app in sync
+/// mode commits at fsync; else the policy may want a boundary
+/// (`TransactionPolicy::may_close`), or the VCT is halfway to a limit. The
+/// pages still in the kernel are not counted: a sync point that would
+/// reach half a limit with them only closes at a later one.
+pub(crate) fn boundary_possible(st: &State, app: AppId, now: SystemTime) -> bool {
+    if st.mode_of(app) == SyncMode::Sync {
+        return true;
+    }
+    let limits = crate::checkpoint::limits_of(st, app);
+    let a = &st.apps.list[app];
+    a.policy.may_close(&a.open, &limits, now) || halfway(&limits).reached(&a.open, now)
+}
+
+/// Runs `op`, a sync point the kernel's dirty pages were not handed over
+/// for because `boundary_possible` said no: it closes no VCT. (An app that
+/// went into sync mode meanwhile, its battery low, still commits at
+/// fsync: the file fsync names was written back by the kernel itself.)
+pub(crate) fn without_boundary<T>(op: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            NOT_HANDED_OVER.set(self.0);
+        }
+    }
+    let _restore = Restore(NOT_HANDED_OVER.replace(true));
+    op()
 }
 
 /// Whether an operation of `app` on `touched` (the inodes it names, the

@@ -339,3 +339,34 @@ fn a_crash_between_reordered_writebacks_finds_a_sync_points_state() {
     }
     assert!(not_a_sync_point > 0, "operation mode never cut between sync points: the test shows nothing (seed {seed})");
 }
+
+#[test]
+fn a_handover_is_needed_only_where_a_boundary_may_fall_and_none_falls_without_one() {
+    let config = Config::from_toml("consistency = \"sync-point\"\nmax_stale_seconds = 10\n").expect("config");
+    let clock = Arc::new(ManualClock::new());
+    let engine = Engine::start(Arc::new(MemBackend::new()), clock.clone(), config).expect("engine starts");
+    let closed = || engine.stats().apps["uid:10001"].vcts_closed;
+    let file = engine.create(APP, ROOT_INO, OsStr::new("f"), 0o644, false).unwrap().ino;
+    engine.write(Some(APP), file, 0, b"x").unwrap();
+    clock.advance(Duration::from_secs(4));
+    assert!(!engine.boundary_possible(APP), "staleness-limit, 4 s of 10: no sync point can close it");
+    clock.advance(Duration::from_secs(2));
+    assert!(engine.boundary_possible(APP), "6 s: halfway, a sync point closes it");
+    // A sync point run without a handover places no boundary, even when due.
+    Engine::without_boundary(|| engine.fsync(Some(APP), file)).unwrap();
+    let unlinked = engine.create(APP, ROOT_INO, OsStr::new("g"), 0o644, false).unwrap().ino;
+    Engine::without_boundary(|| engine.unlink(APP, ROOT_INO, OsStr::new("g"))).unwrap();
+    assert_eq!(closed(), 0, "no boundary without a handover");
+    assert!(engine.getattr(unlinked).is_ok_and(|a| a.nlink == 0), "the unlink itself was done");
+    engine.fsync(Some(APP), file).unwrap();
+    assert_eq!(closed(), 1, "the next sync point with its handover closes it");
+}
+
+#[test]
+fn every_sync_point_needs_a_handover_under_a_policy_that_may_close_there_or_in_sync_mode() {
+    for toml in ["transaction_policy = \"close-on-fsync\"\n", "mode = \"sync\"\n"] {
+        let config = Config::from_toml(&format!("consistency = \"sync-point\"\n{toml}")).expect("config");
+        let engine = Engine::start(Arc::new(MemBackend::new()), Arc::new(ManualClock::new()), config).expect("starts");
+        assert!(engine.boundary_possible(APP), "{toml}");
+    }
+}

@@ -199,7 +199,9 @@ impl McfsFs {
 
     /// Serves a request that may end VCTs as `serve` does; in sync-point
     /// mode `work` runs once the kernel has handed over the dirty pages
-    /// those VCTs need (`Ends`): at a sync point, those of every file of
+    /// those VCTs need (`Ends`): at a sync point that may close the app's
+    /// VCT (`Engine::boundary_possible`; one that cannot runs at once,
+    /// placing no boundary), those of every file of
     /// the caller's app open for writing (but the one an fsync flushed
     /// itself); and those of every file where the request changes another
     /// app's file or depends on what another app changed since its last
@@ -223,6 +225,10 @@ impl McfsFs {
             let names: Vec<(u64, &OsStr)> = touched.names.iter().map(|(dir, name)| (*dir, name.as_os_str())).collect();
             let others = fs.engine.touches_other_apps(caller, &touched.inos, &names);
             let own = match ends {
+                // Nothing to hand over for a sync point that cannot close a VCT.
+                Ends::SyncPoint { .. } if !others && !fs.engine.boundary_possible(caller) => {
+                    return Engine::without_boundary(|| work(fs, input));
+                }
                 Ends::SyncPoint { synced } => Some(synced),
                 Ends::Change if !others => return work(fs, input),
                 Ends::Change => None,

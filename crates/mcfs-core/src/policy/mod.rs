@@ -64,6 +64,14 @@ pub trait TransactionPolicy: Send + Sync {
     /// Whether the open VCT should close now.
     fn should_close(&mut self, vct: &OpenVct, limits: &Limits, now: SystemTime) -> bool;
 
+    /// Whether `should_close` could say yes now, without asking it (it may
+    /// change the policy's state): sync-point mode has the kernel hand over
+    /// its dirty pages only before a sync point that may close the VCT
+    /// (`sync_points::boundary_possible`). Yes unless a policy knows better.
+    fn may_close(&self, _vct: &OpenVct, _limits: &Limits, _now: SystemTime) -> bool {
+        true
+    }
+
     /// The app called fsync / fdatasync / sync while in memory mode.
     fn on_fsync(&mut self, _now: SystemTime) {}
 

@@ -10,6 +10,10 @@ pub struct StalenessLimit;
 
 impl TransactionPolicy for StalenessLimit {
     fn should_close(&mut self, vct: &OpenVct, limits: &Limits, now: SystemTime) -> bool {
+        self.may_close(vct, limits, now)
+    }
+
+    fn may_close(&self, vct: &OpenVct, limits: &Limits, now: SystemTime) -> bool {
         limits.reached(vct, now)
     }
 }
@@ -31,5 +35,6 @@ mod tests {
         assert!(p.should_close(&v, &limits, t0 + Duration::from_secs(120)));
         v.record_write(2, 1, 4096, t0);
         assert!(p.should_close(&v, &limits, t0));
+        assert!(p.may_close(&v, &limits, t0) && !p.may_close(&OpenVct::new(2), &limits, t0));
     }
 }

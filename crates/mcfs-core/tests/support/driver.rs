@@ -189,6 +189,9 @@ fn split(path: &str) -> (&str, &str) {
 /// The engine, driven the way the FUSE adapter drives it: names resolved
 /// with lookup (each reference given back with forget), files opened for
 /// the duration of a path write, handles released and forgotten on close.
+/// A sync point's app, the inodes and the directory entries it names.
+type Touches<'s> = (usize, Vec<Ino>, Vec<(Ino, &'s OsStr)>);
+
 struct Harness {
     engine: Engine,
     clock: Arc<ManualClock>,
@@ -283,7 +286,49 @@ impl Harness {
     }
 
     fn exec(&mut self, step: &Step) -> FsResult<()> {
+        // The FUSE adapter hands nothing over before a sync point that
+        // cannot close a VCT, and runs it placing none (`serve_ending`).
+        if self.sync_point_without_handover(step) {
+            if let Some(kernel) = self.kernel.as_mut() {
+                kernel.write_back_some(&self.engine)?;
+            }
+            return Engine::without_boundary(|| self.apply(step));
+        }
         self.write_back_before(step)?;
+        self.apply(step)
+    }
+
+    /// Whether `step` is a sync point the adapter would serve without a
+    /// handover: it changes no other app's file or open VCT, and its app's
+    /// VCT cannot close there (`Engine::boundary_possible`). When a name
+    /// does not resolve, the handover is kept.
+    fn sync_point_without_handover(&self, step: &Step) -> bool {
+        if self.kernel.is_none() {
+            return false;
+        }
+        let Some((app, inos, entries)) = self.sync_point_touches(step) else { return false };
+        let e = &self.engine;
+        !e.touches_other_apps(caller(app), &inos, &entries) && !e.boundary_possible(caller(app))
+    }
+
+    /// The app of sync point `step` and what the adapter asks
+    /// `touches_other_apps` about for it (`Touched`); `None` for any other
+    /// step, or when a name does not resolve.
+    fn sync_point_touches<'s>(&self, step: &'s Step) -> Option<Touches<'s>> {
+        let (app, paths, ino): (usize, Vec<&str>, Option<Ino>) = match step {
+            Step::Fsync { app, .. } => (*app, vec![], None),
+            Step::Unlink { app, path } | Step::Rmdir { app, path } => (*app, vec![path], None),
+            Step::Rename { app, from, to } | Step::Exchange { app, a: from, b: to } => (*app, vec![from, to], None),
+            Step::Link { app, from, to } => (*app, vec![to], Some(self.resolve(*app, from).ok()?)),
+            Step::LinkHandle { app, handle, to } => (*app, vec![to], Some(*self.handles.get(handle)?)),
+            _ => return None,
+        };
+        let entries = paths.into_iter().map(|p| self.parent_and_name(app, p).ok()).collect::<Option<Vec<_>>>()?;
+        let inos = ino.into_iter().chain(entries.iter().map(|(dir, _)| *dir)).collect();
+        Some((app, inos, entries))
+    }
+
+    fn apply(&mut self, step: &Step) -> FsResult<()> {
         let e = &self.engine;
         match step {
             Step::Mkdir { app, path, perm } => {
