@@ -25,9 +25,12 @@ fn open_rw(path: &Path) -> File {
 
 /// Written pages stay in the kernel (the daemon has seen none of them); an
 /// fsync of one file hands over the other file the app has open for
-/// writing too. In operation mode every write reaches the daemon at once.
-/// Then the app writes again and `mcfs ctl checkpoint` has the kernel hand
-/// those pages over before the checkpoint.
+/// writing too, where the fsync may close the app's VCT (`close-on-fsync`);
+/// where it cannot (the default policy, far from its limits) only the
+/// fsynced file comes, which the kernel writes back itself. In operation
+/// mode every write reaches the daemon at once. Then the app writes again
+/// and `mcfs ctl checkpoint` has the kernel hand those pages over before
+/// the checkpoint.
 ///
 /// The files are held by a child process (this test binary running
 /// `writer_process`) that never forks: a close(2) of any copy of a
@@ -36,8 +39,15 @@ fn open_rw(path: &Path) -> File {
 /// must hold none.
 #[test]
 fn a_sync_point_hands_over_the_apps_other_open_files() {
-    for (consistency, in_kernel) in [("sync-point", true), ("operation", false)] {
-        let dirs = Dirs::new(Some(&format!("consistency = \"{consistency}\"\n")));
+    let (first, second) = (b"first file".len() as u64, b"second file".len() as u64);
+    for (consistency, policy, before_fsync, after_fsync) in [
+        ("sync-point", "close-on-fsync", 0, first + second),
+        ("sync-point", "staleness-limit", 0, first),
+        ("operation", "staleness-limit", first + second, first + second),
+    ] {
+        let config = format!("consistency = \"{consistency}\"\ntransaction_policy = \"{policy}\"\n");
+        let dirs = Dirs::new(Some(&config));
+        let consistency = format!("{consistency}, {policy}");
         let daemon = Daemon::foreground(&dirs, &[]);
         let mut writer = Command::new(std::env::current_exe().expect("this test binary"))
             .args(["--exact", "writer_process", "--ignored", "--nocapture", "--test-threads", "1"])
@@ -61,11 +71,9 @@ fn a_sync_point_hands_over_the_apps_other_open_files() {
         };
         step("", "written");
         let written = || stats(&dirs)["bytes_written"].as_u64().expect("bytes_written");
-        let both = (b"first file".len() + b"second file".len()) as u64;
-        let expected = if in_kernel { 0 } else { both };
-        assert_eq!(written(), expected, "{consistency}: what reached the daemon before the fsync");
+        assert_eq!(written(), before_fsync, "{consistency}: what reached the daemon before the fsync");
         step("fsync", "synced");
-        assert_eq!(written(), both, "{consistency}: the fsync handed over the other file too");
+        assert_eq!(written(), after_fsync, "{consistency}: what reached the daemon after the fsync");
         ctl(&dirs, &["checkpoint"]);
         assert_eq!(in_backing(&dirs, "a"), b"first file", "{consistency}: the fsynced file");
         assert_eq!(in_backing(&dirs, "b"), b"second file", "{consistency}: the other file");
