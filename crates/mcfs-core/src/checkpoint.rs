@@ -16,7 +16,7 @@ use crate::compile::{born_and_gone, Compiler};
 use crate::dispatch::Step;
 use crate::engine::Engine;
 use crate::in_place::InPlace;
-use crate::journal::{Journal, JournalOp};
+use crate::journal::Journal;
 use crate::policy::prediction_score::PredictionScore;
 use crate::policy::Limits;
 use crate::refused::OpOrigins;
@@ -25,7 +25,9 @@ use crate::state::State;
 use crate::stats::{AppStats, Stats};
 use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
+use crate::write_run::WriteRun;
 use parking_lot::MutexGuard;
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
@@ -626,9 +628,10 @@ fn split_to_fit(
 }
 
 /// BEGIN, one APPEND per operation compiled from the batch (rename chains
-/// merged) that `in_place` does not write to its home at once (appended
-/// data), END, WAIT_SYNC; stops before an APPEND if `step` says to give
-/// way (the caller aborts). `origins` learns which entry each op came from.
+/// merged, page writes joined into runs) that `in_place` does not write to
+/// its home at once (appended data), END, WAIT_SYNC; stops before an APPEND
+/// if `step` says to give way (the caller aborts). `origins` learns which
+/// entry each op came from.
 fn write_transaction(
     journal: &mut Journal,
     seq: u64,
@@ -640,22 +643,41 @@ fn write_transaction(
 ) -> std::io::Result<Step> {
     journal.begin(seq)?;
     let chains = RenameChains::of(batch);
-    let mut held: Option<JournalOp> = None;
+    let mut run: Option<WriteRun> = None;
     for (app, entry) in chains.entries(batch) {
-        compiler.entry(&entry);
+        let page = match &entry {
+            Cow::Borrowed(entry) => compiler.entry(entry),
+            // A merged entry is a rename, never a page.
+            Cow::Owned(merged) => {
+                compiler.entry(merged);
+                None
+            }
+        };
+        if let Some(page) = page {
+            if step() == Step::GiveWay {
+                return Ok(Step::GiveWay);
+            }
+            if let Some(done) = WriteRun::add(&mut run, page.path, page.offset, page.bytes) {
+                hand_over(journal, in_place, done)?;
+            }
+            // The page is (part of) the run, appended next if journaled.
+            origins.note(journal.ops_appended(), app, &entry);
+        }
         for op in compiler.ops.drain(..) {
             if step() == Step::GiveWay {
                 return Ok(Step::GiveWay);
             }
-            if let Some(done) = hold_or_extend(&mut held, op).map(|op| in_place.route(op)).transpose()?.flatten() {
-                journal.append(done)?;
+            if let Some(done) = run.take() {
+                hand_over(journal, in_place, done)?;
             }
-            // The op just handed over is (part of) the held one, appended next.
             origins.note(journal.ops_appended(), app, &entry);
+            if let Some(op) = in_place.route(op)? {
+                journal.append(op)?;
+            }
         }
     }
-    if let Some(last) = held.map(trimmed).map(|op| in_place.route(op)).transpose()?.flatten() {
-        journal.append(last)?;
+    if let Some(last) = run {
+        hand_over(journal, in_place, last)?;
     }
     in_place.journal_ops = journal.ops_appended();
     in_place.make_durable()?;
@@ -664,38 +686,12 @@ fn write_transaction(
     Ok(Step::GoOn)
 }
 
-/// The largest write op `hold_or_extend` builds: the journal's stream chunk,
-/// so a commit still looks for waiting foreground work that often.
-const MAX_COALESCED_WRITE: usize = 256 << 10;
-
-/// Holds `op` back and gives out the op held before it, unless `op` writes
-/// the bytes right after a held write to the same file: then the held write
-/// takes them. The compiler gives one write per page; in place, each would be
-/// a device command of its own (with its fixed latency), so runs of them
-/// become one op (same bytes, same order, nothing in between).
-fn hold_or_extend(held: &mut Option<JournalOp>, op: JournalOp) -> Option<JournalOp> {
-    if let (
-        Some(JournalOp::Write { path, offset, data }),
-        JournalOp::Write { path: next_path, offset: next, data: more },
-    ) = (held.as_mut(), &op)
-    {
-        if next_path == path && *next == *offset + data.len() as u64 && data.len() + more.len() <= MAX_COALESCED_WRITE {
-            // Room for the longest run at once: growing page by page copied the run again at each doubling.
-            data.reserve_exact(MAX_COALESCED_WRITE - data.len());
-            data.extend_from_slice(more);
-            return None;
-        }
+/// Writes `run` in place, or appends it to the journal.
+fn hand_over(journal: &mut Journal, in_place: &mut InPlace, run: WriteRun) -> std::io::Result<()> {
+    if !in_place.place(&run.path, run.offset, &run.pieces)? {
+        journal.append(run.into_op())?;
     }
-    held.replace(op).map(trimmed)
-}
-
-/// A held op as handed to the journal, which keeps it until it is applied:
-/// a short run gives back the room reserved for a long one.
-fn trimmed(mut op: JournalOp) -> JournalOp {
-    if let JournalOp::Write { data, .. } = &mut op {
-        data.shrink_to_fit();
-    }
-    op
+    Ok(())
 }
 
 pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<PredictionScore>, now: SystemTime) -> Stats {
@@ -758,56 +754,4 @@ pub fn collect_stats(st: &State, c: &CheckpointCounters, idle: Option<Prediction
         s.apps.insert(a.app.clone(), a);
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::path::PathBuf;
-
-    fn write(path: &str, offset: u64, len: usize, byte: u8) -> JournalOp {
-        JournalOp::Write { path: PathBuf::from(path), offset, data: vec![byte; len] }
-    }
-
-    /// Feeds `ops` through `hold_or_extend` as `write_transaction` does.
-    fn coalesced(ops: Vec<JournalOp>) -> Vec<JournalOp> {
-        let mut held = None;
-        let mut out: Vec<JournalOp> = ops.into_iter().filter_map(|op| hold_or_extend(&mut held, op)).collect();
-        out.extend(held);
-        out
-    }
-
-    #[test]
-    fn adjacent_writes_to_one_file_become_one_op_and_nothing_else_moves() {
-        let set_len = JournalOp::SetLen { path: PathBuf::from("a"), size: 3 };
-        let ops = vec![
-            write("a", 0, 4096, 1),
-            write("a", 4096, 100, 2),
-            write("b", 4196, 10, 3), // another file
-            write("b", 0, 10, 4),    // not right after
-            set_len.clone(),
-            write("a", 0, 5, 5), // a non-write op in between
-            write("a", 5, 5, 6),
-        ];
-        let mut first = vec![1; 4096];
-        first.extend([2; 100]);
-        let want = vec![
-            JournalOp::Write { path: PathBuf::from("a"), offset: 0, data: first },
-            write("b", 4196, 10, 3),
-            write("b", 0, 10, 4),
-            set_len,
-            JournalOp::Write { path: PathBuf::from("a"), offset: 0, data: [[5; 5], [6; 5]].concat() },
-        ];
-        assert_eq!(coalesced(ops), want);
-    }
-
-    #[test]
-    fn a_coalesced_write_stops_growing_at_its_cap() {
-        let pages = MAX_COALESCED_WRITE / 4096 + 3;
-        let ops = (0..pages).map(|p| write("f", (p * 4096) as u64, 4096, p as u8)).collect();
-        let out = coalesced(ops);
-        let lens: Vec<u64> = out.iter().map(|op| op.data_len()).collect();
-        assert_eq!(lens, vec![MAX_COALESCED_WRITE as u64, 3 * 4096]);
-        assert!(matches!(&out[1], JournalOp::Write { offset, .. } if *offset == MAX_COALESCED_WRITE as u64));
-    }
 }

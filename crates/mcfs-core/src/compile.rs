@@ -12,7 +12,7 @@ use crate::vct::{ClosedEntry, LogEntry};
 use crate::STATE_DIR;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The inode an entry is about, for entries that concern one inode only (a
 /// link, a rename over another name and an exchange concern two).
@@ -68,6 +68,13 @@ pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &
     lives.into_iter().filter(|(ino, l)| l.created && l.removed && !l.moved && !live(*ino)).map(|(ino, _)| ino).collect()
 }
 
+/// The bytes a write entry puts at `offset` of the backing file at `path`.
+pub struct PageWrite<'c, 'e> {
+    pub path: &'c Path,
+    pub offset: u64,
+    pub bytes: &'e [u8],
+}
+
 pub struct Compiler<'a> {
     pub tree: &'a mut CommittedTree,
     /// Whether an inode is still known to the live file system (open, or
@@ -94,34 +101,32 @@ impl<'a> Compiler<'a> {
         Compiler { tree, still_live, preserve_owner, skip, ops: Vec::new(), last_written: None }
     }
 
-    pub fn entry(&mut self, entry: &ClosedEntry) {
+    /// Compiles one entry: a metadata entry into `ops`; a write is given
+    /// back as its page, borrowed from the batch (the caller joins pages
+    /// into runs, `write_run`).
+    pub fn entry<'c, 'e>(&'c mut self, entry: &'e ClosedEntry) -> Option<PageWrite<'c, 'e>> {
         if entry_inode(entry).is_some_and(|ino| self.skip.contains(&ino)) {
-            return;
+            return None;
         }
         match entry {
             ClosedEntry::Write { ino, page, data, len, .. } => {
-                if let Some(path) = self.written_path(*ino) {
-                    let data = data.bytes()[..*len].to_vec();
-                    self.ops.push(JournalOp::Write { path, offset: page * PAGE_SIZE, data });
-                }
+                let path = self.written_path(*ino)?;
+                Some(PageWrite { path, offset: page * PAGE_SIZE, bytes: &data.bytes()[..*len] })
             }
             ClosedEntry::Other(e) => {
                 self.last_written = None;
-                self.metadata(e)
+                self.metadata(e);
+                None
             }
         }
     }
 
     /// The backing path of an inode being written, if it has one.
-    fn written_path(&mut self, ino: Ino) -> Option<PathBuf> {
-        match &self.last_written {
-            Some((last, path)) if *last == ino => Some(path.clone()),
-            _ => {
-                let path = self.tree.path(ino)?;
-                self.last_written = Some((ino, path.clone()));
-                Some(path)
-            }
+    fn written_path(&mut self, ino: Ino) -> Option<&Path> {
+        if self.last_written.as_ref().is_none_or(|(last, _)| *last != ino) {
+            self.last_written = Some((ino, self.tree.path(ino)?));
         }
+        self.last_written.as_ref().map(|(_, path)| path.as_path())
     }
 
     fn metadata(&mut self, e: &LogEntry) {

@@ -262,16 +262,7 @@ impl<'a> InPlace<'a> {
         }
         match &op {
             JournalOp::Write { path, offset, data } => {
-                let Some(object) = self.object(path)? else { return Ok(Some(op)) };
-                let (start, len) = (*offset, data.len() as u64);
-                let end = start.saturating_add(len);
-                if self.journaled.overlaps(object, start, end) || !self.may_place(object, path, start, len)? {
-                    self.journaled.range(object, start, end);
-                    return Ok(Some(op));
-                }
-                self.backend.write_at(path, *offset, data)?;
-                self.data_bytes += data.len() as u64;
-                Ok(None)
+                Ok(if self.place(path, *offset, &[data])? { None } else { Some(op) })
             }
             JournalOp::SetLen { path, .. } | JournalOp::Fallocate { path, .. } => {
                 if let Some(object) = self.object(path)? {
@@ -286,6 +277,24 @@ impl<'a> InPlace<'a> {
             // Owner, mode, times and xattrs: applied later, over the data either way.
             _ => Ok(Some(op)),
         }
+    }
+
+    /// Writes `pieces`, joined, at `offset` of `path` in place if they may
+    /// go there (see the module comment); false if they are to be journaled.
+    pub(crate) fn place(&mut self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<bool> {
+        if !self.open {
+            return Ok(false);
+        }
+        let Some(object) = self.object(path)? else { return Ok(false) };
+        let len: u64 = pieces.iter().map(|piece| piece.len() as u64).sum();
+        let end = offset.saturating_add(len);
+        if self.journaled.overlaps(object, offset, end) || !self.may_place(object, path, offset, len)? {
+            self.journaled.range(object, offset, end);
+            return Ok(false);
+        }
+        self.backend.write_pieces_at(path, offset, pieces)?;
+        self.data_bytes += len;
+        Ok(true)
     }
 
     /// The backing object `path` names now, if any.

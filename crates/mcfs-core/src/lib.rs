@@ -43,6 +43,7 @@ mod sync_points;
 pub mod types;
 mod vct;
 pub mod virtual_time;
+mod write_run;
 mod xattr;
 
 pub use app_status::IoClass;

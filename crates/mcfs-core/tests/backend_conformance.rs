@@ -85,6 +85,7 @@ macro_rules! conformance_suite {
 
 conformance_suite!(
     create_write_read,
+    write_pieces_is_one_write_of_the_joined_bytes,
     create_truncates_only_regular_files,
     set_len_and_sparse_reads,
     exact_permissions_despite_umask,
@@ -132,6 +133,20 @@ mod suite {
         assert_eq!(errno(b.stat(p("nope"))), libc::ENOENT);
         assert_eq!(errno(b.write_at(p("nodir/f"), 0, b"x")), libc::ENOENT);
         assert_eq!(errno(b.read_at(p("nope"), 0, &mut buf)), libc::ENOENT);
+    }
+
+    /// Empty pieces among them, and more than one `pwritev` takes (1,024).
+    pub fn write_pieces_is_one_write_of_the_joined_bytes(b: &dyn Backend) {
+        new_file(b, "f", b"0123456789");
+        let bytes: Vec<[u8; 3]> = (0..1500u32).map(|i| [i as u8, (i >> 8) as u8, 0xee]).collect();
+        let mut pieces: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
+        pieces.insert(700, b"");
+        pieces.push(b"");
+        b.write_pieces_at(p("f"), 4, &pieces).unwrap();
+        let mut want = b"0123".to_vec();
+        want.extend(pieces.concat());
+        assert_eq!(read_all(b, "f"), want);
+        assert_eq!(errno(b.write_pieces_at(p("nope"), 0, &pieces)), libc::ENOENT);
     }
 
     pub fn create_truncates_only_regular_files(b: &dyn Backend) {

@@ -515,6 +515,30 @@ fn read_full(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
     Ok(done)
 }
 
+/// Writes `pieces` one after the other from `offset` with `pwritev`, as
+/// many as one call takes at a time, resuming after short writes.
+fn write_all_pieces_at(file: &File, pieces: &[&[u8]], mut offset: u64) -> io::Result<()> {
+    let mut slices: Vec<io::IoSlice> = pieces.iter().filter(|p| !p.is_empty()).map(|p| io::IoSlice::new(p)).collect();
+    let mut left = &mut slices[..];
+    while !left.is_empty() {
+        let count = left.len().min(libc::UIO_MAXIOV as usize);
+        let at = libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        // SAFETY: `IoSlice` is ABI-compatible with `iovec` on Unix; the
+        // slices borrow `pieces`, alive for the call.
+        let written = unsafe { libc::pwritev(file.as_raw_fd(), left.as_ptr().cast(), count as libc::c_int, at) };
+        match written {
+            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            -1 => return Err(io::Error::last_os_error()),
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            n => {
+                offset += n as u64;
+                io::IoSlice::advance_slices(&mut left, n as usize);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn digest_file(at: &Location, size: u64) -> io::Result<super::snapshot::ContentDigest> {
     let (file, _, _) = open_regular(at, Access::Read)?;
     let mut hasher = ContentHasher::new();
@@ -566,12 +590,20 @@ impl Backend for DirBackend {
     }
 
     fn write_at(&self, path: &Path, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.write_pieces_at(path, offset, &[data])
+    }
+
+    fn write_pieces_at(&self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<()> {
         self.on_path("write", path, |key| {
-            let written = self.file(key, Access::Write).and_then(|file| file.write_all_at(data, offset));
+            let written = self.file(key, Access::Write).and_then(|file| write_all_pieces_at(&file, pieces, offset));
             // marked even on failure: part of the data may have landed
             self.dirty.mark(key);
             written
         })
+    }
+
+    fn takes_pieces(&self) -> bool {
+        true
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
