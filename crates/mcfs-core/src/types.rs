@@ -27,12 +27,26 @@ impl Hasher for InoHasher {
         self.0
     }
 
+    /// Eight bytes a step (the simulator's path table hashes trace paths with it).
     fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|b| self.write_u64(u64::from(*b)));
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.write_u64(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
+        if !words.remainder().is_empty() {
+            let mut last = [0u8; 8];
+            last[..words.remainder().len()].copy_from_slice(words.remainder());
+            self.write_u64(u64::from_le_bytes(last));
+        }
     }
 
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    /// Uids: one step, not one per byte.
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
     }
 }
 

@@ -90,7 +90,7 @@ impl Replayer {
     fn mkdir(&mut self, caller: Caller, key: Vec<u8>) -> Result<Ino, Skip> {
         let (parent, name) = self.parent_of(&key, caller)?;
         let attr = self.engine.mkdir(caller, parent, name, DIR_PERM)?;
-        self.paths.insert(key, attr.ino);
+        self.paths.insert_dir(key, attr.ino);
         Ok(attr.ino)
     }
 
