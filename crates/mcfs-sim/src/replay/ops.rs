@@ -13,8 +13,7 @@ use std::sync::Arc;
 
 impl Replayer {
     /// Replays one event's operation on the engine.
-    pub(super) fn apply(&mut self, event: &TraceEvent) -> Result<(), Skip> {
-        let caller = self.caller_of(event);
+    pub(super) fn apply(&mut self, event: &TraceEvent, caller: Caller) -> Result<(), Skip> {
         let shared = Arc::clone(&self.engine);
         // As the mount admits each request: the engine learns whose work runs (FastTrack's classes).
         let _admission = event.kind.is_file_op().then(|| shared.admit(caller));

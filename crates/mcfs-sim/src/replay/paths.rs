@@ -6,13 +6,9 @@
 //! `dirs` holds the keys `insert_dir` made (directories), so a rename looks for entries below only when it
 //! moves a directory.
 
-use mcfs_core::{Ino, InoHasher, ROOT_INO};
+use super::Fast;
+use mcfs_core::{Ino, ROOT_INO};
 use std::collections::{HashMap, HashSet};
-use std::hash::BuildHasherDefault;
-
-/// Looked up once or more per event: hashed eight bytes a step, not with SipHash (trace paths are the
-/// user's own input, not an attacker's).
-type Fast = BuildHasherDefault<InoHasher>;
 
 pub struct PathTable {
     inodes: HashMap<Vec<u8>, Ino, Fast>,
