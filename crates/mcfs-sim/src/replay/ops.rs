@@ -71,8 +71,8 @@ impl Replayer {
         Ok(())
     }
 
-    fn resolve(&self, path: &[u8]) -> Result<Ino, Skip> {
-        self.paths.get(&key_of(path)?).ok_or(Skip::UnknownPath)
+    fn resolve(&mut self, path: &[u8]) -> Result<Ino, Skip> {
+        self.paths.resolve(path)?.ok_or(Skip::UnknownPath)
     }
 
     /// The directory holding `key` (made on demand, as the app would have) and the last name of `key`.

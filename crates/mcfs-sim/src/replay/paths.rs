@@ -7,17 +7,40 @@
 //! moves a directory.
 
 use super::Fast;
-use mcfs_core::{Ino, ROOT_INO};
+use crate::file_calls::key_of;
+use mcfs_core::{FsResult, Ino, ROOT_INO};
 use std::collections::{HashMap, HashSet};
 
 pub struct PathTable {
     inodes: HashMap<Vec<u8>, Ino, Fast>,
     dirs: HashSet<Vec<u8>, Fast>,
+    /// The last trace path `resolve` found, as the trace spelled it, and its inode: consecutive events
+    /// mostly name one file. Every change to the table clears it.
+    last: Option<(Vec<u8>, Ino)>,
 }
 
 impl PathTable {
     pub fn new() -> PathTable {
-        PathTable { inodes: HashMap::from_iter([(Vec::new(), ROOT_INO)]), dirs: HashSet::from_iter([Vec::new()]) }
+        PathTable {
+            inodes: HashMap::from_iter([(Vec::new(), ROOT_INO)]),
+            dirs: HashSet::from_iter([Vec::new()]),
+            last: None,
+        }
+    }
+
+    /// The inode a trace path names (`key_of` it), if the table has it.
+    pub fn resolve(&mut self, path: &[u8]) -> FsResult<Option<Ino>> {
+        if let Some((last, ino)) = &self.last {
+            if last == path {
+                return Ok(Some(*ino));
+            }
+        }
+        let Some(ino) = self.get(&key_of(path)?) else { return Ok(None) };
+        let mut spelled = self.last.take().map(|(buf, _)| buf).unwrap_or_default();
+        spelled.clear();
+        spelled.extend_from_slice(path);
+        self.last = Some((spelled, ino));
+        Ok(Some(ino))
     }
 
     pub fn get(&self, key: &[u8]) -> Option<Ino> {
@@ -25,16 +48,18 @@ impl PathTable {
     }
 
     pub fn insert(&mut self, key: Vec<u8>, ino: Ino) {
+        self.last = None;
         self.inodes.insert(key, ino);
     }
 
     /// `insert` for a directory.
     pub fn insert_dir(&mut self, key: Vec<u8>, ino: Ino) {
         self.dirs.insert(key.clone());
-        self.inodes.insert(key, ino);
+        self.insert(key, ino);
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Ino> {
+        self.last = None;
         self.dirs.remove(key);
         self.inodes.remove(key)
     }
@@ -81,5 +106,20 @@ mod tests {
         // The moved subdirectory is still known as one: moving it again takes what is below it.
         assert_eq!(t.rename(b"x/e", b"y"), None);
         assert_eq!((t.get(b"y"), t.get(b"y/g"), t.get(b"x/e/g")), (Some(7), Some(4), None));
+    }
+
+    #[test]
+    fn a_path_resolved_again_follows_the_changes_in_between() {
+        let mut t = PathTable::new();
+        t.insert(b"a".to_vec(), 2);
+        assert_eq!(t.resolve(b"/a").unwrap(), Some(2));
+        assert_eq!(t.resolve(b"/a").unwrap(), Some(2), "the same spelling again");
+        assert_eq!(t.rename(b"a", b"b"), None);
+        assert_eq!((t.resolve(b"/a").unwrap(), t.resolve(b"/b").unwrap()), (None, Some(2)));
+        t.remove(b"b");
+        assert_eq!(t.resolve(b"/b").unwrap(), None);
+        t.insert(b"b".to_vec(), 3);
+        assert_eq!(t.resolve(b"b/../b").unwrap(), Some(3));
+        assert!(t.resolve(b"b\x00").is_err(), "a NUL byte is refused, cached path or not");
     }
 }
