@@ -6,8 +6,10 @@
 use crate::app_metrics::AppMetrics;
 use crate::config::{Config, SyncMode, FIRST_APP_UID};
 use crate::policy::{self, StalenessLimit, TransactionPolicy};
+use crate::types::InoHasher;
 use crate::vct::{AppId, OpenVct};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::time::Duration;
 
 #[derive(Default)]
@@ -43,7 +45,8 @@ pub struct App {
 
 pub struct Apps {
     pub list: Vec<App>,
-    by_uid: HashMap<u32, AppId>,
+    /// Looked up on every call: hashed as the inode tables are (never iterated).
+    by_uid: HashMap<u32, AppId, BuildHasherDefault<InoHasher>>,
     default_max_stale_bytes: u64,
     default_max_stale: Duration,
     policy_name: String,
@@ -54,7 +57,7 @@ impl Apps {
     pub fn new(config: &Config) -> Apps {
         let mut apps = Apps {
             list: Vec::new(),
-            by_uid: HashMap::new(),
+            by_uid: HashMap::default(),
             default_max_stale_bytes: config.max_stale_bytes,
             default_max_stale: crate::config::seconds(config.max_stale_seconds),
             policy_name: config.transaction_policy.clone(),

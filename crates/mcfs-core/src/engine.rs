@@ -551,7 +551,11 @@ impl Engine {
         loop {
             let mut st = self.state.lock();
             let (data, miss) = st.read_cached(ino, offset + out.len() as u64, size as u64 - out.len() as u64)?;
-            out.extend_from_slice(&data);
+            if out.is_empty() {
+                out = data; // the common case, a read the cache answers whole: no second copy
+            } else {
+                out.extend_from_slice(&data);
+            }
             let Some(miss) = miss else { return Ok(out) };
             // Writes to this file outdated what we fetched before: keep the lock.
             let st = if outdated >= 3 {

@@ -35,12 +35,13 @@ use crate::error::TraceError;
 use crate::text::{format_event, op_name};
 use crate::trace::{EventKind, TraceEvent};
 use closed_loop::ClosedLoop;
-use mcfs_core::{Caller, Clock, Config, Engine, Errno, ManualClock};
+use mcfs_core::{Caller, Clock, Config, Engine, Errno, InoHasher, ManualClock};
 use paths::PathTable;
 use prediction::InputTimes;
 use risk::RiskTracker;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::time::Duration;
 use waits::Waits;
@@ -53,6 +54,10 @@ pub const MAX_REQUEST_BYTES: u64 = 64 << 20;
 /// Largest file size; the kernel refuses to go past it before a file system sees the call (Linux's
 /// `MAX_LFS_FILESIZE`).
 const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+
+/// The replayer's maps looked up on every event (paths, apps, kinds): hashed eight bytes a step, not with
+/// SipHash (a trace is the user's own input, not an attacker's); none is iterated where order shows.
+type Fast = BuildHasherDefault<InoHasher>;
 
 /// Why a replay stopped.
 #[derive(Debug)]
@@ -105,8 +110,10 @@ pub struct Replayer {
     /// Events waiting for their closed-loop issue time.
     closed: ClosedLoop,
     paths: PathTable,
-    uids: HashMap<String, u32>,
+    uids: HashMap<String, u32, Fast>,
     waits: Waits,
+    /// Events replayed by kind, into `metrics.replayed_by_kind` at the end.
+    replayed_by_kind: HashMap<&'static str, u64, Fast>,
     risk: RiskTracker,
     /// User inputs, for the predictor comparison.
     inputs: InputTimes,
@@ -138,8 +145,9 @@ impl Replayer {
             timing: options.timing,
             closed: ClosedLoop::default(),
             paths: PathTable::new(),
-            uids: HashMap::new(),
+            uids: HashMap::default(),
             waits: Waits::default(),
+            replayed_by_kind: HashMap::default(),
             risk: RiskTracker::new(sample_every_ns),
             inputs: InputTimes::default(),
             metrics: Metrics::default(),
@@ -212,17 +220,18 @@ impl Replayer {
             self.inputs.record(self.now_ns);
         }
         let kind = op_name(&event.kind);
+        let caller = self.caller_of(event);
         self.backend.begin_call();
-        let result = self.apply(event);
+        let result = self.apply(event, caller);
         let cost = self.backend.end_call();
         let fsync = matches!(event.kind, EventKind::Fsync { .. } | EventKind::Fdatasync { .. });
-        self.waits.record(&event.app, cost.latency_ns, fsync && result.is_ok());
+        self.waits.record(caller.uid, cost.latency_ns, fsync && result.is_ok());
         self.observe_risk();
         let done_ns = self.now_ns.saturating_add(cost.latency_ns);
         match result {
             Ok(()) => {
                 self.metrics.events_replayed += 1;
-                *self.metrics.replayed_by_kind.entry(kind).or_default() += 1;
+                *self.replayed_by_kind.entry(kind).or_default() += 1;
             }
             Err(skip) => {
                 self.metrics.events_skipped += 1;
@@ -258,6 +267,7 @@ impl Replayer {
         let during = self.engine.stats();
         self.metrics.checkpoints_before_shutdown = during.checkpoints;
         let m = &mut self.metrics;
+        m.replayed_by_kind.extend(self.replayed_by_kind.drain());
         m.bytes_at_risk = self.risk.finish(self.now_ns);
         self.engine.shutdown().map_err(|e| ReplayError::Engine(format!("shutdown failed: {e}")))?;
         let stats = self.engine.stats();
@@ -275,7 +285,7 @@ impl Replayer {
         }
         for (app, uid) in &self.uids {
             let engine_app = self.config.app_name_of(*uid);
-            let waits = self.waits.of(Some(app));
+            let waits = self.waits.of(Some(*uid));
             let mut per_app = AppMetrics::new(
                 *uid,
                 engine_app.clone(),

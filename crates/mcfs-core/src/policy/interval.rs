@@ -44,6 +44,13 @@ pub trait IntervalPredictor {
     /// The idle interval predicted to start now and how long it lasts;
     /// `None` when the user is expected to act any moment.
     fn predict(&mut self, now: SystemTime) -> Option<Duration>;
+
+    /// True if `predict` answers `None` at `now` and at every later time
+    /// until the next input, so a scorer may stop asking; false if it
+    /// cannot tell (the default).
+    fn silent_until_input(&self, _now: SystemTime) -> bool {
+        false
+    }
 }
 
 /// The last `k` intervals between operations, oldest first.
@@ -125,6 +132,12 @@ impl IntervalPredictor for LastMin {
     fn predict(&mut self, now: SystemTime) -> Option<Duration> {
         self.0.remaining(now, self.0.history.min())
     }
+
+    /// The time idle only grows until the next input: once no interval is
+    /// left, none comes back.
+    fn silent_until_input(&self, now: SystemTime) -> bool {
+        self.0.remaining(now, self.0.history.min()).is_none()
+    }
 }
 
 /// Last-average model: the next interval is the mean of the last `k`.
@@ -144,6 +157,11 @@ impl IntervalPredictor for LastAverage {
 
     fn predict(&mut self, now: SystemTime) -> Option<Duration> {
         self.0.remaining(now, self.0.history.mean())
+    }
+
+    /// As `LastMin`'s.
+    fn silent_until_input(&self, now: SystemTime) -> bool {
+        self.0.remaining(now, self.0.history.mean()).is_none()
     }
 }
 
@@ -351,6 +369,31 @@ mod tests {
 
     fn t(ms: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(1_000_000) + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn a_silent_baseline_offers_nothing_until_the_next_input() {
+        use rand::{Rng, SeedableRng};
+        let seed: u64 = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x1d1e);
+        eprintln!("silent baselines: seed {seed} (set MCFS_SEED to repeat)");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut silences = 0;
+        let baselines: [Box<dyn IntervalPredictor>; 2] = [Box::new(LastMin::new(3)), Box::new(LastAverage::new(3))];
+        for mut p in baselines {
+            let mut at = 0;
+            for _ in 0..200 {
+                p.record_input(t(at));
+                let next = at + rng.gen_range(1..20_000);
+                let mut silent = false;
+                for now in (at..next).step_by(50) {
+                    silent |= p.silent_until_input(t(now));
+                    silences += u32::from(silent);
+                    assert!(!silent || p.predict(t(now)).is_none(), "seed {seed}: offered a window at {now} ms");
+                }
+                at = next;
+            }
+        }
+        assert!(silences > 0, "seed {seed}: never silent");
     }
 
     fn ms(n: u64) -> Duration {

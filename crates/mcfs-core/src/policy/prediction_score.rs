@@ -119,6 +119,9 @@ pub fn evaluate(
         while now < stop {
             now += match scored.window(now) {
                 Some(w) if w.left > poll => w.left,
+                // Nothing more to offer before the next input: the polls
+                // until then would change nothing.
+                None if scored.predictor.silent_until_input(now) => break,
                 _ => poll,
             };
         }

@@ -13,8 +13,7 @@ use std::sync::Arc;
 
 impl Replayer {
     /// Replays one event's operation on the engine.
-    pub(super) fn apply(&mut self, event: &TraceEvent) -> Result<(), Skip> {
-        let caller = self.caller_of(event);
+    pub(super) fn apply(&mut self, event: &TraceEvent, caller: Caller) -> Result<(), Skip> {
         let shared = Arc::clone(&self.engine);
         // As the mount admits each request: the engine learns whose work runs (FastTrack's classes).
         let _admission = event.kind.is_file_op().then(|| shared.admit(caller));
@@ -72,8 +71,8 @@ impl Replayer {
         Ok(())
     }
 
-    fn resolve(&self, path: &[u8]) -> Result<Ino, Skip> {
-        self.paths.get(&key_of(path)?).ok_or(Skip::UnknownPath)
+    fn resolve(&mut self, path: &[u8]) -> Result<Ino, Skip> {
+        self.paths.resolve(path)?.ok_or(Skip::UnknownPath)
     }
 
     /// The directory holding `key` (made on demand, as the app would have) and the last name of `key`.
@@ -90,7 +89,7 @@ impl Replayer {
     fn mkdir(&mut self, caller: Caller, key: Vec<u8>) -> Result<Ino, Skip> {
         let (parent, name) = self.parent_of(&key, caller)?;
         let attr = self.engine.mkdir(caller, parent, name, DIR_PERM)?;
-        self.paths.insert(key, attr.ino);
+        self.paths.insert_dir(key, attr.ino);
         Ok(attr.ino)
     }
 

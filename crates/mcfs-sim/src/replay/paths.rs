@@ -3,17 +3,44 @@
 //! Invariant: every entry names an inode the engine holds under that path, and holds exactly one kernel
 //! reference on it (taken by the `create`/`mkdir` that made it, given back with `forget` when the entry
 //! goes), so unlinked files are dropped by the engine as on a real mount. The root is the empty key.
+//! `dirs` holds the keys `insert_dir` made (directories), so a rename looks for entries below only when it
+//! moves a directory.
 
-use mcfs_core::{Ino, ROOT_INO};
-use std::collections::BTreeMap;
+use super::Fast;
+use crate::file_calls::key_of;
+use mcfs_core::{FsResult, Ino, ROOT_INO};
+use std::collections::{HashMap, HashSet};
 
 pub struct PathTable {
-    inodes: BTreeMap<Vec<u8>, Ino>,
+    inodes: HashMap<Vec<u8>, Ino, Fast>,
+    dirs: HashSet<Vec<u8>, Fast>,
+    /// The last trace path `resolve` found, as the trace spelled it, and its inode: consecutive events
+    /// mostly name one file. Every change to the table clears it.
+    last: Option<(Vec<u8>, Ino)>,
 }
 
 impl PathTable {
     pub fn new() -> PathTable {
-        PathTable { inodes: BTreeMap::from([(Vec::new(), ROOT_INO)]) }
+        PathTable {
+            inodes: HashMap::from_iter([(Vec::new(), ROOT_INO)]),
+            dirs: HashSet::from_iter([Vec::new()]),
+            last: None,
+        }
+    }
+
+    /// The inode a trace path names (`key_of` it), if the table has it.
+    pub fn resolve(&mut self, path: &[u8]) -> FsResult<Option<Ino>> {
+        if let Some((last, ino)) = &self.last {
+            if last == path {
+                return Ok(Some(*ino));
+            }
+        }
+        let Some(ino) = self.get(&key_of(path)?) else { return Ok(None) };
+        let mut spelled = self.last.take().map(|(buf, _)| buf).unwrap_or_default();
+        spelled.clear();
+        spelled.extend_from_slice(path);
+        self.last = Some((spelled, ino));
+        Ok(Some(ino))
     }
 
     pub fn get(&self, key: &[u8]) -> Option<Ino> {
@@ -21,24 +48,39 @@ impl PathTable {
     }
 
     pub fn insert(&mut self, key: Vec<u8>, ino: Ino) {
+        self.last = None;
         self.inodes.insert(key, ino);
     }
 
+    /// `insert` for a directory.
+    pub fn insert_dir(&mut self, key: Vec<u8>, ino: Ino) {
+        self.dirs.insert(key.clone());
+        self.insert(key, ino);
+    }
+
     pub fn remove(&mut self, key: &[u8]) -> Option<Ino> {
+        self.last = None;
+        self.dirs.remove(key);
         self.inodes.remove(key)
     }
 
     /// Moves `from` and everything below it to `to`; returns the inode `to` named before, whose entry (and
     /// so its reference) is gone. The engine has checked the rename, so a replaced directory was empty.
     pub fn rename(&mut self, from: &[u8], to: &[u8]) -> Option<Ino> {
-        let replaced = self.inodes.remove(to);
-        let prefix = [from, b"/"].concat();
-        // Descendants sort together right after `from/` (names such as `from-x` sort before it).
-        let below = self.inodes.range(prefix.clone()..).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix));
-        let moved: Vec<Vec<u8>> = std::iter::once(from.to_vec()).chain(below.cloned()).collect();
+        let replaced = self.remove(to);
+        let mut moved = vec![from.to_vec()];
+        if self.dirs.contains(from) {
+            // A directory (rare): every key below it, found by a scan.
+            let prefix = [from, b"/"].concat();
+            moved.extend(self.inodes.keys().filter(|k| k.starts_with(&prefix)).cloned());
+        }
         for old in moved {
+            let new = [to, &old[from.len()..]].concat();
+            if self.dirs.remove(&old) {
+                self.dirs.insert(new.clone());
+            }
             if let Some(ino) = self.inodes.remove(&old) {
-                self.inodes.insert([to, &old[from.len()..]].concat(), ino);
+                self.inodes.insert(new, ino);
             }
         }
         replaced
@@ -52,11 +94,32 @@ mod tests {
     #[test]
     fn rename_moves_a_subtree_but_not_its_name_siblings() {
         let mut t = PathTable::new();
-        for (k, ino) in [("d", 2), ("d/f", 3), ("d/e/g", 4), ("d-2", 5), ("x", 6)] {
+        for (k, ino) in [("d", 2), ("d/e", 7)] {
+            t.insert_dir(k.as_bytes().to_vec(), ino);
+        }
+        for (k, ino) in [("d/f", 3), ("d/e/g", 4), ("d-2", 5), ("x", 6)] {
             t.insert(k.as_bytes().to_vec(), ino);
         }
         assert_eq!(t.rename(b"d", b"x"), Some(6));
         assert_eq!((t.get(b"x"), t.get(b"x/f"), t.get(b"x/e/g")), (Some(2), Some(3), Some(4)));
         assert_eq!((t.get(b"d"), t.get(b"d/f"), t.get(b"d-2")), (None, None, Some(5)));
+        // The moved subdirectory is still known as one: moving it again takes what is below it.
+        assert_eq!(t.rename(b"x/e", b"y"), None);
+        assert_eq!((t.get(b"y"), t.get(b"y/g"), t.get(b"x/e/g")), (Some(7), Some(4), None));
+    }
+
+    #[test]
+    fn a_path_resolved_again_follows_the_changes_in_between() {
+        let mut t = PathTable::new();
+        t.insert(b"a".to_vec(), 2);
+        assert_eq!(t.resolve(b"/a").unwrap(), Some(2));
+        assert_eq!(t.resolve(b"/a").unwrap(), Some(2), "the same spelling again");
+        assert_eq!(t.rename(b"a", b"b"), None);
+        assert_eq!((t.resolve(b"/a").unwrap(), t.resolve(b"/b").unwrap()), (None, Some(2)));
+        t.remove(b"b");
+        assert_eq!(t.resolve(b"/b").unwrap(), None);
+        t.insert(b"b".to_vec(), 3);
+        assert_eq!(t.resolve(b"b/../b").unwrap(), Some(3));
+        assert!(t.resolve(b"b\x00").is_err(), "a NUL byte is refused, cached path or not");
     }
 }

@@ -1,10 +1,12 @@
 //! What apps waited for the device: the latency of every replayed fsync and fdatasync, and the stall
-//! time of every call (the latency summed), per trace app and over all of them.
+//! time of every call (the latency summed), per trace app (by the uid the replay gave it) and over all of
+//! them.
 //!
 //! Invariant: the totals are the sums over the apps (every record goes to both).
 
 use super::latency::{LatencyHistogram, LatencySummary};
-use std::collections::BTreeMap;
+use super::Fast;
+use std::collections::HashMap;
 
 #[derive(Clone, Debug, Default)]
 struct AppWaits {
@@ -15,17 +17,13 @@ struct AppWaits {
 #[derive(Clone, Debug, Default)]
 pub struct Waits {
     all: AppWaits,
-    apps: BTreeMap<String, AppWaits>,
+    apps: HashMap<u32, AppWaits, Fast>,
 }
 
 impl Waits {
     /// One call of `app` that kept it waiting `latency_ns`; `fsync` if it was an fsync or fdatasync.
-    pub fn record(&mut self, app: &str, latency_ns: u64, fsync: bool) {
-        // One lookup for an app seen before (nearly every call), the key copied only for a new one.
-        let app_waits = match self.apps.get_mut(app) {
-            Some(waits) => waits,
-            None => self.apps.entry(app.to_string()).or_default(),
-        };
+    pub fn record(&mut self, app: u32, latency_ns: u64, fsync: bool) {
+        let app_waits = self.apps.entry(app).or_default();
         for waits in [&mut self.all, app_waits] {
             waits.stall_ns = waits.stall_ns.saturating_add(latency_ns);
             if fsync {
@@ -35,10 +33,10 @@ impl Waits {
     }
 
     /// The fsync latencies and stall time of `app`, or of all apps for `None`.
-    pub fn of(&self, app: Option<&str>) -> (LatencySummary, u64) {
+    pub fn of(&self, app: Option<u32>) -> (LatencySummary, u64) {
         let waits = match app {
             None => Some(&self.all),
-            Some(app) => self.apps.get(app),
+            Some(app) => self.apps.get(&app),
         };
         waits.map_or_else(Default::default, |w| (w.fsync.summary(), w.stall_ns))
     }
@@ -51,13 +49,13 @@ mod tests {
     #[test]
     fn totals_are_the_sums_over_apps() {
         let mut w = Waits::default();
-        w.record("a", 10, true);
-        w.record("a", 5, false);
-        w.record("b", 30, true);
+        w.record(1, 10, true);
+        w.record(1, 5, false);
+        w.record(2, 30, true);
         let (fsync, stall) = w.of(None);
         assert_eq!((fsync.count, fsync.max_ns, stall), (2, 30, 45));
-        let (fsync, stall) = w.of(Some("a"));
+        let (fsync, stall) = w.of(Some(1));
         assert_eq!((fsync.count, fsync.p50_ns, stall), (1, 10, 15));
-        assert_eq!(w.of(Some("nobody")), (LatencySummary::default(), 0));
+        assert_eq!(w.of(Some(3)), (LatencySummary::default(), 0));
     }
 }
