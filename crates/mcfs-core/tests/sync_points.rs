@@ -158,14 +158,21 @@ fn times_alone_go_with_the_files_data_in_sync_point_mode() {
     }
 }
 
-#[test]
-fn limits_close_between_sync_points_and_halfway_closes_at_one() {
+/// Sync-point mode under the default policy with a 10 s age limit; the
+/// app has written a byte of file `f` (returned) just now.
+fn ten_second_limit() -> (Engine, Arc<ManualClock>, Ino) {
     let config = Config::from_toml("consistency = \"sync-point\"\nmax_stale_seconds = 10\n").expect("config");
     let clock = Arc::new(ManualClock::new());
     let engine = Engine::start(Arc::new(MemBackend::new()), clock.clone(), config).expect("engine starts");
-    let closed = || engine.stats().apps["uid:10001"].vcts_closed;
     let file = engine.create(APP, ROOT_INO, OsStr::new("f"), 0o644, false).unwrap().ino;
     engine.write(Some(APP), file, 0, b"x").unwrap();
+    (engine, clock, file)
+}
+
+#[test]
+fn limits_close_between_sync_points_and_halfway_closes_at_one() {
+    let (engine, clock, file) = ten_second_limit();
+    let closed = || engine.stats().apps["uid:10001"].vcts_closed;
     clock.advance(Duration::from_secs(4));
     engine.fsync(Some(APP), file).unwrap();
     assert_eq!(closed(), 0, "4 s old: not due yet");
@@ -342,12 +349,8 @@ fn a_crash_between_reordered_writebacks_finds_a_sync_points_state() {
 
 #[test]
 fn a_handover_is_needed_only_where_a_boundary_may_fall_and_none_falls_without_one() {
-    let config = Config::from_toml("consistency = \"sync-point\"\nmax_stale_seconds = 10\n").expect("config");
-    let clock = Arc::new(ManualClock::new());
-    let engine = Engine::start(Arc::new(MemBackend::new()), clock.clone(), config).expect("engine starts");
+    let (engine, clock, file) = ten_second_limit();
     let closed = || engine.stats().apps["uid:10001"].vcts_closed;
-    let file = engine.create(APP, ROOT_INO, OsStr::new("f"), 0o644, false).unwrap().ino;
-    engine.write(Some(APP), file, 0, b"x").unwrap();
     clock.advance(Duration::from_secs(4));
     assert!(!engine.boundary_possible(APP), "staleness-limit, 4 s of 10: no sync point can close it");
     clock.advance(Duration::from_secs(2));

@@ -42,12 +42,32 @@ const BATCH: usize = 64;
 /// answers `true` (the reply is full), fails, or the stream ends. `list(first,
 /// max)` gives up to `max` entries from slot `first` on (`Engine::readdir`).
 /// `..` carries the directory's own inode: the engine does not name the
-/// parent here and the kernel resolves `..` itself.
+/// parent here and the kernel resolves `..` itself. A failure is returned
+/// only if no item was added; else the reply ends before it, and the
+/// kernel's next call meets it.
 pub(crate) fn each_item(
     dir: Ino,
     offset: u64,
     list: impl Fn(u64, usize) -> FsResult<Vec<DirEntry>>,
     mut add: impl FnMut(DirItem<'_>) -> FsResult<bool>,
+) -> FsResult<()> {
+    let mut added_any = false;
+    let mut add = |item: DirItem<'_>| {
+        let full = add(item)?;
+        added_any |= !full;
+        Ok(full)
+    };
+    match feed(dir, offset, list, &mut add) {
+        Err(_) if added_any => Ok(()),
+        done => done,
+    }
+}
+
+fn feed(
+    dir: Ino,
+    offset: u64,
+    list: impl Fn(u64, usize) -> FsResult<Vec<DirEntry>>,
+    add: &mut impl FnMut(DirItem<'_>) -> FsResult<bool>,
 ) -> FsResult<()> {
     for (offset_of_dot, name) in [(1, "."), (DOTS, "..")] {
         if offset_of_dot > offset
@@ -188,6 +208,23 @@ mod tests {
         assert_eq!(failed, Err(Errno::ENOTDIR));
         let dir = Dir::with(["x".to_string()]);
         let failed = each_item(1, 2, |f, m| dir.borrow_mut().list(f, m), |_| Err(Errno::EIO));
+        assert_eq!(failed, Err(Errno::EIO));
+    }
+
+    #[test]
+    fn a_failure_after_an_item_was_added_ends_the_reply_quietly() {
+        let dir = Dir::with(["x".to_string(), "y".to_string()]);
+        let mut added = Vec::new();
+        let mut add = |item: DirItem<'_>| {
+            if item.name == "y" {
+                return Err(Errno::EIO);
+            }
+            added.push(item.offset);
+            Ok(false)
+        };
+        assert_eq!(each_item(1, 2, |f, m| dir.borrow_mut().list(f, m), &mut add), Ok(()));
+        assert_eq!(added, [3], "x went out; the next call, at offset 3, meets the failure");
+        let failed = each_item(1, 3, |f, m| dir.borrow_mut().list(f, m), &mut add);
         assert_eq!(failed, Err(Errno::EIO));
     }
 }

@@ -683,21 +683,15 @@ impl McfsFs {
 
     pub(crate) fn readdir(&self, caller: Caller, ino: INodeNo, offset: u64, mut reply: impl DirAnswer) {
         self.serve(caller, &(), move |fs, ()| {
-            let mut sent_any = false;
             let listed = dir_stream::each_item(
                 ino.0,
                 offset,
                 |first, max| fs.engine.readdir(ino.0, first, max),
-                |item| {
-                    let full = reply.add(INodeNo(item.ino), item.offset, file_type(item.kind), item.name);
-                    sent_any |= !full;
-                    Ok(full)
-                },
+                |item| Ok(reply.add(INodeNo(item.ino), item.offset, file_type(item.kind), item.name)),
             );
             match listed {
-                // Report the failure now if nothing was sent, else on the next call.
-                Err(e) if !sent_any => reply.error(errno(e)),
-                _ => reply.ok(),
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
             }
         });
     }
@@ -707,7 +701,6 @@ impl McfsFs {
     /// are looked up (taking that reference) rather than stat'ed.
     pub(crate) fn readdirplus(&self, caller: Caller, ino: INodeNo, offset: u64, mut reply: impl DirPlusAnswer) {
         self.serve(caller, &(), move |fs, ()| {
-            let mut sent_any = false;
             let listed = dir_stream::each_item(
                 ino.0,
                 offset,
@@ -729,14 +722,12 @@ impl McfsFs {
                     if full && !item.is_dot() {
                         fs.engine.forget(attr.ino, 1);
                     }
-                    sent_any |= !full;
                     Ok(full)
                 },
             );
             match listed {
-                // Report the failure now if nothing was sent, else on the next call.
-                Err(e) if !sent_any => reply.error(errno(e)),
-                _ => reply.ok(),
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(e)),
             }
         });
     }
