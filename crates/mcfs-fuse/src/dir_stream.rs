@@ -69,6 +69,10 @@ fn feed(
     list: impl Fn(u64, usize) -> FsResult<Vec<DirEntry>>,
     add: &mut impl FnMut(DirItem<'_>) -> FsResult<bool>,
 ) -> FsResult<()> {
+    let mut first = offset.saturating_sub(DOTS);
+    // Listed before the dots go out, so that a directory that cannot be
+    // listed fails the first call.
+    let mut batch = list(first, BATCH)?;
     for (offset_of_dot, name) in [(1, "."), (DOTS, "..")] {
         if offset_of_dot > offset
             && add(DirItem { offset: offset_of_dot, ino: dir, kind: FileKind::Dir, name: OsStr::new(name) })?
@@ -76,9 +80,7 @@ fn feed(
             return Ok(());
         }
     }
-    let mut first = offset.saturating_sub(DOTS);
     loop {
-        let batch = list(first, BATCH)?;
         for e in &batch {
             if add(DirItem { offset: e.slot + DOTS + 1, ino: e.ino, kind: e.kind, name: &e.name })? {
                 return Ok(());
@@ -88,6 +90,7 @@ fn feed(
             Some(last) if batch.len() == BATCH => first = last.slot + 1,
             _ => return Ok(()),
         }
+        batch = list(first, BATCH)?;
     }
 }
 
@@ -214,17 +217,17 @@ mod tests {
     #[test]
     fn a_failure_after_an_item_was_added_ends_the_reply_quietly() {
         let dir = Dir::with(["x".to_string(), "y".to_string()]);
-        let mut added = Vec::new();
-        let mut add = |item: DirItem<'_>| {
+        let added = RefCell::new(Vec::new());
+        let add = |item: DirItem<'_>| {
             if item.name == "y" {
                 return Err(Errno::EIO);
             }
-            added.push(item.offset);
+            added.borrow_mut().push(item.offset);
             Ok(false)
         };
-        assert_eq!(each_item(1, 2, |f, m| dir.borrow_mut().list(f, m), &mut add), Ok(()));
-        assert_eq!(added, [3], "x went out; the next call, at offset 3, meets the failure");
-        let failed = each_item(1, 3, |f, m| dir.borrow_mut().list(f, m), &mut add);
+        assert_eq!(each_item(1, 2, |f, m| dir.borrow_mut().list(f, m), add), Ok(()));
+        assert_eq!(*added.borrow(), [3], "x went out; the next call, at offset 3, meets the failure");
+        let failed = each_item(1, 3, |f, m| dir.borrow_mut().list(f, m), add);
         assert_eq!(failed, Err(Errno::EIO));
     }
 }
