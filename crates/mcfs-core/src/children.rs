@@ -67,6 +67,21 @@ impl Children {
         self.by_name.iter().map(|(name, e)| (&**name, e.ino))
     }
 
+    /// Both orders hold the same names, each at its slot, every slot below
+    /// the next one to give (`Engine::check_invariants`).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if self.by_name.len() != self.by_slot.len() {
+            return Err(format!("{} names but {} slots", self.by_name.len(), self.by_slot.len()));
+        }
+        for (slot, name) in &self.by_slot {
+            match self.by_name.get(name) {
+                Some(entry) if entry.slot == *slot && *slot < self.next_slot => {}
+                _ => return Err(format!("slot {slot} holds {name:?}, which the names do not put there")),
+            }
+        }
+        Ok(())
+    }
+
     /// The entries in stream order, from slot `first` on.
     pub fn stream_from(&self, first: u64) -> impl Iterator<Item = Slotted<'_>> {
         self.by_slot.range(first..).map(|(&slot, name)| Slotted { slot, name, ino: self.by_name[name].ino })
@@ -116,5 +131,19 @@ mod tests {
         assert_eq!(rest, [(3, "s".to_string()), (4, "a".to_string())], "r is gone, s once, a after it");
         assert_eq!(c.remove(OsStr::new("p")), None);
         assert!(!c.is_empty());
+        assert_eq!(c.check_invariants(), Ok(()));
+    }
+
+    #[test]
+    fn the_invariant_check_sees_a_name_out_of_its_slot() {
+        let mut c = Children::default();
+        c.insert(OsStr::new("a"), 1);
+        c.insert(OsStr::new("b"), 2);
+        assert_eq!(c.check_invariants(), Ok(()));
+        let b = c.by_slot.remove(&1).unwrap();
+        c.by_slot.insert(7, b);
+        assert!(c.check_invariants().unwrap_err().contains("slot 7"));
+        c.by_slot.remove(&7);
+        assert!(c.check_invariants().unwrap_err().contains("2 names but 1 slots"));
     }
 }

@@ -999,12 +999,18 @@ impl Engine {
 
     /// Checks the engine's structural invariants (the page cache's,
     /// `Cache::check_invariants`, that it holds pages of live inodes only,
-    /// and the journal backlog's, `check_backlog`); the crash-consistency
-    /// driver calls it after every step. The error names the first broken one.
+    /// each loaded directory's, `Children::check_invariants`, and the
+    /// journal backlog's, `check_backlog`); the crash-consistency driver
+    /// calls it after every step. The error names the first broken one.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.check_backlog()?;
         let st = self.state.lock();
         st.cache.check_invariants()?;
+        for (ino, inode) in &st.inodes {
+            if let Some(children) = &inode.children {
+                children.check_invariants().map_err(|e| format!("directory {ino}: {e}"))?;
+            }
+        }
         let forgotten = st.cache.files().find(|ino| !st.inodes.contains_key(ino));
         match forgotten {
             Some(ino) => Err(format!("the cache holds pages of inode {ino}, which the engine forgot")),
