@@ -635,18 +635,14 @@ impl McfsFs {
         }
     }
 
-    /// close(2): durability is fsync's business, and without writeback
-    /// cache there is no kernel-held data to push; but an op of the caller's
-    /// on this file that a checkpoint could not store is reported here, once,
-    /// as close(2) reports a writeback error. The observer hears of it here,
-    /// in order with the caller's other calls (a release may come any time later).
-    /// close(2). Only a mount that records a trace has anything to do here
-    /// (the close is an event of the trace). Any other answers `ENOSYS`, and
-    /// the kernel sends no FLUSH for the rest of the connection: one round
-    /// trip less per close. The kernel still writes a file's dirty pages back
-    /// at close first; an op a checkpoint could not store is reported at the
-    /// app's next fsync, as ext4 reports writeback errors (README, "What is
-    /// guaranteed").
+    /// close(2). Only a mount that records a trace has anything to do here:
+    /// the close is an event of the trace, heard here in order with the
+    /// caller's other calls (a release may come any time later). Any other
+    /// mount answers `ENOSYS`, and the kernel sends no FLUSH for the rest of
+    /// the connection: one round trip less per close. The kernel still
+    /// writes a file's dirty pages back at close first; an op a checkpoint
+    /// could not store is reported at the app's next fsync, as ext4 reports
+    /// writeback errors (README, "What is guaranteed").
     pub(crate) fn flush(&self, caller: Caller, ino: INodeNo, reply: impl EmptyAnswer) {
         match &self.served.observer {
             Some(observer) => {
