@@ -21,7 +21,7 @@
 //! a reference whose reply could not carry it is forgotten at once.
 
 use crate::dir_stream;
-use crate::handover::{Handover, InvalidatorSlot};
+use crate::handover::{DirtyPages, Handover, InvalidatorSlot};
 use crate::held_requests::{HeldRequests, HELD_REQUEST_THREADS};
 use crate::io_priority;
 use crate::observer::{RequestObserver, ServedOp};
@@ -145,7 +145,7 @@ struct Served {
     /// `fasttrack.dispatch`: serving threads take the I/O priority of each request's class.
     tags_io_priority: bool,
     /// Sync-point consistency: the kernel's dirty pages handed over before each sync point.
-    handover: Option<Handover>,
+    handover: Option<Arc<Handover>>,
     /// Drops the kernel's cached attributes or pages of a file; set once the session exists.
     kernel_cache: InvalidatorSlot,
     /// The mount's root, through which the handover has the kernel write back; set once it is live.
@@ -162,7 +162,7 @@ impl McfsFs {
         }
         let (kernel_cache, mount_root) = (InvalidatorSlot::default(), MountRootSlot::default());
         let handover = (engine.consistency() == Consistency::SyncPoint)
-            .then(|| Handover::start(mount_root.clone(), kernel_cache.clone()));
+            .then(|| Arc::new(Handover::start(mount_root.clone(), kernel_cache.clone())));
         McfsFs {
             served: Arc::new(Served { engine, observer, tags_io_priority, handover, kernel_cache, mount_root }),
             held: HeldRequests::start(HELD_REQUEST_THREADS),
@@ -184,6 +184,11 @@ impl McfsFs {
     /// Whether sync points hand the kernel's dirty pages over (sync-point mode).
     pub(crate) fn hands_over(&self) -> bool {
         self.served.handover.is_some()
+    }
+
+    /// What has the kernel hand over its dirty pages before a stop's checkpoint.
+    pub fn dirty_pages(&self) -> DirtyPages {
+        DirtyPages(self.served.handover.clone())
     }
 
     /// Where the mount puts what invalidates the kernel's cache of an

@@ -121,6 +121,20 @@ impl Handover {
         }
     }
 
+    /// Has every file open for writing handed over and returns once it
+    /// was (the waiting happens on a channel, not in a syncfs: the caller
+    /// keeps the daemon's descriptors, see `write_back.rs`).
+    pub fn hand_over_all(&self) {
+        let (done, handed_over) = mpsc::channel();
+        self.then(
+            |_| true,
+            Box::new(move || {
+                let _ = done.send(());
+            }),
+        );
+        let _ = handed_over.recv();
+    }
+
     /// Runs `job` once every file open for writing that `pick` keeps was
     /// handed over: on this thread if there is none, else on the handover
     /// thread (this one returns at once).
@@ -131,6 +145,22 @@ impl Handover {
         }
         if let Err(mpsc::SendError((_, job))) = self.queue.lock().send((inos, job)) {
             job();
+        }
+    }
+}
+
+/// Has the kernel hand over its dirty pages of the mount before a
+/// checkpoint that must hold them: the one a daemon takes when told to
+/// unmount or stop (sync-point mode; nothing to do in operation mode,
+/// where every write reached the engine as it was made).
+#[derive(Clone, Default)]
+pub struct DirtyPages(pub(crate) Option<Arc<Handover>>);
+
+impl DirtyPages {
+    /// Returns once every file open for writing was handed over.
+    pub fn hand_over(&self) {
+        if let Some(handover) = &self.0 {
+            handover.hand_over_all();
         }
     }
 }
@@ -248,5 +278,21 @@ mod tests {
         let order: Vec<u32> = (0..3).map(|_| finished.recv().unwrap()).collect();
         assert_eq!(order, [1, 2, 3], "each job after its handover, in the order they came");
         assert_eq!(*gate.calls.lock(), [1, 2, 3], "one handover for the first, one for the two queued meanwhile");
+    }
+
+    #[test]
+    fn dirty_pages_hands_over_every_file_open_for_writing_before_it_returns() {
+        let gate = Arc::new(Gate { calls: Mutex::default(), go: Mutex::new(None) });
+        let slot = InvalidatorSlot::default();
+        assert!(slot.set(Box::new(Arc::clone(&gate))).is_ok());
+        let h = Arc::new(Handover::start(MountRootSlot::default(), slot));
+        for (ino, flags) in [(4, libc::O_WRONLY), (5, libc::O_RDONLY), (6, libc::O_RDWR)] {
+            h.opened(ino, flags);
+        }
+        DirtyPages(Some(h)).hand_over();
+        let mut handed_over = gate.calls.lock().clone();
+        handed_over.sort_unstable();
+        assert_eq!(handed_over, [4, 6], "both write opens, not the read-only one");
+        DirtyPages::default().hand_over();
     }
 }

@@ -37,6 +37,7 @@ pub mod uring;
 mod write_back;
 
 pub use filesystem::McfsFs;
+pub use handover::DirtyPages;
 pub use kernel_config::ask_kernel_for;
 pub use kernel_mount::open_session;
 pub use mount::{mount, mount_fs, usable_mount_point, MountFlags, MountOptions, Mounted, Transport, Unmounter};

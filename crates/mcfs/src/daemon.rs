@@ -307,8 +307,18 @@ fn handle_request(live: &Live, request: Request) -> Response {
 /// The data is made durable before the mount goes, so a failing unmount
 /// (busy) or a kill right after it loses nothing.
 fn checkpoint_and_unmount(engine: &Engine, mount: &MountHandle) -> Result<(), String> {
-    engine.checkpoint().map_err(|e| format!("checkpoint failed, not unmounting: {e}"))?;
+    checkpoint_for_stop(engine, mount).map_err(|e| format!("checkpoint failed, not unmounting: {e}"))?;
     mount.unmount()
+}
+
+/// The checkpoint before a stop holds everything written before it: in
+/// sync-point mode the kernel first hands over the pages its writeback
+/// cache still holds, which would otherwise reach the engine only with the
+/// kernel's writeback at the unmount (and never, should the unmount fail
+/// and the daemon die).
+fn checkpoint_for_stop(engine: &Engine, mount: &MountHandle) -> mcfs_core::FsResult<()> {
+    mount.hand_over_dirty_pages();
+    engine.checkpoint()
 }
 
 impl Running {
@@ -318,7 +328,7 @@ impl Running {
                 tracing::info!("{}: checkpointing and unmounting", signals::name(sig));
                 let mnt = self.mountpoint.display();
                 self.notify.stopping(&format!("{}: checkpointing and unmounting {mnt}", signals::name(sig)));
-                if let Err(e) = self.engine.checkpoint() {
+                if let Err(e) = checkpoint_for_stop(&self.engine, &self.mount) {
                     tracing::error!("checkpoint failed: {e}");
                 }
                 self.unmount_for_exit();

@@ -20,11 +20,12 @@ pub struct FuseSettings {
     pub io_uring: mcfs_core::IoUringMode,
 }
 
-pub struct LiveMount(mcfs_fuse::Mounted);
+pub struct LiveMount(mcfs_fuse::Mounted, mcfs_fuse::DirtyPages);
 
-/// Unmounts the live mount from any thread; a no-op once the session ended.
+/// Unmounts the live mount from any thread (a no-op once the session
+/// ended), and has the kernel hand over its dirty pages before.
 #[derive(Clone)]
-pub struct MountHandle(mcfs_fuse::Unmounter);
+pub struct MountHandle(mcfs_fuse::Unmounter, mcfs_fuse::DirtyPages);
 
 /// Starts serving `engine`; `observer`, if any, is told of every file operation served.
 pub fn start(
@@ -43,12 +44,13 @@ pub fn start(
     };
     // mcfs-fuse errors already name the mount point and the cause.
     let fs = McfsFs::new(engine, observer);
-    mcfs_fuse::mount_fs(fs, mountpoint, &options).map(LiveMount).map_err(|e| e.to_string())
+    let dirty_pages = fs.dirty_pages();
+    mcfs_fuse::mount_fs(fs, mountpoint, &options).map(|m| LiveMount(m, dirty_pages)).map_err(|e| e.to_string())
 }
 
 impl LiveMount {
     pub fn handle(&self) -> MountHandle {
-        MountHandle(self.0.unmounter())
+        MountHandle(self.0.unmounter(), self.1.clone())
     }
 
     /// How requests reach the daemon (`mcfs stat`'s `fuse` section).
@@ -65,6 +67,14 @@ impl LiveMount {
 }
 
 impl MountHandle {
+    /// In sync-point mode, has the kernel hand every dirty page of the
+    /// mount over to the engine and returns once it has, so that a
+    /// checkpoint after it holds all that was written before (in operation
+    /// mode the engine has it all already).
+    pub fn hand_over_dirty_pages(&self) {
+        self.1.hand_over();
+    }
+
     /// Fails (EBUSY) while files in the mount are in use.
     pub fn unmount(&self) -> Result<(), String> {
         self.0.unmount().map_err(|e| e.to_string())

@@ -49,26 +49,8 @@ fn a_sync_point_hands_over_the_apps_other_open_files() {
         let dirs = Dirs::new(Some(&config));
         let consistency = format!("{consistency}, {policy}");
         let daemon = Daemon::foreground(&dirs, &[]);
-        let mut writer = Command::new(std::env::current_exe().expect("this test binary"))
-            .args(["--exact", "writer_process", "--ignored", "--nocapture", "--test-threads", "1"])
-            .env(WRITER_DIR, &dirs.mnt)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the writer");
-        let mut to_writer = writer.stdin.take().expect("stdin");
-        let mut from_writer = BufReader::new(writer.stdout.take().expect("stdout"));
-        let mut step = |say: &str, wait_for: &str| {
-            if !say.is_empty() {
-                writeln!(to_writer, "{say}").expect("tell the writer");
-            }
-            let mut line = String::new();
-            // The harness prints "test writer_process ... " before the first word.
-            while !line.trim_end().ends_with(wait_for) {
-                line.clear();
-                assert!(from_writer.read_line(&mut line).expect("hear the writer") > 0, "the writer ended early");
-            }
-        };
+        let mut writer = Writer::start(&dirs.mnt);
+        let mut step = |say: &str, wait_for: &str| writer.step(say, wait_for);
         step("", "written");
         let written = || stats(&dirs)["bytes_written"].as_u64().expect("bytes_written");
         assert_eq!(written(), before_fsync, "{consistency}: what reached the daemon before the fsync");
@@ -81,8 +63,69 @@ fn a_sync_point_hands_over_the_apps_other_open_files() {
         ctl(&dirs, &["checkpoint"]);
         assert_eq!(in_backing(&dirs, "b"), b"SECOND FILE", "{consistency}: the checkpoint had it handed over");
         step("end", "ending");
-        assert!(writer.wait().expect("the writer ends").success());
+        writer.finish();
         daemon.unmount();
+    }
+}
+
+/// The checkpoint `mcfs umount` takes before it unmounts holds the pages
+/// the kernel still caches: here the unmount fails (the writer keeps its
+/// files open), the daemon dies, and the backing store has what the
+/// writer wrote, which the daemon had not seen before `mcfs umount`.
+#[test]
+fn the_checkpoint_before_an_unmount_holds_what_the_kernel_cached() {
+    let dirs = Dirs::new(Some("consistency = \"sync-point\"\n"));
+    let daemon = Daemon::foreground(&dirs, &[]);
+    let mut writer = Writer::start(&dirs.mnt);
+    writer.step("", "written");
+    assert_eq!(stats(&dirs)["bytes_written"].as_u64(), Some(0), "the writes are still in the kernel's cache");
+    let umount = common::mcfs(&dirs, &["umount", &dirs.mnt.display().to_string()]);
+    assert!(!umount.status.success(), "the unmount must fail while the writer holds its files:\n{}", umount.output);
+    assert!(umount.output.contains("busy"), "{}", umount.output);
+    daemon.kill();
+    writer.step("end", "ending");
+    writer.finish();
+    common::recover(&dirs);
+    assert_eq!(in_backing(&dirs, "a"), b"first file");
+    assert_eq!(in_backing(&dirs, "b"), b"second file");
+}
+
+/// `writer_process` run as a child (see there), spoken to line by line.
+struct Writer {
+    child: std::process::Child,
+    to: std::process::ChildStdin,
+    from: BufReader<std::process::ChildStdout>,
+}
+
+impl Writer {
+    fn start(dir: &Path) -> Writer {
+        let mut child = Command::new(std::env::current_exe().expect("this test binary"))
+            .args(["--exact", "writer_process", "--ignored", "--nocapture", "--test-threads", "1"])
+            .env(WRITER_DIR, dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the writer");
+        let to = child.stdin.take().expect("stdin");
+        let from = BufReader::new(child.stdout.take().expect("stdout"));
+        Writer { child, to, from }
+    }
+
+    /// Says `say` (unless empty), then waits until the writer says `wait_for`.
+    fn step(&mut self, say: &str, wait_for: &str) {
+        if !say.is_empty() {
+            writeln!(self.to, "{say}").expect("tell the writer");
+        }
+        let mut line = String::new();
+        // The harness prints "test writer_process ... " before the first word.
+        while !line.trim_end().ends_with(wait_for) {
+            line.clear();
+            assert!(self.from.read_line(&mut line).expect("hear the writer") > 0, "the writer ended early");
+        }
+    }
+
+    fn finish(mut self) {
+        assert!(self.child.wait().expect("the writer ends").success());
     }
 }
 
