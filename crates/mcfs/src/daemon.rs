@@ -271,7 +271,7 @@ fn handle_request(live: &Live, request: Request) -> Response {
                 Err(message) => Response::Error { message },
             };
         }
-        Request::Checkpoint => engine.checkpoint().map_err(|e| format!("checkpoint failed: {e}")),
+        Request::Checkpoint => checkpoint_with_handover(engine, mount).map_err(|e| format!("checkpoint failed: {e}")),
         Request::Battery { percent } if percent > 100 => Err(format!("battery percent must be 0..=100, got {percent}")),
         Request::Battery { percent } => {
             engine.set_battery(percent);
@@ -307,16 +307,16 @@ fn handle_request(live: &Live, request: Request) -> Response {
 /// The data is made durable before the mount goes, so a failing unmount
 /// (busy) or a kill right after it loses nothing.
 fn checkpoint_and_unmount(engine: &Engine, mount: &MountHandle) -> Result<(), String> {
-    checkpoint_for_stop(engine, mount).map_err(|e| format!("checkpoint failed, not unmounting: {e}"))?;
+    checkpoint_with_handover(engine, mount).map_err(|e| format!("checkpoint failed, not unmounting: {e}"))?;
     mount.unmount()
 }
 
-/// The checkpoint before a stop holds everything written before it: in
-/// sync-point mode the kernel first hands over the pages its writeback
-/// cache still holds, which would otherwise reach the engine only with the
-/// kernel's writeback at the unmount (and never, should the unmount fail
-/// and the daemon die).
-fn checkpoint_for_stop(engine: &Engine, mount: &MountHandle) -> mcfs_core::FsResult<()> {
+/// A checkpoint asked for (`mcfs ctl checkpoint`, an unmount, a stop)
+/// holds everything written before it: in sync-point mode the kernel
+/// first hands over the pages its writeback cache still holds, which
+/// would otherwise reach the engine only with its own writeback (at the
+/// unmount, and never should the unmount fail and the daemon die).
+fn checkpoint_with_handover(engine: &Engine, mount: &MountHandle) -> mcfs_core::FsResult<()> {
     mount.hand_over_dirty_pages();
     engine.checkpoint()
 }
@@ -328,7 +328,7 @@ impl Running {
                 tracing::info!("{}: checkpointing and unmounting", signals::name(sig));
                 let mnt = self.mountpoint.display();
                 self.notify.stopping(&format!("{}: checkpointing and unmounting {mnt}", signals::name(sig)));
-                if let Err(e) = checkpoint_for_stop(&self.engine, &self.mount) {
+                if let Err(e) = checkpoint_with_handover(&self.engine, &self.mount) {
                     tracing::error!("checkpoint failed: {e}");
                 }
                 self.unmount_for_exit();

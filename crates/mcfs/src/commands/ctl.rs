@@ -4,7 +4,6 @@ use crate::cli::{CtlAction, CtlArgs};
 use crate::control_client;
 use crate::output::print;
 use crate::protocol::{Request, Response};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// What `ctl MNT fg` takes and prints for "no foreground app".
@@ -33,24 +32,8 @@ pub fn run(args: CtlArgs) -> Result<(), String> {
             (Request::Advance { nanos }, format!("virtual clock moved {seconds} s forward"))
         }
     };
-    if request == Request::Checkpoint {
-        hand_over_dirty_pages(&args.mountpoint);
-    }
     control_client::call_expect_done(&args.mountpoint, &request)?;
     print(&format!("{}: {done}\n", args.mountpoint.display()))
-}
-
-/// Has the kernel hand its dirty pages of the mount to the daemon first
-/// (syncfs): with the writeback cache of a sync-point mount, the checkpoint
-/// then holds everything written before it was asked for, not whichever
-/// pages the kernel's writeback happened to send (the engine closes every
-/// app's transaction there). Best effort: the daemon checkpoints what it
-/// has either way, and reports its own errors.
-fn hand_over_dirty_pages(mountpoint: &Path) {
-    if let Ok(root) = std::fs::File::open(mountpoint) {
-        // SAFETY: syncfs only reads the descriptor, which `root` keeps open.
-        unsafe { libc::syncfs(root.as_raw_fd()) };
-    }
 }
 
 /// Prints the foreground app's name alone (`none` if there is none), for scripts.
