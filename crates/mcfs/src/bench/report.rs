@@ -259,7 +259,7 @@ mod tests {
         let row = table.lines().find(|l| l.contains("fsync latency p50")).unwrap();
         let fields: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(
-            &fields[1..14],
+            &fields[1..15],
             [
                 "fio",
                 "fsync latency p50",
@@ -270,6 +270,7 @@ mod tests {
                 "-",
                 "250 (0.250x)",
                 "error",
+                "-",
                 "-",
                 "-",
                 "<= 0.5x ext4",

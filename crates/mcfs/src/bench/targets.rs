@@ -42,10 +42,14 @@ pub enum TargetKind {
     /// mcfs in memory mode with `consistency = "sync-point"`: the kernel's
     /// writeback cache, VCT boundaries only at sync points.
     McfsSyncPoint,
+    /// mcfs as `mcfs`, but served over `/dev/fuse` (`fuse.io_uring =
+    /// "off"`) where `mcfs` takes FUSE over io_uring if the kernel offers
+    /// it: the two side by side measure the ring.
+    McfsDevFuse,
 }
 
 impl TargetKind {
-    pub const ALL: [TargetKind; 8] = [
+    pub const ALL: [TargetKind; 9] = [
         TargetKind::Ext4,
         TargetKind::Tmpfs,
         TargetKind::FuseFloor,
@@ -54,6 +58,7 @@ impl TargetKind {
         TargetKind::McfsSync,
         TargetKind::McfsTpl,
         TargetKind::McfsSyncPoint,
+        TargetKind::McfsDevFuse,
     ];
 
     pub fn name(self) -> &'static str {
@@ -66,11 +71,19 @@ impl TargetKind {
             TargetKind::McfsSync => "mcfs-sync",
             TargetKind::McfsTpl => "mcfs-tpl",
             TargetKind::McfsSyncPoint => "mcfs-sync-point",
+            TargetKind::McfsDevFuse => "mcfs-dev-fuse",
         }
     }
 
     pub fn is_mcfs(self) -> bool {
-        matches!(self, TargetKind::Mcfs | TargetKind::McfsSync | TargetKind::McfsTpl | TargetKind::McfsSyncPoint)
+        matches!(
+            self,
+            TargetKind::Mcfs
+                | TargetKind::McfsSync
+                | TargetKind::McfsTpl
+                | TargetKind::McfsSyncPoint
+                | TargetKind::McfsDevFuse
+        )
     }
 
     pub fn has_device(self) -> bool {
@@ -248,6 +261,9 @@ fn mcfs_config(kind: TargetKind, cache_size: Option<u64>, options: &[String]) ->
     }
     if kind == TargetKind::McfsSyncPoint {
         text.push_str("consistency = \"sync-point\"\n");
+    }
+    if kind == TargetKind::McfsDevFuse {
+        text.push_str("fuse.io_uring = \"off\"\n");
     }
     if let Some(bytes) = cache_size {
         text.push_str(&format!("cache_size = {bytes}\n"));
@@ -619,6 +635,7 @@ mod tests {
     fn config_sets_mode_and_cache_size() {
         assert_eq!(mcfs_config(TargetKind::McfsSync, None, &[]), "mode = \"sync\"\n");
         assert_eq!(mcfs_config(TargetKind::McfsTpl, None, &[]), "mode = \"memory\"\ntransaction_policy = \"tpl\"\n");
+        assert_eq!(mcfs_config(TargetKind::McfsDevFuse, None, &[]), "mode = \"memory\"\nfuse.io_uring = \"off\"\n");
         let options = ["max_stale_bytes = 1".to_string(), "dirty_high_ratio = 0.5".to_string()];
         assert_eq!(
             mcfs_config(TargetKind::Mcfs, Some(4096), &options),
