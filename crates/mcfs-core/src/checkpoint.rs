@@ -60,7 +60,12 @@ impl Trigger {
         !matches!(self, Trigger::Policy | Trigger::Background)
     }
 
-    /// Why the checkpoint ran, for its log line.
+    /// Whether the checkpoint makes room in the cache (memory pressure, or
+    /// reclaim): what a commit or apply in progress does as well.
+    pub(crate) fn makes_room(self) -> bool {
+        matches!(self, Trigger::Memory | Trigger::Background)
+    }
+
     /// Whether the committed transactions are applied in place right away:
     /// a checkpoint asked for, and memory pressure (only applied pages can
     /// be reclaimed).
@@ -68,6 +73,7 @@ impl Trigger {
         matches!(self, Trigger::Everything | Trigger::Memory | Trigger::Background)
     }
 
+    /// Why the checkpoint ran, for its log line.
     fn words(self, app_name: &dyn Fn(AppId) -> String) -> String {
         match self {
             Trigger::Everything => "requested".to_string(),

@@ -665,6 +665,10 @@ impl Engine {
                 Ok(None) => {}
                 Ok(Some(trigger)) => {
                     drop(st);
+                    if trigger.makes_room() && self.waited_for_journal(app) {
+                        // The commit or apply that held it freed memory: look again.
+                        continue;
+                    }
                     tried.note(trigger);
                     self.stalled(app, || match trigger {
                         Trigger::App(app) => self.commit_app(app),
@@ -686,6 +690,22 @@ impl Engine {
             self.split_settled.notify_all();
         }
         written
+    }
+
+    /// If a commit or an apply holds the journal, waits until it lets go
+    /// (counted as `app`'s time stalled) and says so: a writer short of
+    /// memory waits for the work already freeing it rather than commit
+    /// more on its own thread next to it.
+    fn waited_for_journal(&self, app: AppId) -> bool {
+        let busy = self.journal.is_locked();
+        if busy {
+            let waited = self.stalled(app, || {
+                self.dispatch.wait_for_journal(|| drop(self.journal.lock()));
+                Ok(())
+            });
+            debug_assert!(waited.is_ok(), "a wait cannot fail");
+        }
+        busy
     }
 
     /// What a write of `len` bytes at `offset` must wait for, after the
