@@ -671,7 +671,7 @@ impl Engine {
                     }
                     tried.note(trigger);
                     self.stalled(app, || match trigger {
-                        Trigger::App(app) => self.commit_app(app),
+                        Trigger::App(app) | Trigger::Closed(app) => self.commit_for(trigger, app),
                         trigger => self.run_checkpoint(trigger),
                     })?;
                     continue;
@@ -756,7 +756,13 @@ impl Engine {
             Room::Fits => {}
         }
         let stale = crate::checkpoint::stale_bytes(st, app);
-        if stale > 0 && stale + len > crate::checkpoint::limits_of(st, app).max_stale_bytes {
+        let max_stale_bytes = crate::checkpoint::limits_of(st, app).max_stale_bytes;
+        if stale > 0 && stale + len > max_stale_bytes {
+            // The closed VCTs alone, if committing them leaves room: the
+            // open one goes on filling and closes as the policy says.
+            if st.apps.list[app].open.bytes + len <= max_stale_bytes {
+                return Ok(Some(Trigger::Closed(app)));
+            }
             crate::sync_points::limit_closes(st, app);
             return Ok(Some(Trigger::App(app)));
         }
