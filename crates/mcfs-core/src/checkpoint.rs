@@ -40,6 +40,9 @@ pub enum Trigger {
     /// An fsync in sync mode, or a writer at its staleness bound: that
     /// app's open VCT.
     App(AppId),
+    /// A writer at its staleness bound whose open VCT leaves room for the
+    /// write: no VCT (the app's closed ones commit).
+    Closed(AppId),
     /// Dirty data passed the high watermark, or reclaim found only dirty
     /// pages: every open VCT.
     Memory,
@@ -60,7 +63,12 @@ impl Trigger {
         !matches!(self, Trigger::Policy | Trigger::Background)
     }
 
-    /// Why the checkpoint ran, for its log line.
+    /// Whether the checkpoint makes room in the cache (memory pressure, or
+    /// reclaim): what a commit or apply in progress does as well.
+    pub(crate) fn makes_room(self) -> bool {
+        matches!(self, Trigger::Memory | Trigger::Background)
+    }
+
     /// Whether the committed transactions are applied in place right away:
     /// a checkpoint asked for, and memory pressure (only applied pages can
     /// be reclaimed).
@@ -68,10 +76,11 @@ impl Trigger {
         matches!(self, Trigger::Everything | Trigger::Memory | Trigger::Background)
     }
 
+    /// Why the checkpoint ran, for its log line.
     fn words(self, app_name: &dyn Fn(AppId) -> String) -> String {
         match self {
             Trigger::Everything => "requested".to_string(),
-            Trigger::App(app) => format!("for {}", app_name(app)),
+            Trigger::App(app) | Trigger::Closed(app) => format!("for {}", app_name(app)),
             Trigger::Memory => "memory pressure".to_string(),
             Trigger::Background => "reclaim".to_string(),
             Trigger::Policy => "policy".to_string(),
@@ -111,9 +120,15 @@ impl Engine {
     /// not other apps' independent data. After a failed checkpoint the queue
     /// may lack dependencies on the batch that went back: then everything.
     pub(crate) fn commit_app(&self, app: AppId) -> FsResult<()> {
+        self.commit_for(Trigger::App(app), app)
+    }
+
+    /// The same for a writer at its staleness bound, with `trigger` saying
+    /// whether its open VCT closes first (`App`) or not (`Closed`).
+    pub(crate) fn commit_for(&self, trigger: Trigger, app: AppId) -> FsResult<()> {
         let selection =
             if self.counters.lock().retry_at.is_some() { Selection::All } else { Selection::AppAndNeeds(app) };
-        self.commit(Trigger::App(app), &selection)
+        self.commit(trigger, &selection)
     }
 
     /// Closes the VCTs `trigger` names, then commits the closed VCTs
@@ -152,7 +167,7 @@ impl Engine {
                 Trigger::Everything | Trigger::Memory => st.close_all(),
                 Trigger::App(app) => st.close_vct(app),
                 Trigger::Background => st.close_all_but_spared(),
-                Trigger::Policy => {}
+                Trigger::Closed(_) | Trigger::Policy => {}
             }
             let mut chosen: HashSet<u64> = match selection {
                 Selection::All => st.closed.iter().map(|v| v.id).collect(),

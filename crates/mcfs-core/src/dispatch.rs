@@ -30,7 +30,8 @@
 //! transaction, and retries after the FG commit (`commit_step`). Once its
 //! commit record is durable it must be applied before anyone else commits;
 //! then, and once the aging bound has passed since a BG commit first gave
-//! way, it goes on.
+//! way, it goes on. A writer short of memory only waits for the commit in
+//! progress, which frees it (`wait_for_journal`): that commit goes on.
 //!
 //! Priority inheritance down to the device: the moment an FG request waits
 //! for the journal, the thread holding it gets FG I/O priority, set from the
@@ -338,6 +339,21 @@ impl Dispatcher {
             }
             _ => JournalHold { dispatcher: self, taken: Some(lock()), registered: false },
         }
+    }
+
+    /// Waits with `wait` until the journal's holder lets it go, without
+    /// taking it: a writer short of memory waits for the commit or apply
+    /// in progress, which frees it. Unlike `take_journal`, a BG commit goes
+    /// on (it does not give way), and an FG waiter neither counts as in
+    /// flight meanwhile nor leaves the holder at BG I/O priority.
+    pub fn wait_for_journal(&self, wait: impl FnOnce()) {
+        if current().map(|w| w.class) != Some(IoClass::Foreground) {
+            return wait();
+        }
+        self.raise_holder(&mut self.gate.lock());
+        self.fg_leaves();
+        wait();
+        self.gate.lock().fg_in_flight += 1;
     }
 
     /// Whether a BG commit holds back for FG work: FG requests in flight or

@@ -665,9 +665,13 @@ impl Engine {
                 Ok(None) => {}
                 Ok(Some(trigger)) => {
                     drop(st);
+                    if trigger.makes_room() && self.waited_for_journal(app) {
+                        // The commit or apply that held it freed memory: look again.
+                        continue;
+                    }
                     tried.note(trigger);
                     self.stalled(app, || match trigger {
-                        Trigger::App(app) => self.commit_app(app),
+                        Trigger::App(app) | Trigger::Closed(app) => self.commit_for(trigger, app),
                         trigger => self.run_checkpoint(trigger),
                     })?;
                     continue;
@@ -686,6 +690,22 @@ impl Engine {
             self.split_settled.notify_all();
         }
         written
+    }
+
+    /// If a commit or an apply holds the journal, waits until it lets go
+    /// (counted as `app`'s time stalled) and says so: a writer short of
+    /// memory waits for the work already freeing it rather than commit
+    /// more on its own thread next to it.
+    fn waited_for_journal(&self, app: AppId) -> bool {
+        let busy = self.journal.is_locked();
+        if busy {
+            let waited = self.stalled(app, || {
+                self.dispatch.wait_for_journal(|| drop(self.journal.lock()));
+                Ok(())
+            });
+            debug_assert!(waited.is_ok(), "a wait cannot fail");
+        }
+        busy
     }
 
     /// What a write of `len` bytes at `offset` must wait for, after the
@@ -736,7 +756,13 @@ impl Engine {
             Room::Fits => {}
         }
         let stale = crate::checkpoint::stale_bytes(st, app);
-        if stale > 0 && stale + len > crate::checkpoint::limits_of(st, app).max_stale_bytes {
+        let max_stale_bytes = crate::checkpoint::limits_of(st, app).max_stale_bytes;
+        if stale > 0 && stale + len > max_stale_bytes {
+            // The closed VCTs alone, if committing them leaves room: the
+            // open one goes on filling and closes as the policy says.
+            if st.apps.list[app].open.bytes + len <= max_stale_bytes {
+                return Ok(Some(Trigger::Closed(app)));
+            }
             crate::sync_points::limit_closes(st, app);
             return Ok(Some(Trigger::App(app)));
         }

@@ -334,8 +334,13 @@ impl<'a> InPlace<'a> {
             Before { seq: self.seq, path: path.to_path_buf(), size: attr.size, atime: attr.atime, mtime: attr.mtime };
         let Some(record) = before.encode() else { return Ok(false) };
         if self.placed.is_empty() {
-            // Created or emptied (the records of an earlier transaction are settled).
-            self.backend.create(&appends_path(), FileKind::File, 0o600, 0)?;
+            // Emptied (the records of an earlier transaction are settled), or
+            // created once: emptying the file leaves its directory unchanged,
+            // so the sync below need not sync the directory at every commit.
+            match self.backend.set_len(&appends_path(), 0) {
+                Err(e) if is_not_found(&e) => self.backend.create(&appends_path(), FileKind::File, 0o600, 0)?,
+                emptied => emptied?,
+            }
         }
         self.backend.write_at(&appends_path(), self.record_bytes, &record)?;
         self.backend.sync()?;
@@ -435,7 +440,7 @@ impl Journaled {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::MemBackend;
+    use crate::backend::{MemBackend, Mutation};
 
     fn before(seq: u64, path: &str) -> Before {
         let t = |s| UNIX_EPOCH + Duration::new(s, 7);
@@ -524,6 +529,25 @@ mod tests {
         assert_eq!(backend.stat(Path::new("f")).unwrap().size, 10, "cut back");
         assert_eq!(backend.stat(&appends_path()).unwrap().size, 0, "records gone");
         InPlace::new(&backend, 2, 1, std::iter::empty()).undo(Err(io::Error::other("x"))).unwrap();
+    }
+
+    #[test]
+    fn the_record_file_is_created_once_and_emptied_for_each_later_transaction() {
+        let backend = crate::backend::RecordingBackend::new(store_with_f(10));
+        let append = |offset| JournalOp::Write { path: PathBuf::from("f"), offset, data: vec![2; 10] };
+        let creates_of_the_records = |backend: &crate::backend::RecordingBackend| {
+            let ops = (0..backend.op_count()).filter_map(|i| backend.op(i));
+            ops.filter(|op| matches!(op, Mutation::Create { path, .. } if *path == appends_path())).count()
+        };
+        for seq in 1..=3 {
+            let mut place = InPlace::new(&backend, seq, 1, std::iter::empty());
+            assert!(place.route(append(seq * 10)).unwrap().is_none(), "appended in place");
+            let records: Vec<u64> = read_records(&backend).unwrap().iter().map(|r| r.seq).collect();
+            assert_eq!(records, [seq], "transaction {seq}'s record alone");
+            place.committed().unwrap();
+        }
+        // A create would change the state directory, and its sync would sync that too.
+        assert_eq!(creates_of_the_records(&backend), 1, "created by the first transaction only");
     }
 
     #[test]

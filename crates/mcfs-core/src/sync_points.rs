@@ -89,9 +89,9 @@ pub(crate) fn closes_between_sync_points(st: &mut State, app: AppId, limits: &Li
     }
 }
 
-/// A writer at `app`'s byte limit commits its data, open VCT and all: in
-/// sync-point mode a boundary between sync points, as a limit closing the
-/// VCT is (`closes_between_sync_points`).
+/// A writer at `app`'s byte limit commits its data, open VCT and all (it
+/// would not fit next to it): in sync-point mode a boundary between sync
+/// points, as a limit closing the VCT is (`closes_between_sync_points`).
 pub(crate) fn limit_closes(st: &mut State, app: AppId) {
     let sync_points_only = st.config.consistency == Consistency::SyncPoint;
     let a = &mut st.apps.list[app];

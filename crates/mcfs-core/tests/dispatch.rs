@@ -107,6 +107,20 @@ fn an_fg_request_waiting_for_the_journal_does_not_hold_back_the_bg_commit_holdin
     assert_eq!(d.fg_in_flight(), 1);
 }
 
+/// A writer short of memory waits for the commit in progress without taking the journal.
+#[test]
+fn an_fg_request_waiting_for_the_commit_in_progress_neither_holds_it_back_nor_makes_it_give_way() {
+    let clock = Arc::new(ManualClock::new());
+    let d = dispatcher(&clock);
+    let _fg = d.admit(IoClass::Foreground, FG.uid);
+    let mut meanwhile = None;
+    // The holder's step, as it would run while the FG request waits.
+    d.wait_for_journal(|| meanwhile = Some((d.fg_in_flight(), d.background_work(|| d.commit_step(None)))));
+    assert_eq!(meanwhile, Some((0, Step::GoOn)), "not in flight while waiting, and the commit goes on");
+    assert_eq!(d.fg_in_flight(), 1, "in flight again after the wait");
+    assert_eq!(d.stats().commits_given_way, 0);
+}
+
 #[test]
 fn an_fg_request_takes_the_journal_before_waiting_bg_commits() {
     let clock = Arc::new(ManualClock::new());

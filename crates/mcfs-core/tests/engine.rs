@@ -288,6 +288,20 @@ fn a_vct_closes_at_half_the_byte_limit_so_the_writer_fills_the_other_half_while_
     assert_eq!(f.backing("log").map(|d| d.len()), Some(16 * 4096), "both halves, before page 16");
 }
 
+#[test]
+fn a_writer_at_its_staleness_bound_commits_only_its_closed_vcts_when_that_leaves_room() {
+    let f = fixture(Config { max_stale_bytes: 64 * 1024, ..Config::default() });
+    let ino = f.create(ROOT_INO, "log");
+    f.engine.write(Some(ME), ino, 0, &[1; 32 * 1024]).unwrap(); // closes at half
+    f.engine.write(Some(ME), ino, 32 * 1024, &[2; 20 * 1024]).unwrap();
+    assert_eq!((f.engine.stats().vcts_closed, f.engine.stats().checkpoints), (1, 0));
+    // 52 KiB stale and 16 more: past the bound, but the open VCT's 20 KiB and the write fit.
+    f.engine.write(Some(ME), ino, 52 * 1024, &[3; 16 * 1024]).unwrap();
+    assert_eq!(f.engine.stats().checkpoints, 1, "the writer committed first");
+    assert_eq!(f.backing("log").map(|d| d.len()), Some(32 * 1024), "the closed VCT only");
+    assert_eq!(f.engine.bytes_at_risk(), 36 * 1024, "the open VCT kept its 20 KiB and took the write");
+}
+
 /// A clock that moves on by a millisecond each time it is read: a commit,
 /// which reads it several times, takes time on it.
 struct Ticking(ManualClock);

@@ -5,12 +5,14 @@
 //! the install must keep them, or later checkpoints find no path for files
 //! made under that directory and silently drop their creates and writes.
 
-use mcfs_core::backend::{Op, RecordingBackend};
+mod paused_journal;
+
+use mcfs_core::backend::RecordingBackend;
 use mcfs_core::*;
+use paused_journal::pause_first_journal_write;
 use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -37,29 +39,6 @@ fn assert_holds(backend: &MemBackend, path: &str, want: &[u8], what: &str) {
     let n = backend.read_at(Path::new(path), 0, &mut buf).unwrap_or_else(|e| panic!("{what}: reading {path}: {e}"));
     buf.truncate(n);
     assert!(buf == want, "{what}: {path} holds {n} bytes that differ from the {} expected", want.len());
-}
-
-/// Pauses the first write to the journal until the test lets it go on
-/// (and fails nothing). Later journal writes pass straight through.
-fn pause_first_journal_write(backend: &RecordingBackend) -> (Receiver<()>, Sender<()>) {
-    let (reached_tx, reached_rx) = channel();
-    let (go_on_tx, go_on_rx) = channel::<()>();
-    let once = Mutex::new(Some((reached_tx, go_on_rx)));
-    backend.fail_when(
-        move |op| {
-            if matches!(op, Op::Write { path, .. } if path == Path::new(".mcfs/journal")) {
-                let first = once.lock().unwrap().take();
-                if let Some((reached, go_on)) = first {
-                    let _ = reached.send(());
-                    // Returns at once if the test dropped its sender (it panicked).
-                    let _ = go_on.recv();
-                }
-            }
-            false
-        },
-        libc::EIO,
-    );
-    (reached_rx, go_on_tx)
 }
 
 #[test]
