@@ -189,7 +189,7 @@ impl Engine {
             // Files still in use keep their data as orphans; a replaced or
             // removed directory is empty, so nothing of it needs keeping.
             let keeps_data = |i: Ino| referenced(i) && st.inodes.get(&i).is_some_and(|n| !n.is_dir());
-            let live: HashSet<Ino> = batch_inodes(&batch).filter(|i| keeps_data(*i)).collect();
+            let live: InoSet = batch_inodes(&batch).filter(|i| keeps_data(*i)).collect();
             let skip = born_and_gone(batch.iter().flat_map(|v| v.entries.iter()), &referenced);
             (batch, live, skip, rest, st.config.append_in_place_bytes)
         };

@@ -10,7 +10,6 @@ use crate::journal::JournalOp;
 use crate::types::*;
 use crate::vct::{ClosedEntry, LogEntry};
 use crate::STATE_DIR;
-use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -32,14 +31,14 @@ fn entry_inode(entry: &ClosedEntry) -> Option<Ino> {
 /// and stress-ng's create, rename, rename, unlink loop). An `O_TMPFILE`
 /// file is born without a name: unless a link names it, it is gone once
 /// closed.
-pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &dyn Fn(Ino) -> bool) -> HashSet<Ino> {
+pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &dyn Fn(Ino) -> bool) -> InoSet {
     #[derive(Default)]
     struct Life {
         created: bool,
         removed: bool,
         moved: bool,
     }
-    let mut lives: HashMap<Ino, Life> = HashMap::new();
+    let mut lives: InoMap<Life> = InoMap::default();
     for entry in entries {
         let ClosedEntry::Other(e) = entry else { continue };
         match e {
@@ -58,7 +57,7 @@ pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &
             }
             // Swapping a name with itself changes nothing.
             LogEntry::Exchange { parent, name, new_parent, new_name } if (parent, name) == (new_parent, new_name) => {}
-            LogEntry::Exchange { .. } => return HashSet::new(), // rare: keep everything
+            LogEntry::Exchange { .. } => return InoSet::default(), // rare: keep everything
             _ => {}
         }
         if let LogEntry::Rename { replaced: Some(r), .. } = e {
@@ -84,7 +83,7 @@ pub struct Compiler<'a> {
     /// Set owners in the backing store (needs root).
     pub preserve_owner: bool,
     /// Inodes born and gone within the batch: none of their entries matter.
-    pub skip: &'a HashSet<Ino>,
+    pub skip: &'a InoSet,
     pub ops: Vec<JournalOp>,
     /// The backing path of the inode the last entry wrote: a batch writes
     /// files page by page, and only a metadata entry can change a path.
@@ -96,7 +95,7 @@ impl<'a> Compiler<'a> {
         tree: &'a mut CommittedTree,
         still_live: &'a dyn Fn(Ino) -> bool,
         preserve_owner: bool,
-        skip: &'a HashSet<Ino>,
+        skip: &'a InoSet,
     ) -> Compiler<'a> {
         Compiler { tree, still_live, preserve_owner, skip, ops: Vec::new(), last_written: None }
     }

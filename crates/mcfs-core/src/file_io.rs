@@ -332,7 +332,11 @@ pub fn stream(store: &Store, miss: &Miss, range: std::ops::Range<u64>, out: &mut
 /// the file may show (beyond its end, cut off by a pending truncate, or a
 /// file not yet in the backing store). Runs without the state lock.
 pub fn fetch(store: &Store, miss: &Miss) -> FsResult<Vec<Arc<PageBuf>>> {
-    let mut buf = vec![0u8; (miss.pages * PAGE_SIZE) as usize];
-    read_backing(store, miss, miss.first * PAGE_SIZE, &mut buf)?;
-    Ok(buf.chunks_exact(PAGE_SIZE as usize).map(|c| Arc::new(<PageBuf>::try_from(c).expect("page-sized"))).collect())
+    let start = miss.first * PAGE_SIZE;
+    // Pages wholly past what the backing store may show are made as zeros, not read and copied.
+    let readable = miss.valid.saturating_sub(start).div_ceil(PAGE_SIZE).min(miss.pages);
+    let mut buf = vec![0u8; (readable * PAGE_SIZE) as usize];
+    read_backing(store, miss, start, &mut buf)?;
+    let read = buf.chunks_exact(PAGE_SIZE as usize).map(|c| Arc::new(<PageBuf>::try_from(c).expect("page-sized")));
+    Ok(read.chain((readable..miss.pages).map(|_| Arc::new([0; PAGE_SIZE as usize]))).collect())
 }

@@ -21,7 +21,7 @@
 //! inodes, not paths, so they reach `x` either way), and the names the chain
 //! passed through are free again at its end.
 
-use crate::types::Ino;
+use crate::types::{Ino, InoMap};
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -88,7 +88,7 @@ struct Finder {
     /// Where each chain with a start started: start → the name it is at.
     starts: HashMap<Name, Name>,
     /// Where the latest times of each inode were set.
-    last_times: HashMap<Ino, usize>,
+    last_times: InoMap<usize>,
     merges: HashMap<usize, Merge>,
 }
 
@@ -232,8 +232,8 @@ mod tests {
     use crate::committed::CommittedTree;
     use crate::compile::Compiler;
     use crate::journal::JournalOp;
+    use crate::types::InoSet;
     use crate::types::{FileKind, ROOT_INO};
-    use std::collections::HashSet;
 
     const DIR: Ino = 2;
 
@@ -279,7 +279,7 @@ mod tests {
     /// Compiles `entries` (merged or not): the ops, and where each inode ends.
     fn compile(batch: &[ClosedVct], merged: bool) -> (Vec<JournalOp>, Vec<Option<std::path::PathBuf>>) {
         let mut tree = tree();
-        let skip = HashSet::new();
+        let skip = InoSet::default();
         let mut compiler = Compiler::new(&mut tree, &|_| false, false, &skip);
         let chains = if merged { RenameChains::of(batch) } else { RenameChains::default() };
         for (_, entry) in chains.entries(batch) {

@@ -25,9 +25,10 @@
 //! not yet committed (commits settle the marks of what they take first).
 
 use crate::state::State;
-use crate::types::{Ino, PAGE_SIZE};
+use crate::types::{Ino, InoHasher, PAGE_SIZE};
 use crate::vct::{AppId, ClosedEntry, LogEntry};
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::time::{Duration, SystemTime};
 
 /// How long a commit waits for the rest of a split write at least.
@@ -62,7 +63,8 @@ pub struct Unfinished {
 /// The unfinished writes, one per writing thread.
 #[derive(Default)]
 pub struct SplitWrites {
-    by_thread: HashMap<u32, Unfinished>,
+    /// Hashed with `InoHasher`: looked up for every piece written.
+    by_thread: HashMap<u32, Unfinished, BuildHasherDefault<InoHasher>>,
 }
 
 impl SplitWrites {

@@ -1,7 +1,7 @@
 //! Plain value types shared by the engine, its backends and its front ends
 //! (the FUSE adapter and the simulator). Nothing here does I/O.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -13,6 +13,8 @@ pub const ROOT_INO: Ino = 1;
 
 /// A map keyed by inode number, hashed with `InoHasher`.
 pub type InoMap<V> = HashMap<Ino, V, BuildHasherDefault<InoHasher>>;
+/// A set of inode numbers, hashed with `InoHasher`.
+pub type InoSet = HashSet<Ino, BuildHasherDefault<InoHasher>>;
 
 /// Hashes inode numbers with one multiplication: they are engine-made
 /// integers, not input an attacker picks, and SipHash on every lookup cost

@@ -159,11 +159,19 @@ impl<W: Write> BinaryWriter<W> {
     }
 }
 
+/// Bytes a reader takes from its input at a time.
+const READ_CHUNK: usize = 64 << 10;
+
 /// Streams events out of a binary trace.
 pub struct BinaryReader<R: Read> {
     input: R,
-    /// Bytes consumed so far: the position reported in errors.
-    offset: u64,
+    /// Input not decoded yet is `chunk[at..end]`: records are decoded from
+    /// this buffer a byte at a time, not through a `read` call per byte.
+    chunk: Box<[u8]>,
+    at: usize,
+    end: usize,
+    /// Input offset of `chunk[0]`; `chunk_offset + at` is the position reported in errors.
+    chunk_offset: u64,
     strings: Vec<Vec<u8>>,
     last_time_ns: u64,
     /// The version the header gave; `None` until it is read.
@@ -185,18 +193,34 @@ impl From<String> for Bad {
 
 impl<R: Read> BinaryReader<R> {
     pub fn new(input: R) -> Self {
-        BinaryReader { input, offset: 0, strings: Vec::new(), last_time_ns: 0, version: None, done: false }
+        BinaryReader {
+            input,
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+            at: 0,
+            end: 0,
+            chunk_offset: 0,
+            strings: Vec::new(),
+            last_time_ns: 0,
+            version: None,
+            done: false,
+        }
     }
 
-    /// One byte, or `None` at a clean end of input.
-    fn byte_or_end(&mut self) -> Result<Option<u8>, Bad> {
-        let mut b = [0u8];
+    /// Bytes consumed so far.
+    fn offset(&self) -> u64 {
+        self.chunk_offset + self.at as u64
+    }
+
+    /// Reads the next chunk of input once all of the last one is decoded;
+    /// false at the end of input.
+    fn refill(&mut self) -> Result<bool, Bad> {
+        self.chunk_offset += self.end as u64;
+        (self.at, self.end) = (0, 0);
         loop {
-            match self.input.read(&mut b) {
-                Ok(0) => return Ok(None),
-                Ok(_) => {
-                    self.offset += 1;
-                    return Ok(Some(b[0]));
+            match self.input.read(&mut self.chunk) {
+                Ok(n) => {
+                    self.end = n;
+                    return Ok(n > 0);
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Bad::Io(e)),
@@ -204,11 +228,37 @@ impl<R: Read> BinaryReader<R> {
         }
     }
 
+    /// One byte, or `None` at a clean end of input.
+    #[inline]
+    fn byte_or_end(&mut self) -> Result<Option<u8>, Bad> {
+        if self.at == self.end && !self.refill()? {
+            return Ok(None);
+        }
+        self.at += 1;
+        Ok(Some(self.chunk[self.at - 1]))
+    }
+
     fn byte(&mut self, what: &str) -> Result<u8, Bad> {
         self.byte_or_end()?.ok_or_else(|| Bad::Msg(format!("truncated record: input ends inside {what}")))
     }
 
+    #[inline]
     fn varint(&mut self, what: &str) -> Result<u64, Bad> {
+        // Fast path: up to nine bytes (63 bits, no overflow) within the chunk.
+        let mut value = 0u64;
+        for (i, b) in self.chunk[self.at..self.end].iter().take(9).enumerate() {
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                self.at += i + 1;
+                return Ok(value);
+            }
+        }
+        self.varint_by_bytes(what)
+    }
+
+    /// A varint that crosses the chunk's end or is ten bytes long.
+    #[cold]
+    fn varint_by_bytes(&mut self, what: &str) -> Result<u64, Bad> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte(what)?;
@@ -236,11 +286,16 @@ impl<R: Read> BinaryReader<R> {
         if len > MAX_STRING_BYTES {
             return Err(Bad::Msg(format!("string length {len} exceeds the limit of {MAX_STRING_BYTES} bytes")));
         }
-        let mut bytes = Vec::new();
-        let got = (&mut self.input).take(len).read_to_end(&mut bytes).map_err(Bad::Io)?;
-        self.offset += got as u64;
-        if (got as u64) < len {
-            return Err(Bad::Msg(format!("truncated record: string of {len} bytes has only {got}")));
+        let len = len as usize;
+        let mut bytes = Vec::with_capacity(len);
+        while bytes.len() < len {
+            if self.at == self.end && !self.refill()? {
+                let got = bytes.len();
+                return Err(Bad::Msg(format!("truncated record: string of {len} bytes has only {got}")));
+            }
+            let take = (len - bytes.len()).min(self.end - self.at);
+            bytes.extend_from_slice(&self.chunk[self.at..self.at + take]);
+            self.at += take;
         }
         self.strings.push(bytes);
         Ok(())
@@ -344,7 +399,7 @@ impl<R: Read> Iterator for BinaryReader<R> {
         if self.done {
             return None;
         }
-        let record_start = self.offset;
+        let record_start = self.offset();
         let result = match self.read_next() {
             Ok(Some(event)) => return Some(Ok(event)),
             Ok(None) => None,
@@ -400,6 +455,47 @@ mod tests {
         assert!(err.reason.contains("version 3"), "{err}");
         let err = BinaryReader::new(&b"NOTATRACE"[..]).find_map(Result::err).unwrap();
         assert!(err.reason.contains("magic"), "{err}");
+    }
+
+    /// Hands out at most `step` bytes per call, and an `Interrupted` error before each.
+    struct Trickle<'a> {
+        rest: &'a [u8],
+        step: usize,
+        interrupt: bool,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(ErrorKind::Interrupted.into());
+            }
+            let n = self.step.min(buf.len()).min(self.rest.len());
+            buf[..n].copy_from_slice(&self.rest[..n]);
+            self.rest = &self.rest[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn records_and_strings_across_read_chunks_decode_alike() {
+        let long = |i: usize| format!("/d/{i}/{}", "x".repeat(700 + i)).into_bytes();
+        let mut events: Vec<_> = (0..300).map(|i| write(i as u64, &long(i % 200))).collect();
+        // Ten-byte varints (past the nine-byte fast path): the largest time and offset.
+        events[150].time_ns = u64::MAX;
+        events[150].kind = EventKind::Write { path: long(7), offset: u64::MAX, len: 1 << 63 };
+        let bytes = encode(&events);
+        assert!(bytes.len() > 2 * READ_CHUNK, "{} bytes span several chunks", bytes.len());
+        for step in [1, 7, READ_CHUNK - 1, READ_CHUNK] {
+            let input = Trickle { rest: &bytes, step, interrupt: false };
+            let decoded: Vec<_> = BinaryReader::new(input).collect::<Result<_, _>>().unwrap();
+            assert_eq!(decoded, events, "read {step} bytes at a time");
+        }
+        let last_record = encode(&events[..299]).len();
+        let cut = Trickle { rest: &bytes[..bytes.len() - 1], step: 5000, interrupt: false };
+        let err = BinaryReader::new(cut).find_map(Result::err).unwrap();
+        assert!(err.reason.contains("truncated"), "{err}");
+        assert_eq!(err.position, Position::Byte(last_record as u64));
     }
 
     #[test]

@@ -426,10 +426,13 @@ impl Inode {
 }
 
 /// The whole tree. Invariant: every id in a directory's `entries` is in
-/// `inodes`, and every inode but the root is reachable by `nlink` names.
+/// `inodes`, and every inode but the root is reachable by `nlink` names;
+/// `used_blocks` is the sum of the inodes' stored pages (`check_used_blocks`).
 #[derive(Clone)]
 struct Tree {
     inodes: InoMap<Inode>,
+    /// Kept by `data_mut` and `unlink`, so `statfs` need not sum every inode.
+    used_blocks: u64,
     next_id: InodeId,
     now: SystemTime,
     limits: MemLimits,
@@ -445,6 +448,7 @@ impl Tree {
         let root = Inode::new(FileKind::Dir, 0o755, now);
         Tree {
             inodes: InoMap::from_iter([(ROOT, root)]),
+            used_blocks: 0,
             next_id: ROOT + 1,
             now,
             limits,
@@ -453,8 +457,21 @@ impl Tree {
         }
     }
 
-    fn used_blocks(&self) -> u64 {
-        self.inodes.values().map(|i| i.data.stored_pages()).sum()
+    /// Changes the data of `id` through `change`, keeping `used_blocks`.
+    fn data_mut<T>(&mut self, id: InodeId, change: impl FnOnce(&mut FileData) -> T) -> T {
+        let data = &mut self.get_mut(id).data;
+        let before = data.stored_pages();
+        let result = change(data);
+        let after = data.stored_pages();
+        self.used_blocks = self.used_blocks - before + after;
+        result
+    }
+
+    /// Whether `used_blocks` is the sum of every inode's stored pages.
+    #[cfg(test)]
+    fn check_used_blocks(&self) -> Result<(), String> {
+        let sum = self.inodes.values().map(|i| i.data.stored_pages()).sum::<u64>();
+        (sum == self.used_blocks).then_some(()).ok_or(format!("{} used blocks kept, {sum} stored", self.used_blocks))
     }
 
     /// ENOSPC if writing `len` bytes at `offset` of `id` needs more blocks
@@ -464,7 +481,7 @@ impl Tree {
         let data = &self.get(id).data;
         let (first, end) = (offset / PAGE_SIZE, offset.saturating_add(len as u64).div_ceil(PAGE_SIZE));
         let new = (first..end).filter(|p| !data.is_stored(*p)).count() as u64;
-        if new > 0 && self.used_blocks() + new > capacity {
+        if new > 0 && self.used_blocks + new > capacity {
             return Err(libc::ENOSPC);
         }
         Ok(())
@@ -601,6 +618,7 @@ impl Tree {
         let inode = self.get_mut(id);
         inode.nlink -= 1;
         if inode.nlink == 0 {
+            self.used_blocks -= inode.data.stored_pages();
             self.inodes.remove(&id);
         } else {
             self.changed(id);
@@ -614,9 +632,8 @@ impl Tree {
         let (parent, name) = self.parent_of(names)?.ok_or(libc::EEXIST)?;
         match self.child(parent, name) {
             Some(id) if kind == FileKind::File && self.get(id).kind == FileKind::File => {
-                let inode = self.get_mut(id);
-                inode.data.set_len(0);
-                inode.perm = perm & 0o7777;
+                self.data_mut(id, |data| data.set_len(0));
+                self.get_mut(id).perm = perm & 0o7777;
                 self.modified(id);
                 Ok(())
             }
@@ -756,7 +773,7 @@ impl Tree {
 
     fn statfs(&self) -> FsStats {
         let total = self.limits.capacity.unwrap_or(TOTAL_BLOCKS);
-        let free = total.saturating_sub(self.used_blocks());
+        let free = total.saturating_sub(self.used_blocks);
         let free_inodes = TOTAL_INODES.saturating_sub(self.inodes.len() as u64);
         FsStats {
             blocks: total,
@@ -1051,12 +1068,14 @@ impl Backend for MemBackend {
             let max_size = tree.limits.limits.max_file_size;
             // Checked whole first: a piece must not land if a later one cannot.
             end_within(offset, len as u64, max_size)?;
-            let inode = tree.get_mut(id);
-            let mut at = offset;
-            for piece in pieces {
-                inode.data.write(at, piece, max_size)?;
-                at += piece.len() as u64;
-            }
+            tree.data_mut(id, |data| -> Result<(), i32> {
+                let mut at = offset;
+                for piece in pieces {
+                    data.write(at, piece, max_size)?;
+                    at += piece.len() as u64;
+                }
+                Ok(())
+            })?;
             if len > 0 {
                 tree.modified(id);
             }
@@ -1078,7 +1097,7 @@ impl Backend for MemBackend {
             let room = usize::try_from(len).map_err(|_| libc::EFBIG)?;
             tree.room_for(id, offset, room)?;
             let max_size = tree.limits.limits.max_file_size;
-            tree.get_mut(id).data.write_unkept(offset, len, max_size)?;
+            tree.data_mut(id, |data| data.write_unkept(offset, len, max_size))?;
             if len > 0 {
                 tree.modified(id);
             }
@@ -1089,12 +1108,11 @@ impl Backend for MemBackend {
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
         self.on_inode("truncate", path, |tree, id| {
             let max_size = tree.limits.limits.max_file_size;
-            let inode = tree.get_mut(id);
-            inode.must_be_regular()?;
+            tree.get(id).must_be_regular()?;
             if size > max_size {
                 return Err(libc::EFBIG);
             }
-            inode.data.set_len(size);
+            tree.data_mut(id, |data| data.set_len(size));
             tree.modified(id);
             Ok(())
         })
@@ -1210,9 +1228,8 @@ impl Backend for MemBackend {
     fn fallocate(&self, path: &Path, mode: FallocMode, offset: u64, len: u64) -> io::Result<()> {
         self.on_inode("fallocate", path, |tree, id| {
             let max_size = tree.limits.limits.max_file_size;
-            let inode = tree.get_mut(id);
-            inode.must_be_regular()?;
-            inode.data.fallocate(mode, offset, len, max_size)?;
+            tree.get(id).must_be_regular()?;
+            tree.data_mut(id, |data| data.fallocate(mode, offset, len, max_size))?;
             tree.modified(id);
             Ok(())
         })
@@ -1288,6 +1305,9 @@ mod tests {
             assert_eq!(plain.data_extents(f).unwrap(), marked.data_extents(f).unwrap(), "seed {seed}, step {step}");
             let (a, b) = (plain.stat(f).unwrap(), marked.stat(f).unwrap());
             assert_eq!((a.size, a.blocks, a.mtime), (b.size, b.blocks, b.mtime), "seed {seed}, step {step}");
+            for s in [&plain, &marked] {
+                s.tree.lock().check_used_blocks().unwrap_or_else(|e| panic!("seed {seed}, step {step}: {e}"));
+            }
             most_marks = most_marks.max(marks(&marked));
         }
         assert!(plain.snapshot() == marked.snapshot(), "seed {seed}");
@@ -1410,6 +1430,34 @@ mod tests {
         let e = mem.write_unkept_at(f, BackendLimits::EXT4.max_file_size - 1, 2).unwrap_err();
         assert_eq!(errno_of(&e), libc::EFBIG);
         assert!(mem.keeps_journal_payload() && !MemBackend::new().without_journal_payloads().keeps_journal_payload());
+    }
+
+    /// `statfs` counts the blocks of files written, cut, re-created, linked, replaced and unlinked.
+    #[test]
+    fn used_blocks_follow_every_change_of_data_and_names() {
+        let mem = MemBackend::new();
+        let p = Path::new;
+        let used = |what: &str, blocks: u64| {
+            mem.tree.lock().check_used_blocks().unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(TOTAL_BLOCKS - mem.statfs().unwrap().bfree, blocks, "{what}");
+        };
+        mem.create(p("f"), FileKind::File, 0o644, 0).unwrap();
+        mem.write_at(p("f"), 0, &[1; 3 * 4096]).unwrap();
+        used("f written", 3);
+        mem.create(p("g"), FileKind::File, 0o644, 0).unwrap();
+        mem.write_unkept_at(p("g"), 0, 2 * 4096).unwrap();
+        used("unkept pages of g", 5);
+        mem.fallocate(p("f"), FallocMode::PunchHole, 4096, 4096).unwrap();
+        used("a hole in f", 4);
+        mem.set_len(p("f"), 10).unwrap();
+        used("f cut", 3);
+        mem.link(p("f"), p("h")).unwrap();
+        mem.remove_file(p("f")).unwrap();
+        used("f unlinked, its link h keeps it", 3);
+        mem.rename(p("h"), p("g")).unwrap();
+        used("h renamed over g", 1);
+        mem.create(p("g"), FileKind::File, 0o644, 0).unwrap();
+        used("g created again", 0);
     }
 
     #[test]

@@ -12,8 +12,10 @@
 //! which only costs syncs.
 
 use super::JournalOp;
+use crate::types::InoHasher;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::hash::BuildHasherDefault;
 use std::path::{Component, Path};
 
 /// How the ops of a group touched a path: a union of these bits.
@@ -80,7 +82,8 @@ impl Around {
 /// the names below it.
 #[derive(Default)]
 struct Node {
-    children: HashMap<OsString, usize>,
+    /// Hashed with `InoHasher`: a name is looked up per op and level.
+    children: HashMap<OsString, usize, BuildHasherDefault<InoHasher>>,
     at: Touch,
     below: Touch,
 }
