@@ -186,7 +186,7 @@ impl McfsFs {
         self.served.handover.is_some()
     }
 
-    /// What has the kernel hand over its dirty pages before a stop's checkpoint.
+    /// What has the kernel hand over its dirty pages before a checkpoint the daemon is asked for.
     pub fn dirty_pages(&self) -> DirtyPages {
         DirtyPages(self.served.handover.clone())
     }

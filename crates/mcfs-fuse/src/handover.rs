@@ -150,9 +150,9 @@ impl Handover {
 }
 
 /// Has the kernel hand over its dirty pages of the mount before a
-/// checkpoint that must hold them: the one a daemon takes when told to
-/// unmount or stop (sync-point mode; nothing to do in operation mode,
-/// where every write reached the engine as it was made).
+/// checkpoint that must hold them: one the daemon is asked for (`mcfs ctl
+/// checkpoint`, an unmount, a stop; sync-point mode, nothing to do in
+/// operation mode, where every write reached the engine as it was made).
 #[derive(Clone, Default)]
 pub struct DirtyPages(pub(crate) Option<Arc<Handover>>);
 
