@@ -12,10 +12,8 @@
 //! which only costs syncs.
 
 use super::JournalOp;
-use crate::types::InoHasher;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::hash::BuildHasherDefault;
 use std::path::{Component, Path};
 
 /// How the ops of a group touched a path: a union of these bits.
@@ -82,8 +80,9 @@ impl Around {
 /// the names below it.
 #[derive(Default)]
 struct Node {
-    /// Hashed with `InoHasher`: a name is looked up per op and level.
-    children: HashMap<OsString, usize, BuildHasherDefault<InoHasher>>,
+    /// Names apps chose: SipHash, not `InoHasher`, which is for input no
+    /// app picks (one multiplication, so colliding names are easy to make).
+    children: HashMap<OsString, usize>,
     at: Touch,
     below: Touch,
 }
