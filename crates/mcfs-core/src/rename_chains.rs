@@ -17,14 +17,16 @@
 //! name `b` (a rename that replaced nothing, or a link: `b` was free) is
 //! only merged into `x`'s next step away from `b` if no entry in between
 //! names `b` or where the chain started (creates, links, unlinks, renames,
-//! exchanges there): so in between `x` may stay where it was (entries name
-//! inodes, not paths, so they reach `x` either way), and the names the chain
-//! passed through are free again at its end.
+//! exchanges there) and none removes the directory it started in (an rmdir,
+//! or a rename over it: both need it empty, and a merged `x` would still be
+//! in it): so in between `x` may stay where it was (entries name inodes, not
+//! paths, so they reach `x` either way), and the names the chain passed
+//! through are free again at its end.
 
 use crate::types::{Ino, InoMap};
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 
 /// A directory entry: (parent inode, name).
@@ -85,8 +87,9 @@ fn flat(batch: &[ClosedVct]) -> impl Iterator<Item = (AppId, &ClosedEntry)> {
 struct Finder {
     /// Open chains, by the name their last step bound.
     chains: HashMap<Name, Chain>,
-    /// Where each chain with a start started: start → the name it is at.
-    starts: HashMap<Name, Name>,
+    /// Where each chain with a start started: start → the name it is at
+    /// (ordered, so the chains that started in one directory are one range).
+    starts: BTreeMap<Name, Name>,
     /// Where the latest times of each inode were set.
     last_times: InoMap<usize>,
     merges: HashMap<usize, Merge>,
@@ -97,6 +100,10 @@ impl Finder {
         match entry {
             LogEntry::Rename { ino, parent, name, new_parent, new_name, replaced } => {
                 let (from, to) = ((*parent, name.clone()), (*new_parent, new_name.clone()));
+                if let Some(replaced) = replaced {
+                    // It may be an (empty) directory.
+                    self.end_chains_started_in(*replaced);
+                }
                 if !self.step(*ino, position, &from, &to, *replaced) {
                     self.touch(&from);
                     self.touch(&to);
@@ -131,6 +138,10 @@ impl Finder {
                 if let Some(earlier) = self.last_times.insert(*ino, position) {
                     self.merges.insert(earlier, Merge::Drop);
                 }
+            }
+            LogEntry::Rmdir { ino, parent, name } => {
+                self.touch(&(*parent, name.clone()));
+                self.end_chains_started_in(*ino);
             }
             // Swapping a name with itself changes nothing.
             LogEntry::Exchange { parent, name, new_parent, new_name } if (parent, name) == (new_parent, new_name) => {
@@ -186,6 +197,20 @@ impl Finder {
             self.starts.remove(start);
         }
         Some(chain)
+    }
+
+    /// `dir` is removed: the chains that started in it end, so their first
+    /// steps move their inodes out of it before it goes.
+    fn end_chains_started_in(&mut self, dir: Ino) {
+        let starts: Vec<Name> = self
+            .starts
+            .range((dir, OsString::new())..)
+            .take_while(|(start, _)| start.0 == dir)
+            .map(|(s, _)| s.clone())
+            .collect();
+        for start in starts {
+            self.touch(&start);
+        }
     }
 
     /// An entry names `name`: a chain at it, or that started at it, ends.
@@ -371,6 +396,43 @@ mod tests {
         // Its last name taken over by another rename in between: kept.
         let taken = batch(vec![rename(11, "b", "x", None), rename(12, "c", "b", None), unlink(11, "x")]);
         assert_eq!(namespace(&compile(&taken, true).0), namespace(&compile(&taken, false).0));
+    }
+
+    /// Regression (seed 823339547035): `s/j` renamed out of `s`, `s`
+    /// removed, then `j` unlinked. Merged into "unlink `s/j`" after the
+    /// rmdir, `j` was still in `s` when the rmdir ran: the backing store
+    /// refused it, and `s` and `j` survived the commit.
+    #[test]
+    fn a_chain_ends_when_the_directory_it_started_in_is_removed() {
+        let (kind, perm, rdev, uid, gid) = (FileKind::Dir, 0o755, 0, 0, 0);
+        let mkdir =
+            |ino, name: &str| LogEntry::Create { ino, parent: DIR, name: name.into(), kind, perm, rdev, uid, gid };
+        let kind = FileKind::File;
+        let create_j = LogEntry::Create { ino: 21, parent: 20, name: "j".into(), kind, perm, rdev, uid, gid };
+        let out_of_s = LogEntry::Rename {
+            ino: 21,
+            parent: 20,
+            name: "j".into(),
+            new_parent: DIR,
+            new_name: "f".into(),
+            replaced: None,
+        };
+        let rmdir_s = LogEntry::Rmdir { ino: 20, parent: DIR, name: "s".into() };
+        let removed = batch(vec![mkdir(20, "s"), create_j.clone(), out_of_s.clone(), rmdir_s, unlink(21, "f")]);
+        let expected = ["create d/s", "create d/s/j", "rename d/s/j -> d/f", "rmdir d/s", "unlink d/f"];
+        assert_eq!(namespace(&compile(&removed, true).0), expected);
+        // A directory renamed over `s` needs it empty just the same.
+        let over_s = LogEntry::Rename {
+            ino: 22,
+            parent: DIR,
+            name: "t".into(),
+            new_parent: DIR,
+            new_name: "s".into(),
+            replaced: Some(20),
+        };
+        let replaced =
+            batch(vec![mkdir(20, "s"), create_j, out_of_s, mkdir(22, "t"), over_s, rename(21, "f", "g", None)]);
+        assert_eq!(namespace(&compile(&replaced, true).0), namespace(&compile(&replaced, false).0));
     }
 
     #[test]

@@ -363,6 +363,19 @@ fn a_file_renamed_out_of_a_directory_removed_in_the_same_batch_is_committed() {
     );
 }
 
+/// Regression (seed 823339547035): the rename out of the directory and the
+/// unlink after its rmdir were merged into an unlink where the file started,
+/// after the rmdir, which then found the directory not empty.
+#[test]
+fn a_file_renamed_out_of_a_directory_removed_then_unlinked_while_open_is_gone() {
+    check_text(
+        "a1 mkdir app1 755; a1 mkdir app1/d0 750; a1 create app1/d0/db 600 h2; \
+         a1 rename app1/d0/db app1/f1; a1 rmdir app1/d0; a1 unlink app1/f1; tick 130; \
+         a1 write h2 @0+100 #1; checkpoint; shutdown",
+        Start::Mounted,
+    );
+}
+
 #[test]
 fn a_file_renamed_into_a_directory_removed_in_the_same_batch_is_gone() {
     check_text(
