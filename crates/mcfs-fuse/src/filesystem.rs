@@ -811,14 +811,25 @@ impl McfsFs {
         self.serve(caller, &(), move |fs, ()| reply_empty(reply, fs.engine.fallocate(ino.0, offset, length, mode)));
     }
 
-    /// Only SEEK_DATA and SEEK_HOLE reach here; the kernel answers the others.
+    /// Only SEEK_DATA and SEEK_HOLE reach here; the kernel answers the
+    /// others. In sync-point mode the kernel may still hold pages (and the
+    /// size they made) that the engine has not seen, and FUSE writes none
+    /// back before an lseek: a file open for writing is handed over first,
+    /// or a copy (`cp` looks for data with SEEK_DATA) would find a hole, or
+    /// nothing at all, where the app wrote.
     pub(crate) fn lseek(&self, caller: Caller, ino: INodeNo, offset: i64, whence: i32, reply: impl LseekAnswer) {
         let Ok(offset) = u64::try_from(offset) else { return reply.error(errno(Errno::ENXIO)) };
-        self.serve(caller, &(), move |fs, ()| {
-            match fs.engine.lseek(ino.0, offset, whence).and_then(|at| i64::try_from(at).map_err(|_| Errno::EINVAL)) {
+        let seek = move |fs: &Served| {
+            let at = fs.engine.lseek(ino.0, offset, whence);
+            match at.and_then(|at| i64::try_from(at).map_err(|_| Errno::EINVAL)) {
                 Ok(at) => reply.offset(at),
                 Err(e) => reply.error(errno(e)),
             }
+        };
+        let served = Arc::clone(&self.served);
+        self.serve(caller, &(), move |fs, ()| match &fs.handover {
+            Some(handover) => handover.then(|written| written == ino.0, Box::new(move || seek(&served))),
+            None => seek(fs),
         });
     }
 }

@@ -166,6 +166,36 @@ fn writer_process() {
     say("ending");
 }
 
+/// SEEK_DATA and SEEK_HOLE find what the app wrote while the kernel still
+/// holds it: FUSE writes nothing back before an lseek, so the daemon hands
+/// the file over first (before, SEEK_DATA answered ENXIO, "no data", on a
+/// file just written, and `cp` of a file that looks sparse copies nothing
+/// but what SEEK_DATA finds).
+#[test]
+fn seek_data_and_seek_hole_find_what_the_kernel_still_holds() {
+    use std::os::fd::AsRawFd;
+    let dirs = Dirs::new(Some("consistency = \"sync-point\"\n"));
+    let daemon = Daemon::foreground(&dirs, &[]);
+    let file = open_rw(&dirs.mnt.join("sparse"));
+    file.write_all_at(&[1; 8192], 0).unwrap();
+    file.write_all_at(&[2; 8192], 1 << 20).unwrap();
+    let seek = |offset: i64, whence| {
+        // SAFETY: a valid descriptor and plain integers.
+        let at = unsafe { libc::lseek(file.as_raw_fd(), offset, whence) };
+        if at < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(at)
+        }
+    };
+    assert_eq!(seek(0, libc::SEEK_DATA).expect("SEEK_DATA from 0"), 0);
+    assert_eq!(seek(0, libc::SEEK_HOLE).expect("SEEK_HOLE from 0"), 8192);
+    assert_eq!(seek(8192, libc::SEEK_DATA).expect("SEEK_DATA from 8192"), 1 << 20);
+    assert_eq!(seek(1 << 20, libc::SEEK_HOLE).expect("SEEK_HOLE from 1 MiB"), (1 << 20) + 8192);
+    drop(file);
+    daemon.unmount();
+}
+
 /// Random writes, truncates, reads, fsyncs and renames on a few files:
 /// every read returns exactly the bytes a model of the files holds, the
 /// mount after a remount, and the backing directory after a clean unmount.
