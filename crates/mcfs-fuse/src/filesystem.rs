@@ -295,6 +295,18 @@ impl Served {
         }
     }
 
+    /// Whether this mount needs to hear of each file open and its release:
+    /// the handover counts write opens (sync-point mode) and a recorded
+    /// trace has an event per open. Any other mount answers the first OPEN
+    /// `ENOSYS`; the kernel then sends no OPEN and no RELEASE for the rest
+    /// of the connection (not even for the files it creates), which saves a
+    /// round trip per open(2) and a request per close(2). The engine needs
+    /// no open count to keep an unlinked file while it is open: the kernel
+    /// holds its lookup reference until the last close, then forgets it.
+    fn hears_opens(&self) -> bool {
+        self.handover.is_some() || self.observer.is_some()
+    }
+
     /// Gives this thread the I/O priority of the class of the request it runs.
     fn follow_class(&self) {
         if self.tags_io_priority {
@@ -553,6 +565,11 @@ impl McfsFs {
 
     pub(crate) fn open(&self, caller: Caller, ino: INodeNo, flags: i32, reply: impl OpenAnswer) {
         // O_TRUNC never arrives here (no FUSE_ATOMIC_O_TRUNC): the kernel truncates with a setattr.
+        // Refused where nobody needs to hear of opens; the kernel then keeps its
+        // cached pages across opens as FOPEN_KEEP_CACHE asks (its default without OPEN).
+        if !self.served.hears_opens() {
+            return reply.error(fuser::Errno::ENOSYS);
+        }
         self.serve(caller, &(), move |fs, ()| {
             let result = fs.engine.open_file(ino.0);
             match fs.observed(Some(caller), result, |()| ServedOp::Open { ino: ino.0 }) {
@@ -584,6 +601,10 @@ impl McfsFs {
             match fs.observed(Some(caller), result, |attr| ServedOp::Create { ino: attr.ino, truncated }) {
                 Ok(attr) => {
                     fs.opened(attr.ino, flags);
+                    if !fs.hears_opens() {
+                        // No RELEASE will give back the open the engine counted (`hears_opens`).
+                        fs.engine.release(attr.ino);
+                    }
                     reply.created(&TTL, &file_attr(&attr), GENERATION, FILE_HANDLE, FopenFlags::FOPEN_KEEP_CACHE)
                 }
                 Err(e) => reply.error(errno(e)),

@@ -5,13 +5,15 @@
 
 mod common;
 
-use common::{require_root, Daemon, Dirs};
-use std::fs::{self, File};
-use std::io::Write;
+use common::{ctl, require_root, Daemon, Dirs};
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 const TRACING: &str = "/sys/kernel/tracing";
+const FUSE_OPEN: u32 = 14;
+const FUSE_RELEASE: u32 = 18;
 const FUSE_FLUSH: u32 = 25;
 const FUSE_OPENDIR: u32 = 27;
 const FUSE_RELEASEDIR: u32 = 29;
@@ -133,4 +135,100 @@ fn listing_a_directory_costs_no_opendir_after_the_first() {
         assert!(opendirs <= 1, "{consistency}: {opendirs} OPENDIR requests for {CLOSES} listings: at most the first");
         assert_eq!(releasedirs, 0, "{consistency}: no RELEASEDIR follows a refused OPENDIR");
     }
+}
+
+/// Opens each of the files `f0`..`f3` (made by `write_and_close`) for
+/// reading and for appending, `CLOSES` times in all.
+fn open_and_close(mnt: &Path) {
+    for n in 0..CLOSES {
+        let path = mnt.join(format!("f{}", n % 4));
+        let mut text = String::new();
+        File::open(&path).expect("open").read_to_string(&mut text).expect("read");
+        assert!(text.starts_with("data"), "f{}: {text:?}", n % 4);
+        OpenOptions::new().append(true).open(&path).expect("open to append").write_all(b"+").expect("append");
+    }
+}
+
+#[test]
+fn an_open_costs_no_open_or_release_unless_the_mount_needs_to_hear_of_it() {
+    // Sync-point mode's handover counts write opens; a recorded trace has an event per open.
+    for (name, config, record, hears) in [
+        ("operation", "consistency = \"operation\"\n", false, false),
+        ("sync-point", "consistency = \"sync-point\"\n", false, true),
+        ("recording", "consistency = \"operation\"\n", true, true),
+    ] {
+        let dirs = Dirs::new(Some(config));
+        let recording = dirs.logs.join("trace.txt");
+        let args: &[&str] = if record { &["--record", recording.to_str().unwrap()] } else { &[] };
+        let daemon = Daemon::foreground(&dirs, args);
+        write_and_close(&dirs.mnt);
+        let opens = RequestTrace::start(&format!("open-{name}"), &dirs.mnt, FUSE_OPEN);
+        let releases = RequestTrace::start(&format!("release-{name}"), &dirs.mnt, FUSE_RELEASE);
+        open_and_close(&dirs.mnt);
+        // The files exist: each File::create is an OPEN too.
+        write_and_close(&dirs.mnt);
+        // RELEASE goes in the background: give the last ones time to be sent
+        // (counted before the unmount, after which another test's mount may
+        // take this connection's number).
+        let expected_releases = if hears { 3 * CLOSES } else { 0 };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while releases.count() < expected_releases && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let (open_requests, release_requests) = (opens.count(), releases.count());
+        drop((opens, releases));
+        daemon.unmount();
+        if hears {
+            assert_eq!(open_requests, 3 * CLOSES, "{name}: an OPEN for each open");
+            assert_eq!(release_requests, expected_releases, "{name}: a RELEASE for each close");
+        } else {
+            assert!(
+                open_requests <= 1,
+                "{name}: {open_requests} OPEN requests for {} opens: at most the first",
+                3 * CLOSES
+            );
+            assert_eq!(release_requests, 0, "{name}: no RELEASE follows a refused OPEN, not even a created file's");
+        }
+        for n in 0..4 {
+            let text = fs::read_to_string(dirs.backing.join(format!("f{n}"))).unwrap();
+            assert_eq!(text, "data", "{name}: f{n} was written again last");
+        }
+    }
+}
+
+/// Without OPEN and RELEASE the engine keeps an unlinked file while the
+/// kernel holds it open, and lets it go once the kernel forgets it.
+#[test]
+fn a_file_unlinked_while_open_lives_until_closed_without_open_requests() {
+    let dirs = Dirs::new(Some("consistency = \"operation\"\n"));
+    let daemon = Daemon::foreground(&dirs, &[]);
+    write_and_close(&dirs.mnt);
+    open_and_close(&dirs.mnt);
+    // Both created once OPEN was refused: the engine counted an open for each
+    // create that no RELEASE gives back.
+    let (doomed, created) = (dirs.mnt.join("doomed"), dirs.mnt.join("created"));
+    fs::write(&doomed, b"kept while open").unwrap();
+    let mut created_file = File::create(&created).expect("create");
+    created_file.write_all(b"kept too").expect("write");
+    ctl(&dirs, &["checkpoint"]);
+    let mut doomed_file = File::open(&doomed).expect("open");
+    fs::remove_file(&doomed).expect("unlink while open");
+    fs::remove_file(&created).expect("unlink the created file while open");
+    ctl(&dirs, &["checkpoint"]);
+    let orphans = dirs.backing.join(".mcfs/orphans");
+    let count = || fs::read_dir(&orphans).expect("the orphans directory").count();
+    assert_eq!(count(), 2, "both open files are orphans");
+    let mut text = String::new();
+    doomed_file.read_to_string(&mut text).expect("read after unlink");
+    assert_eq!(text, "kept while open");
+    drop((doomed_file, created_file));
+    // The kernel forgets both after their last close (a FORGET it sends when
+    // it gets to it); a checkpoint after that deletes their orphans.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while count() > 0 {
+        assert!(std::time::Instant::now() < deadline, "{} orphans still kept after both files were closed", count());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        ctl(&dirs, &["checkpoint"]);
+    }
+    daemon.unmount();
 }
