@@ -295,7 +295,9 @@ impl OpenVct {
 
     /// Takes the live entries out, leaving an empty VCT with the next id.
     pub fn take(&mut self) -> (Vec<LogEntry>, BTreeSet<Ino>) {
-        let entries = std::mem::take(&mut self.entries).into_iter().flatten().collect();
+        // Sized at once (a flattened iterator cannot tell its length; growing as it goes copied it over and over).
+        let mut entries = Vec::with_capacity(self.entries.len());
+        entries.extend(std::mem::take(&mut self.entries).into_iter().flatten());
         let inodes = std::mem::take(&mut self.data_inodes);
         self.page_entries.clear();
         self.bytes = 0;
