@@ -451,7 +451,8 @@ impl Engine {
     pub fn next_tick_in(&self) -> Duration {
         let st = self.state.lock();
         let now = self.clock.now();
-        let waiting_for_idle = self.idle.lock().is_some() && !over_background_ratio(&st);
+        let over_ratio = over_background_ratio(&st);
+        let waiting_for_idle = self.idle.lock().is_some() && !over_ratio;
         let withheld = st.withheld(now);
         if !withheld.is_empty()
             && st.closed.iter().all(|v| withheld.contains(&v.id))
@@ -463,7 +464,7 @@ impl Engine {
             let expiry = st.split_writes.next_expiry(now, st.split_write_wait()).unwrap_or(now);
             return expiry.duration_since(now).unwrap_or_default().max(SPLIT_WRITE_RECHECK);
         }
-        if (!st.closed.is_empty() && !waiting_for_idle) || over_background_ratio(&st) || st.background_commit_owed {
+        if (!st.closed.is_empty() && !waiting_for_idle) || over_ratio || st.background_commit_owed {
             let retry_at = self.counters.lock().retry_at;
             return retry_at.map_or(Duration::ZERO, |t| t.duration_since(now).unwrap_or_default());
         }
@@ -476,12 +477,12 @@ impl Engine {
         } else {
             st.config.writeback_interval_seconds
         });
-        for app in 0..st.apps.list.len() {
-            let open = &st.apps.list[app].open;
-            if let Some(first) = open.first_entry_at {
-                let deadline = first + limits_of(&st, app).max_stale;
-                wait = wait.min(deadline.duration_since(now).unwrap_or_default());
-            }
+        // The earliest staleness deadline of any app, one subtraction from now.
+        let staleness_due = (st.apps.list.iter().enumerate())
+            .filter_map(|(app, a)| Some(a.open.first_entry_at? + limits_of(&st, app).max_stale))
+            .min();
+        if let Some(due) = staleness_due {
+            wait = wait.min(due.duration_since(now).unwrap_or_default());
         }
         if let Some(due) = self.backlog_due_at(&st) {
             let retry_at = self.counters.lock().retry_at.unwrap_or(due);

@@ -76,7 +76,10 @@ impl CommittedTree {
                 return None; // a cycle would be a bug; never loop forever
             }
         }
-        Some(names.iter().rev().collect())
+        // Sized once: pushing name by name would grow the buffer as it goes.
+        let mut path = PathBuf::with_capacity(names.iter().map(|n| n.len() + 1).sum());
+        names.iter().rev().for_each(|name| path.push(name));
+        Some(path)
     }
 
     /// The backing path of `name` inside directory `parent`.

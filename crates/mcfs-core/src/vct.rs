@@ -10,6 +10,7 @@
 
 use crate::cache::PageVersion;
 use crate::types::*;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::time::SystemTime;
@@ -196,14 +197,19 @@ impl OpenVct {
     pub fn record_write(&mut self, ino: Ino, page: u64, len: u64, now: SystemTime) -> bool {
         self.note_time(now);
         self.bytes += len;
-        self.data_inodes.insert(ino);
-        if self.page_entries.contains_key(&(ino, page)) {
-            self.overwrite_bytes += len;
-            return false;
+        match self.page_entries.entry((ino, page)) {
+            // The inode went into `data_inodes` with the page's entry.
+            Entry::Occupied(_) => {
+                self.overwrite_bytes += len;
+                false
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(self.entries.len());
+                self.data_inodes.insert(ino);
+                self.entries.push(Some(LogEntry::Write { ino, page }));
+                true
+            }
         }
-        self.page_entries.insert((ino, page), self.entries.len());
-        self.entries.push(Some(LogEntry::Write { ino, page }));
-        true
     }
 
     /// Records a truncate of `ino` to `size`. Write entries for pages the
@@ -289,7 +295,9 @@ impl OpenVct {
 
     /// Takes the live entries out, leaving an empty VCT with the next id.
     pub fn take(&mut self) -> (Vec<LogEntry>, BTreeSet<Ino>) {
-        let entries = std::mem::take(&mut self.entries).into_iter().flatten().collect();
+        // Sized at once (a flattened iterator cannot tell its length; growing as it goes copied it over and over).
+        let mut entries = Vec::with_capacity(self.entries.len());
+        entries.extend(std::mem::take(&mut self.entries).into_iter().flatten());
         let inodes = std::mem::take(&mut self.data_inodes);
         self.page_entries.clear();
         self.bytes = 0;

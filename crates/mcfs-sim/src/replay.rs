@@ -55,8 +55,9 @@ pub const MAX_REQUEST_BYTES: u64 = 64 << 20;
 /// `MAX_LFS_FILESIZE`).
 const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
-/// The replayer's maps looked up on every event (paths, apps, kinds): hashed eight bytes a step, not with
-/// SipHash (a trace is the user's own input, not an attacker's); none is iterated where order shows.
+/// The replayer's maps looked up on every event by keys it makes itself (event kinds, uids): hashed eight
+/// bytes a step, not with SipHash; none is iterated where order shows. Trace paths and app names are names
+/// apps chose, so their maps keep SipHash (with `InoHasher` colliding names are easy to craft).
 type Fast = BuildHasherDefault<InoHasher>;
 
 /// Why a replay stopped.
@@ -110,7 +111,10 @@ pub struct Replayer {
     /// Events waiting for their closed-loop issue time.
     closed: ClosedLoop,
     paths: PathTable,
-    uids: HashMap<String, u32, Fast>,
+    uids: HashMap<String, u32>,
+    /// The app of the last event and its uid (0 before the first; apps get `FIRST_APP_UID` on): consecutive
+    /// events mostly come from one app, whose name is then compared, not hashed.
+    last_app: (String, u32),
     waits: Waits,
     /// Events replayed by kind, into `metrics.replayed_by_kind` at the end.
     replayed_by_kind: HashMap<&'static str, u64, Fast>,
@@ -146,6 +150,7 @@ impl Replayer {
             closed: ClosedLoop::default(),
             paths: PathTable::new(),
             uids: HashMap::default(),
+            last_app: (String::new(), 0),
             waits: Waits::default(),
             replayed_by_kind: HashMap::default(),
             risk: RiskTracker::new(sample_every_ns),
@@ -323,15 +328,27 @@ impl Replayer {
     }
 
     fn caller_of(&mut self, event: &TraceEvent) -> Caller {
-        // Looked up before inserting: the app's name is copied once, not per event.
-        let uid = match self.uids.get(&event.app) {
-            Some(uid) => *uid,
-            None => {
-                let next = FIRST_APP_UID.saturating_add(self.uids.len() as u32);
-                self.uids.insert(event.app.clone(), next);
-                next
+        let uid = match &self.last_app {
+            (app, uid) if *app == event.app && *uid != 0 => *uid,
+            _ => {
+                let uid = self.uid_of(&event.app);
+                self.last_app.0.clone_from(&event.app);
+                self.last_app.1 = uid;
+                uid
             }
         };
         Caller { uid, gid: uid, pid: event.pid }
+    }
+
+    fn uid_of(&mut self, app: &str) -> u32 {
+        // Looked up before inserting: the app's name is copied once, not per event.
+        match self.uids.get(app) {
+            Some(uid) => *uid,
+            None => {
+                let next = FIRST_APP_UID.saturating_add(self.uids.len() as u32);
+                self.uids.insert(app.to_owned(), next);
+                next
+            }
+        }
     }
 }

@@ -142,6 +142,18 @@ fn apps_get_uids_in_order_of_appearance() {
 }
 
 #[test]
+fn each_event_is_charged_to_its_own_app_as_apps_alternate() {
+    // Runs of one app and single events in turns: the uid of the previous event must not stick.
+    let m = replay(
+        "mcfs-trace 1\n0 zeta 1 create /z\n1 zeta 1 write /z 0 1\n2 alpha 2 create /a\n3 alpha 2 write /a 0 20\n\
+         4 zeta 1 write /z 1 300\n5 alpha 2 write /a 20 4000\n6 zeta 1 write /z 301 50000\n",
+        Config::default(),
+    );
+    assert_eq!((m.apps["zeta"].uid, m.apps["alpha"].uid), (FIRST_APP_UID, FIRST_APP_UID + 1));
+    assert_eq!((m.apps["zeta"].bytes_written, m.apps["alpha"].bytes_written), (50_301, 4_020), "{m:#?}");
+}
+
+#[test]
 fn same_trace_and_config_give_byte_equal_metrics() {
     let json = || serde_json::to_string(&replay(TRACE, config(10.0))).expect("metrics serialize");
     let first = json();

@@ -17,7 +17,7 @@ mod mem;
 mod mutation;
 mod page_runs;
 mod recording;
-mod relpath;
+pub(crate) mod relpath;
 pub mod snapshot;
 
 pub use dir::DirBackend;

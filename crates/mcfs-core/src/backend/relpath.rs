@@ -5,24 +5,38 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// Longest name of one directory entry (Linux `NAME_MAX`).
 pub(crate) const NAME_MAX: usize = 255;
 
 /// The names along `path`, root first; empty for the root itself.
 pub(crate) fn names(path: &Path) -> Result<Vec<&OsStr>, i32> {
-    let mut out = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::Normal(name) if name.as_bytes().contains(&0) => return Err(libc::EINVAL),
-            Component::Normal(name) if name.len() > NAME_MAX => return Err(libc::ENAMETOOLONG),
-            Component::Normal(name) => out.push(name),
-            Component::CurDir => {}
-            Component::RootDir | Component::Prefix(_) | Component::ParentDir => return Err(libc::EINVAL),
+    let mut out = Vec::with_capacity(USUAL_DEPTH);
+    for part in parts(path).ok_or(libc::EINVAL)? {
+        match part.as_bytes() {
+            b".." => return Err(libc::EINVAL),
+            name if name.contains(&0) => return Err(libc::EINVAL),
+            name if name.len() > NAME_MAX => return Err(libc::ENAMETOOLONG),
+            _ => out.push(part),
         }
     }
     Ok(out)
+}
+
+/// Names in most paths (an app's data directory is five deep): room for
+/// them at once spares growing the vector on the way.
+pub(crate) const USUAL_DEPTH: usize = 8;
+
+/// The parts of `path` that `Path::components` gives as names or `..`
+/// (empty parts and `.` dropped), split at the slashes, which costs a
+/// fraction of `components`; `None` for an absolute path.
+pub(crate) fn parts(path: &Path) -> Option<impl Iterator<Item = &OsStr>> {
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.first() == Some(&b'/') {
+        return None;
+    }
+    Some(bytes.split(|b| *b == b'/').filter(|part| !part.is_empty() && *part != b".").map(OsStr::from_bytes))
 }
 
 /// `path` in one spelling (no `.`, no trailing slash), for use as a key.
@@ -33,6 +47,7 @@ pub(crate) fn canonical(path: &Path) -> Result<PathBuf, i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Component;
 
     #[test]
     fn accepts_relative_names_and_refuses_escapes() {
@@ -45,5 +60,47 @@ mod tests {
         let long = "x".repeat(NAME_MAX + 1);
         assert_eq!(names(Path::new(&long)), Err(libc::ENAMETOOLONG));
         assert_eq!(canonical(Path::new("./a/./b/")).unwrap(), PathBuf::from("a/b"));
+    }
+
+    #[test]
+    fn parts_are_what_components_gives() {
+        // `Path::components` on Unix, the reference `parts` must match.
+        fn by_components(path: &Path) -> Option<Vec<&OsStr>> {
+            let mut out = Vec::new();
+            for component in path.components() {
+                match component {
+                    Component::Normal(name) => out.push(name),
+                    Component::ParentDir => out.push(OsStr::new("..")),
+                    Component::CurDir => {}
+                    Component::RootDir | Component::Prefix(_) => return None,
+                }
+            }
+            Some(out)
+        }
+        let paths = [
+            "",
+            ".",
+            "./",
+            "./.",
+            "a",
+            "a/",
+            "a//b",
+            "./a/./b/.",
+            ".a/..b/...",
+            "a/../b",
+            "..",
+            "../a",
+            "/",
+            "/a",
+            "//a",
+            "a/.",
+            "a/./",
+            ".//a",
+            "a\\b/c",
+            "a.b/c.",
+        ];
+        for path in paths.map(Path::new) {
+            assert_eq!(parts(path).map(|p| p.collect::<Vec<_>>()), by_components(path), "{path:?}");
+        }
     }
 }

@@ -14,7 +14,7 @@
 use super::JournalOp;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::path::{Component, Path};
+use std::path::Path;
 
 /// How the ops of a group touched a path: a union of these bits.
 pub type Touch = u8;
@@ -198,13 +198,12 @@ impl PathSet {
 /// for `..` or an absolute path, which the relation cannot judge (the
 /// backend refuses them anyway).
 pub(super) fn names(path: &Path) -> Option<Vec<&OsStr>> {
-    let mut names = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::Normal(name) => names.push(name),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+    let mut names = Vec::with_capacity(crate::backend::relpath::USUAL_DEPTH);
+    for part in crate::backend::relpath::parts(path)? {
+        if part == ".." {
+            return None;
         }
+        names.push(part);
     }
     Some(names)
 }

@@ -94,6 +94,10 @@ struct Planner {
 
 impl Planner {
     fn step(&mut self, at: OpAt, op: &JournalOp) {
+        if self.open.is_empty() && self.ended.is_empty() && !matches!(op, JournalOp::RemoveFile { .. }) {
+            // Nothing to extend, end or forget: only an unlink starts a chain.
+            return;
+        }
         let [Some((path, _)), None] = touches(op) else { return self.forget_around(op) };
         let Some(p) = key(path) else { return self.forget_all() };
         let in_span = self.open.get(&p).is_some_and(|o| !o.ops.is_empty());

@@ -6,14 +6,14 @@
 //! `dirs` holds the keys `insert_dir` made (directories), so a rename looks for entries below only when it
 //! moves a directory.
 
-use super::Fast;
 use crate::file_calls::key_of;
 use mcfs_core::{FsResult, Ino, ROOT_INO};
 use std::collections::{HashMap, HashSet};
 
+/// Trace paths are names apps chose: hashed with SipHash (std's default), not `InoHasher` (see `Fast`).
 pub struct PathTable {
-    inodes: HashMap<Vec<u8>, Ino, Fast>,
-    dirs: HashSet<Vec<u8>, Fast>,
+    inodes: HashMap<Vec<u8>, Ino>,
+    dirs: HashSet<Vec<u8>>,
     /// The last trace path `resolve` found, as the trace spelled it, and its inode: consecutive events
     /// mostly name one file. Every change to the table clears it.
     last: Option<(Vec<u8>, Ino)>,
