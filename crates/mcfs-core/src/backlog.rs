@@ -8,14 +8,22 @@
 //! oldest has waited `apply_backlog_seconds`, at a requested checkpoint and
 //! at unmount, on memory pressure, and when backing space runs short.
 //!
+//! An apply takes the waiting transactions as a run and lets the journal go
+//! while it carries them out (`Journal::take_run`): commits go on beside it,
+//! and their transactions wait for the next run. One apply runs at a time
+//! (`Engine::applier`). A commit somebody waits for therefore never waits
+//! for an apply's device time, unless it must apply itself (a requested
+//! checkpoint, memory pressure); a committer that finds the backlog due
+//! while an apply runs leaves it to that apply's successor, the background
+//! thread.
+//!
 //! Invariant: `Engine::backlog` lists exactly the transactions the journal
-//! holds waiting, in commit order; each one's pages stay pinned until its
-//! apply succeeded (`State::committed`), so reads see them in the cache and
-//! reclaim never drops them. The committed tree's `before` is the backing
-//! store's tree while anything waits.
+//! holds waiting (a run's too, until it ends), in commit order; each one's
+//! pages stay pinned until its apply succeeded (`State::committed`), so
+//! reads see them in the cache and reclaim never drops them. The committed
+//! tree's `before` is the backing store's tree while anything waits.
 
 use crate::engine::Engine;
-use crate::journal::Journal;
 use crate::refused::OpOrigins;
 use crate::state::State;
 use crate::types::FsResult;
@@ -43,26 +51,14 @@ impl Engine {
         self.backlog_due_at(&st).is_some_and(|due| due <= self.clock.now())
     }
 
-    /// The backlog reached its bound in bytes or in age: the commit that
-    /// finds it so applies it itself (a full pool is the background
-    /// thread's to apply, see `commit_holding_journal`).
-    pub(crate) fn backlog_due_for_committer(&self) -> bool {
-        let st = self.state.lock();
-        self.due_at(&st, false).is_some_and(|due| due <= self.clock.now())
-    }
-
     /// When the backlog must be applied (now, if over its byte bound or
-    /// filling the pool); `None` if nothing waits.
+    /// filling the pool of segments); `None` if nothing waits.
     pub(crate) fn backlog_due_at(&self, st: &State) -> Option<SystemTime> {
-        self.due_at(st, true)
-    }
-
-    fn due_at(&self, st: &State, count_pool: bool) -> Option<SystemTime> {
         let backlog = self.backlog.lock();
         let (oldest, newest) = (backlog.first()?, backlog.last()?);
         // Past the pool of ready segments a commit would create a new one,
         // and pay for growing the journal: apply first.
-        let pool_full = count_pool && backlog.len() >= crate::journal::POOL_SEGMENTS;
+        let pool_full = backlog.len() >= crate::journal::POOL_SEGMENTS;
         let placed: u64 = backlog.iter().map(|w| w.placed_bytes).sum();
         if newest.log_bytes + placed >= st.config.apply_backlog_bytes || pool_full {
             return Some(oldest.committed_at);
@@ -82,39 +78,53 @@ impl Engine {
         if !pressure && !self.backlog_due() {
             return;
         }
-        let applied = self.dispatch.background_work(|| {
-            let mut journal = self.dispatch.take_journal(|| self.journal.lock());
-            self.apply_backlog(&mut journal)
-        });
-        if let Err(e) = applied {
+        if let Err(e) = self.dispatch.background_work(|| self.apply_backlog()) {
             tracing::warn!("applying the journal failed: {e}; the transactions stay committed and are retried");
         }
     }
 
-    /// Applies every waiting transaction in place (the journal lock held),
-    /// then marks their VCTs committed. On failure they stay waiting (the
-    /// error is counted and retried with back-off).
-    pub(crate) fn apply_backlog(&self, journal: &mut Journal) -> FsResult<()> {
-        if journal.waiting() == 0 {
-            return Ok(());
-        }
-        let progress_before = journal.bytes_written();
-        self.tree.write().applying = true;
-        let applied = journal.apply(&mut || self.dispatch.checkpoint_segment_boundary());
-        let mut committed = self.tree.write();
-        committed.applying = false;
-        // Even after a failure: the apply may have moved names, and the
-        // transactions are durable (recovery or the retry finishes them).
-        if let Some(after) = committed.after.take() {
-            committed.before = after;
-        }
-        drop(committed);
+    /// Applies every transaction waiting when it starts, after the apply
+    /// running now, if any (never call it holding the journal: that apply
+    /// needs it to end). On failure they stay waiting (the error is counted
+    /// and retried with back-off).
+    pub(crate) fn apply_backlog(&self) -> FsResult<()> {
+        // Taken as the journal is: FG work goes first, and raises the BG applier it waits for.
+        let applier = self.dispatch.take_journal(|| self.applier.lock());
+        self.apply_run(applier)
+    }
+
+    /// Takes the waiting transactions as a run, applies them in place with
+    /// the journal free for commits, then marks their VCTs committed; the
+    /// caller holds `applier` (`Engine::applier`) and not the journal.
+    pub(crate) fn apply_run<G>(&self, applier: G) -> FsResult<()> {
+        let mut run = {
+            let mut journal = self.journal.lock();
+            if journal.waiting() == 0 {
+                return self.delete_dead_orphans();
+            }
+            let run = journal.take_run().map_err(|e| self.failed("applying the journal", &e))?;
+            self.tree.write().start_run();
+            run
+        };
+        let applied = run.apply(&mut || self.dispatch.checkpoint_segment_boundary());
+        let txns = run.txns();
+        let mut journal = self.journal.lock();
+        journal.end_run(run);
+        // Even after a failure (see `Committed::end_run`).
+        self.tree.write().end_run();
         let report = match applied {
             Ok(report) => report,
             Err(e) => return Err(self.failed("applying the journal", &e)),
         };
-        let waiting = std::mem::take(&mut *self.backlog.lock());
-        let flushed = report.data_bytes + (journal.bytes_written() - progress_before);
+        let waiting: Vec<Waiting> = {
+            let mut backlog = self.backlog.lock();
+            let run: Vec<Waiting> = backlog.drain(..txns).collect();
+            // Committed during the run, the rest counted its bytes as waiting too.
+            let run_bytes = run.last().map_or(0, |w| w.log_bytes);
+            backlog.iter_mut().for_each(|w| w.log_bytes -= run_bytes);
+            run
+        };
+        let flushed = report.data_bytes + report.journal_bytes;
         let mut c = self.counters.lock();
         c.bytes_flushed += flushed;
         c.coalesced_bytes += report.coalesced_bytes;
@@ -130,7 +140,12 @@ impl Engine {
             self.state.lock().committed(w.batch, share as u64, &self.tree);
         }
         self.succeeded();
-        self.delete_dead_orphans()
+        // Still holding the journal: no commit may add a transaction the
+        // orphans it deletes could belong to.
+        let deleted = self.delete_dead_orphans();
+        drop(journal);
+        drop(applier);
+        deleted
     }
 }
 

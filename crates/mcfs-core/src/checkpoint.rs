@@ -4,9 +4,10 @@
 //! (`tick`) that decides when. The committed transactions wait in the
 //! journal until the applier (`backlog`) carries them out in place.
 //!
-//! Locking: the journal lock serialises checkpoints and applies. The state
-//! lock is held only to take the batch and to finish it, so apps keep
-//! working while the journal is written.
+//! Locking: the journal lock serialises checkpoints; an apply holds it only
+//! to take its run and to give it back (`backlog`), so a commit does not
+//! wait for one. The state lock is held only to take the batch and to
+//! finish it, so apps keep working while the journal is written.
 
 use crate::app_status::IoClass;
 use crate::backlog::Waiting;
@@ -179,7 +180,13 @@ impl Engine {
             if batch.is_empty() {
                 drop(st);
                 if trigger.applies_at_once() {
-                    self.apply_backlog(&mut journal)?;
+                    let applier = self.applier.try_lock();
+                    drop(journal);
+                    return match applier {
+                        Some(applier) => self.apply_run(applier),
+                        None => self.apply_backlog(),
+                    }
+                    .map(|()| Commit::Done);
                 }
                 return self.delete_dead_orphans().map(|()| Commit::Done);
             }
@@ -200,7 +207,10 @@ impl Engine {
         let mut compiler = Compiler::new(&mut tree, &still_live, self.preserve_owner, &skip);
         let step = || self.dispatch.commit_step(gave_way_at);
         let mut origins = OpOrigins::default();
-        let min_bytes = if self.in_place_off.load(Ordering::Relaxed) { 0 } else { append_in_place_bytes };
+        // Not beside a running apply: it changes the files whose sizes an
+        // append in place records, and cutting one back would cut its bytes.
+        let in_place_off = self.in_place_off.load(Ordering::Relaxed) || journal.run_out();
+        let min_bytes = if in_place_off { 0 } else { append_in_place_bytes };
         let mut in_place = InPlace::new(&*self.backend, seq, min_bytes, journal.waiting_ops());
         let written = write_transaction(&mut journal, seq, &batch, &mut compiler, &step, &mut origins, &mut in_place);
         if !matches!(written, Ok(Step::GoOn)) {
@@ -266,17 +276,24 @@ impl Engine {
         let log_bytes = journal.waiting_bytes();
         self.backlog.lock().push(Waiting { seq, batch, origins, committed_at: written_at, log_bytes, placed_bytes });
         self.succeeded();
-        if trigger.applies_at_once() {
-            self.apply_backlog(&mut journal)?;
-        } else if self.backlog_due_for_committer() {
+        // Background work (the engine's thread, a background app) applies
+        // a due backlog itself; a foreground or system app's commit leaves
+        // it to the background thread rather than wait for its device time.
+        let applies_here = trigger.applies_at_once() || (crate::dispatch::is_background() && self.backlog_due());
+        // Taken before the journal goes, so that a writer waiting for this
+        // commit to free memory (`waited_for_journal`) waits for its apply too.
+        let applier = applies_here.then(|| self.applier.try_lock()).flatten();
+        drop(journal);
+        match applier {
+            Some(applier) if trigger.applies_at_once() => self.apply_run(applier)?,
+            None if trigger.applies_at_once() => self.apply_backlog()?,
             // The commit is durable whatever the apply does: a failure is
             // logged, counted and retried (`tick`), not this caller's error.
-            let _ = self.apply_backlog(&mut journal);
-        } else if self.backlog_due() {
-            // Only the pool of segments is full. Applying here would make
-            // this commit's caller, maybe the FG app, wait for every app's
-            // backlog: the background thread applies it, as BG work.
-            self.wake_background();
+            Some(applier) => {
+                let _ = self.apply_run(applier);
+            }
+            None if self.backlog_due() => self.wake_background(),
+            None => {}
         }
         Ok(if rest.is_empty() { Commit::Done } else { Commit::More(rest) })
     }

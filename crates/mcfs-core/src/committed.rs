@@ -8,7 +8,9 @@
 //! use that one (the pages the waiting transactions write are pinned in the
 //! cache, and their truncates and punched holes are still pending in the
 //! inodes). While the applier runs, a reader may use a path that is the same
-//! in both; only an inode the run moves has to wait for the apply to end.
+//! before and after the run; only an inode the run moves has to wait for the
+//! apply to end. Commits go on during a run: the tree they lead to is newer
+//! than the run's end, which the backing store has once the run is applied.
 
 use crate::types::{Ino, InoMap, ROOT_INO};
 use crate::STATE_DIR;
@@ -153,12 +155,14 @@ pub struct Moving;
 
 #[derive(Default)]
 pub struct Committed {
-    /// The tree the backing store has (before the transaction in flight).
+    /// The tree the backing store has (before the transactions waiting).
     pub before: CommittedTree,
-    /// While transactions wait in the journal: the tree they lead to.
-    pub after: Option<CommittedTree>,
-    /// The applier is carrying the waiting transactions out in place.
-    pub applying: bool,
+    /// While the applier carries a run of waiting transactions out in
+    /// place: the tree the run leads to (`None` if it is `before`: a run
+    /// resuming after a failure).
+    run_end: Option<CommittedTree>,
+    /// While transactions wait that no run has taken: the tree they lead to.
+    after: Option<CommittedTree>,
     /// While a checkpoint compiles its transaction against a copy of the
     /// tree: the names found in the backing store meanwhile, which the copy
     /// gets when it is installed (else they would be lost, and the inodes
@@ -169,16 +173,31 @@ pub struct Committed {
 impl Committed {
     /// The tree as of the newest durable commit.
     pub fn latest(&self) -> &CommittedTree {
-        self.after.as_ref().unwrap_or(&self.before)
+        self.after.as_ref().or(self.run_end.as_ref()).unwrap_or(&self.before)
     }
 
     /// A backing path for reading `ino` that is valid throughout the apply
     /// in flight, if any; `Ok(None)` if the inode is not in the backing store.
     pub fn stable_path(&self, ino: Ino) -> Result<Option<PathBuf>, Moving> {
         let before = self.before.path(ino);
-        match &self.after {
-            Some(after) if self.applying && after.path(ino) != before => Err(Moving),
+        match &self.run_end {
+            Some(end) if end.path(ino) != before => Err(Moving),
             _ => Ok(before),
+        }
+    }
+
+    /// The applier takes every waiting transaction as its run (the journal
+    /// locked, so that no commit comes in between).
+    pub fn start_run(&mut self) {
+        self.run_end = self.after.take();
+    }
+
+    /// The run ended: the backing store has its end (after a failure too:
+    /// the apply may have moved names, and its transactions are durable, so
+    /// the retry or recovery finishes them).
+    pub fn end_run(&mut self) {
+        if let Some(end) = self.run_end.take() {
+            self.before = end;
         }
     }
 
@@ -186,8 +205,8 @@ impl Committed {
     /// copy a checkpoint is compiling against).
     pub fn add_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) {
         self.before.add_link(ino, parent, name);
-        if let Some(after) = &mut self.after {
-            after.add_link(ino, parent, name);
+        for tree in [&mut self.run_end, &mut self.after].into_iter().flatten() {
+            tree.add_link(ino, parent, name);
         }
         if let Some(found) = &mut self.found_while_compiling {
             found.push((ino, parent, name.to_owned()));
@@ -246,15 +265,44 @@ mod tests {
         let mut c = Committed::default();
         c.add_link(2, ROOT_INO, OsStr::new("a"));
         c.add_link(3, ROOT_INO, OsStr::new("b"));
-        let mut after = c.before.clone();
+        let mut after = c.begin_compile();
         after.remove_link(2, ROOT_INO, OsStr::new("a"));
         after.add_link(2, ROOT_INO, OsStr::new("z"));
-        c.after = Some(after);
+        c.install(after);
         assert_eq!(c.stable_path(2), Ok(Some(PathBuf::from("a"))), "waiting: the backing store has the old name");
-        c.applying = true;
+        c.start_run();
         assert_eq!(c.stable_path(2), Err(Moving));
         assert_eq!(c.stable_path(3), Ok(Some(PathBuf::from("b"))));
         assert_eq!(c.latest().path(2), Some(PathBuf::from("z")));
+    }
+
+    #[test]
+    fn a_commit_during_a_run_is_newest_and_the_run_end_is_what_the_store_gets() {
+        let mut c = Committed::default();
+        c.add_link(2, ROOT_INO, OsStr::new("a"));
+        let mut first = c.begin_compile();
+        first.remove_link(2, ROOT_INO, OsStr::new("a"));
+        first.add_link(2, ROOT_INO, OsStr::new("b"));
+        c.install(first);
+        c.start_run();
+        // Committed while the run applies: compiled against the run's end.
+        let mut second = c.begin_compile();
+        assert_eq!(second.path(2), Some(PathBuf::from("b")));
+        second.remove_link(2, ROOT_INO, OsStr::new("b"));
+        second.add_link(2, ROOT_INO, OsStr::new("c"));
+        c.install(second);
+        assert_eq!(c.latest().path(2), Some(PathBuf::from("c")));
+        assert_eq!(c.stable_path(2), Err(Moving), "the run moves it from a to b");
+        c.add_link(4, ROOT_INO, OsStr::new("found"));
+        c.end_run();
+        assert_eq!(c.stable_path(2), Ok(Some(PathBuf::from("b"))), "the store has the run's end");
+        assert_eq!(c.latest().path(2), Some(PathBuf::from("c")), "the later commit still waits");
+        for tree in [&c.before, c.latest()] {
+            assert_eq!(tree.path(4), Some(PathBuf::from("found")), "a name found during the run is in every tree");
+        }
+        c.start_run();
+        c.end_run();
+        assert_eq!(c.before.path(2), Some(PathBuf::from("c")));
     }
 
     #[test]
@@ -265,7 +313,8 @@ mod tests {
         compiled.add_link(3, ROOT_INO, OsStr::new("new")); // the transaction creates "new"
         c.add_link(4, 2, OsStr::new("found")); // a directory is listed meanwhile
         c.install(compiled);
-        c.before = c.after.take().unwrap();
+        c.start_run();
+        c.end_run();
         assert_eq!(c.before.path(4), Some(PathBuf::from("a/found")));
         assert_eq!(c.before.path(3), Some(PathBuf::from("new")));
     }

@@ -248,7 +248,7 @@ impl Dispatcher {
 
     /// A segment boundary of a BG request's read or write.
     pub fn request_segment_boundary(&self) {
-        if self.switches.preempt_requests && current_is_background() {
+        if self.switches.preempt_requests && is_background() {
             self.wait_for_fg(WaitKind::Request);
         }
     }
@@ -265,7 +265,7 @@ impl Dispatcher {
     /// stream of FG commits cannot starve it).
     pub fn commit_step(&self, gave_way_at: Option<SystemTime>) -> Step {
         let gives_way = (self.switches.preempt_requests || self.switches.hold_checkpoints)
-            && current_is_background()
+            && is_background()
             && gave_way_at.is_none_or(|t| elapsed(t, self.clock.now()) < self.aging);
         if gives_way {
             let mut gate = self.gate.lock();
@@ -280,7 +280,7 @@ impl Dispatcher {
     /// A segment boundary of a checkpoint's apply: held back while FG
     /// requests are in flight, unless an FG or system request runs it.
     pub fn checkpoint_segment_boundary(&self) {
-        let held = (self.switches.hold_checkpoints || self.switches.preempt_requests) && current_is_background();
+        let held = (self.switches.hold_checkpoints || self.switches.preempt_requests) && is_background();
         if held {
             self.wait_for_fg(WaitKind::Checkpoint);
         } else {
@@ -479,7 +479,9 @@ impl<T> Drop for JournalHold<'_, T> {
     }
 }
 
-fn current_is_background() -> bool {
+/// The calling thread does background work: the engine's own, or a
+/// background app's request.
+pub fn is_background() -> bool {
     current().is_some_and(|w| w.class == IoClass::Background)
 }
 

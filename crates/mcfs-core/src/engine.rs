@@ -36,6 +36,9 @@ pub struct Engine {
     pub(crate) clock: Arc<dyn Clock>,
     /// The journal; holding it is holding the right to checkpoint.
     pub(crate) journal: Mutex<Journal>,
+    /// Held by the one apply that may run at a time (`backlog`); taken
+    /// before the journal, never while holding it.
+    pub(crate) applier: Mutex<()>,
     pub(crate) preserve_owner: bool,
     pub(crate) counters: Mutex<CheckpointCounters>,
     /// Commits stopped writing appends in place: cutting files back after
@@ -173,6 +176,7 @@ impl Engine {
             backend,
             clock,
             journal: Mutex::new(journal),
+            applier: Mutex::new(()),
             // SAFETY: geteuid has no preconditions.
             preserve_owner: unsafe { libc::geteuid() } == 0,
             counters: Mutex::new(CheckpointCounters::default()),
@@ -692,15 +696,18 @@ impl Engine {
         written
     }
 
-    /// If a commit or an apply holds the journal, waits until it lets go
-    /// (counted as `app`'s time stalled) and says so: a writer short of
+    /// If a commit holds the journal or an apply runs, waits until they
+    /// end (counted as `app`'s time stalled) and says so: a writer short of
     /// memory waits for the work already freeing it rather than commit
     /// more on its own thread next to it.
     fn waited_for_journal(&self, app: AppId) -> bool {
-        let busy = self.journal.is_locked();
+        let busy = self.journal.is_locked() || self.applier.is_locked();
         if busy {
             let waited = self.stalled(app, || {
-                self.dispatch.wait_for_journal(|| drop(self.journal.lock()));
+                self.dispatch.wait_for_journal(|| {
+                    drop(self.journal.lock());
+                    drop(self.applier.lock());
+                });
                 Ok(())
             });
             debug_assert!(waited.is_ok(), "a wait cannot fail");

@@ -43,6 +43,7 @@ use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// One recorded change (a `write_at` is recorded one page at a time).
@@ -107,7 +108,9 @@ struct Fault {
 pub struct RecordingBackend {
     live: MemBackend,
     log: Mutex<Log>,
-    fault: Mutex<Option<Fault>>,
+    /// Shared, so that a predicate that blocks (a test pausing one call)
+    /// runs with no lock held and other threads' calls go on.
+    fault: Mutex<Option<Arc<Fault>>>,
 }
 
 impl RecordingBackend {
@@ -121,7 +124,7 @@ impl RecordingBackend {
     /// with `errno` and changes nothing (a full or failing disk), until
     /// `clear_fault`. For fault-injection tests; a failed call is not recorded.
     pub fn fail_when(&self, predicate: impl Fn(&Op) -> bool + Send + Sync + 'static, errno: i32) {
-        *self.fault.lock() = Some(Fault { matches: Box::new(predicate), errno });
+        *self.fault.lock() = Some(Arc::new(Fault { matches: Box::new(predicate), errno }));
     }
 
     pub fn clear_fault(&self) {
@@ -197,12 +200,13 @@ impl RecordingBackend {
 
     /// Applies `op` to the live state and, if it succeeds, logs it as `ops`.
     fn record(&self, op: Op, logged_as: impl FnOnce(Op) -> Vec<Op>) -> io::Result<()> {
-        let mut log = self.log.lock();
-        if let Some(fault) = self.fault.lock().as_ref().filter(|f| (f.matches)(&op)) {
+        let fault = self.fault.lock().clone();
+        if let Some(fault) = fault.filter(|f| (f.matches)(&op)) {
             let context = format!("{op} (injected fault)");
             let kind = io::Error::from_raw_os_error(fault.errno).kind();
             return Err(io::Error::new(kind, BackendError { errno: fault.errno, context }));
         }
+        let mut log = self.log.lock();
         op.apply(&self.live)?;
         let at = self.live.now();
         log.ops.extend(logged_as(op).into_iter().map(|op| Recorded { at, op }));

@@ -103,18 +103,9 @@ fn record_run(
     let mut commit_points = Vec::new();
     let mut stats = RunStats::default();
     for (i, ops) in txns.iter().enumerate() {
-        journal.begin(i as u64 + 1).unwrap();
-        for op in *ops {
-            journal.append(op.clone()).unwrap();
-        }
-        journal.end().unwrap();
-        journal.wait_sync().unwrap();
+        commit(&mut journal, i as u64 + 1, ops);
         commit_points.push(rec.op_count());
-        let expected = super::scenarios::apply_directly(&oracle, ops);
-        for op in *ops {
-            let _ = super::scenarios::apply_op(&*oracle, op);
-        }
-        trees.push(expected);
+        trees.push(apply_to_oracle(&oracle, ops));
         if journal.waiting() == queue || i + 1 == txns.len() {
             let report = journal.apply(&mut || {}).unwrap();
             assert_eq!(report.txns as usize, journal_ran(i, queue), "{label}: one run applies the queue");
@@ -129,6 +120,71 @@ fn record_run(
         }
     }
     (rec, Outcomes { trees }, commit_points, stats)
+}
+
+/// Commits `ops` as transaction `seq`.
+fn commit(journal: &mut Journal, seq: u64, ops: &[JournalOp]) {
+    journal.begin(seq).unwrap();
+    for op in ops {
+        journal.append(op.clone()).unwrap();
+    }
+    journal.end().unwrap();
+    journal.wait_sync().unwrap();
+}
+
+/// Applies `ops` to the oracle; returns the tree they lead to.
+fn apply_to_oracle(oracle: &MemBackend, ops: &[JournalOp]) -> TreeSnapshot {
+    let expected = super::scenarios::apply_directly(oracle, ops);
+    for op in ops {
+        let _ = super::scenarios::apply_op(oracle, op);
+    }
+    expected
+}
+
+/// Commits `first` (waiting), applies them as a run taken out of the
+/// journal, and commits `during` from the run's `at`-th segment boundary
+/// (after the run, if it has fewer); then applies `during`. Returns what
+/// `record_run` does, and whether `during` was committed mid-run.
+fn record_commit_during_run(
+    label: &str,
+    first: &[&[JournalOp]],
+    during: &[JournalOp],
+    at: usize,
+) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>, bool) {
+    let oracle = opened_base();
+    let mut trees = vec![tree_of(&oracle)];
+    let rec = Arc::new(RecordingBackend::new(copy(&oracle)));
+    let mut journal = Journal::open(rec.clone()).unwrap();
+    journal.set_segment_bytes(4096);
+    let mut commit_points = Vec::new();
+    for (i, ops) in first.iter().enumerate() {
+        commit(&mut journal, i as u64 + 1, ops);
+        commit_points.push(rec.op_count());
+        trees.push(apply_to_oracle(&oracle, ops));
+    }
+    let seq = first.len() as u64 + 1;
+    let mut run = journal.take_run().unwrap();
+    let (mut boundaries, mut committed_at) = (0, None);
+    run.apply(&mut || {
+        if boundaries == at {
+            commit(&mut journal, seq, during);
+            committed_at = Some(rec.op_count());
+        }
+        boundaries += 1;
+    })
+    .unwrap_or_else(|e| panic!("{label}: the run failed: {e}"));
+    journal.end_run(run);
+    assert_eq!(tree_of(rec.live()), trees[first.len()], "{label}: the run's live apply differs from the oracle");
+    let mid_run = committed_at.is_some();
+    if !mid_run {
+        commit(&mut journal, seq, during);
+    }
+    commit_points.push(committed_at.unwrap_or_else(|| rec.op_count()));
+    trees.push(apply_to_oracle(&oracle, during));
+    assert_eq!(journal.waiting(), 1, "{label}: the commit made during the run waits for the next");
+    journal.apply(&mut || {}).unwrap();
+    assert_eq!(tree_of(rec.live()), trees[seq as usize], "{label}: the live apply after the run differs");
+    (rec, Outcomes { trees }, commit_points, mid_run)
 }
 
 /// How many transactions the run after commit `i` (from 0) applies.
@@ -154,22 +210,37 @@ fn crash_test_run(
     states_per_cut: usize,
 ) -> (usize, RunStats) {
     let (rec, outcomes, commit_points, stats) = record_run(label, txns, queue);
+    (check_crash_states(label, &rec, &outcomes, &commit_points, seed, states_per_cut), stats)
+}
+
+/// Every crash state of what `rec` recorded recovers to one of `outcomes`,
+/// at least as far as the last commit durable by then (`commit_points`);
+/// the recovery of every fourth state is crashed too. Returns how many
+/// states were checked.
+fn check_crash_states(
+    label: &str,
+    rec: &RecordingBackend,
+    outcomes: &Outcomes,
+    commit_points: &[usize],
+    seed: u64,
+    states_per_cut: usize,
+) -> usize {
     let mut checked = 0;
     for cut in 0..=rec.op_count() {
         for (i, crash) in rec.crash_states(cut, seed ^ cut as u64, states_per_cut).into_iter().enumerate() {
             let what = || format!("{label}: seed {seed}: apply crash {}", crash.describe());
             let committed = commit_points.iter().filter(|p| crash.durable >= **p).count();
             let image = copy(&crash.state);
-            let reached = recover_to_outcome(&crash.state, &outcomes, &what);
+            let reached = recover_to_outcome(&crash.state, outcomes, &what);
             assert!(reached >= committed, "{}: reached txn {reached}, but {committed} were durable", what());
             checked += 1;
             // Crash the recovery of every fourth state, at every cut.
             if (cut + i).is_multiple_of(4) {
-                checked += crash_test_recovery(&image, &outcomes, reached, seed ^ (cut as u64) << 20, &what);
+                checked += crash_test_recovery(&image, outcomes, reached, seed ^ (cut as u64) << 20, &what);
             }
         }
     }
-    (checked, stats)
+    checked
 }
 
 fn crash_test_txn(label: &str, ops: &[JournalOp], seed: u64, states_per_cut: usize) -> usize {
@@ -526,4 +597,46 @@ fn journal_crash_in_runs_with_files_born_and_gone() {
         eprintln!("{name}, one transaction per run: {checked} crash states recovered");
         assert_eq!(run.elided, 0, "{name}: nothing to elide in a run of one transaction");
     }
+}
+
+/// A transaction committed while a run of earlier ones is applied apart
+/// from the journal (`take_run`), at each of the run's segment boundaries:
+/// every crash state recovers to the tree before or after some transaction,
+/// and after every one whose commit was durable; the later transaction,
+/// compiled against the run's end, is never applied before the run.
+#[test]
+fn journal_crash_with_a_commit_made_while_a_run_is_applied() {
+    let seed = seed();
+    let per_cut = (env_u64("MCFS_CRASH_STATES", 16) as usize / 4).max(2);
+    let mix = mixed_txn(8);
+    let named = scenarios();
+    // Over the run's own paths: it rewrites, renames and removes what the run made.
+    let during = vec![
+        JournalOp::Write { path: "n1".into(), offset: 0, data: vec![0x6b; 5000] },
+        JournalOp::Rename { from: "n2".into(), to: "n3".into() },
+        JournalOp::Create { path: "t2".into(), kind: crate::types::FileKind::File, perm: 0o644, rdev: 0 },
+        JournalOp::Write { path: "t2".into(), offset: 0, data: vec![0x5a; 9000] },
+        JournalOp::RemoveFile { path: "a".into() },
+    ];
+    let writes_far = named.iter().find(|(n, _)| n.starts_with("create, write and chmod")).map(|(_, ops)| ops.clone());
+    let rewrites: Vec<JournalOp> = ["c", "b_link", "d/x"]
+        .iter()
+        .enumerate()
+        .map(|(i, path)| JournalOp::Write { path: (*path).into(), offset: 0, data: vec![i as u8 + 1; 6000] })
+        .collect();
+    let first: Vec<&[JournalOp]> =
+        [Some(&mix[..]), writes_far.as_deref(), Some(&rewrites[..])].into_iter().flatten().collect();
+    assert_eq!(first.len(), 3, "the scenario that makes n1 and n2 is named \"create, write and chmod ...\"");
+    let (mut states, mut mid_run) = (0, 0);
+    for at in 0.. {
+        let label = format!("commit at boundary {at} of a run of {} txns", first.len());
+        let (rec, outcomes, commit_points, during_run) = record_commit_during_run(&label, &first, &during, at);
+        if !during_run {
+            break;
+        }
+        mid_run += 1;
+        states += check_crash_states(&label, &rec, &outcomes, &commit_points, seed ^ at as u64, per_cut);
+    }
+    eprintln!("a commit during a run, at {mid_run} boundaries: {states} crash states recovered");
+    assert!(mid_run >= 2, "the run has only {mid_run} segment boundaries: too little data to commit in between");
 }

@@ -5,7 +5,9 @@
 //! order and coalesced, from the ops this `Journal` holds in memory (never
 //! reading the log back), and frees their segments for reuse (`segment`);
 //! `recover` finishes (or drops) whatever a crash left behind, reading the
-//! log.
+//! log. An apply may also run apart from the journal (`take_run`, `end_run`):
+//! the journal goes on committing new transactions into other segments
+//! meanwhile, so a commit never waits for an apply's device time.
 //!
 //! Invariant: the log holds any number of committed transactions, each in a
 //! segment of its own, and they are applied in commit order. Once a commit
@@ -206,7 +208,8 @@ struct Tail {
 }
 
 /// A committed transaction not applied yet: its segment, its commit record,
-/// and its ops as the engine gave them (what `apply` carries out).
+/// and its ops as the engine gave them (what `apply` carries out). Shared
+/// with a run that applies it apart from the journal.
 struct Waiting {
     slot: usize,
     header: TxnHeader,
@@ -216,15 +219,20 @@ struct Waiting {
 pub struct Journal {
     backend: Arc<dyn Backend>,
     txn: TxnState,
-    /// Committed transactions waiting to be applied, in commit order.
-    waiting: Vec<Waiting>,
+    /// Committed transactions waiting to be applied, in commit order (those
+    /// of a run taken out stay here, their segments in use, until it ends).
+    waiting: Vec<Arc<Waiting>>,
     /// The segment files that exist: slot → size.
     segments: BTreeMap<usize, u64>,
     /// A segment an aborted transaction wrote to: the next `begin` takes
     /// it again, so a commit record that reached the disk anyway is
     /// overwritten rather than left beside a transaction with its number.
     reuse_first: Option<usize>,
-    progress: ProgressFile,
+    /// `None` while a run has it (`take_run`).
+    progress: Option<ProgressFile>,
+    /// Bytes of progress records written as of `take_run`: while the run is
+    /// out, its records count only once it ends.
+    progress_bytes_at_take: u64,
     segment_bytes: u64,
     /// Bytes written to the log (payloads, commit records, zero fill).
     txn_bytes: u64,
@@ -296,7 +304,8 @@ impl Journal {
             waiting: Vec::new(),
             segments,
             reuse_first: None,
-            progress,
+            progress: Some(progress),
+            progress_bytes_at_take: 0,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             txn_bytes: 0,
             unapplied: Vec::new(),
@@ -314,7 +323,8 @@ impl Journal {
     /// the zeros new segments are prepared with, and progress records (the
     /// engine counts them as flushed).
     pub fn bytes_written(&self) -> u64 {
-        self.txn_bytes + self.progress.bytes_written()
+        let progress = self.progress.as_ref().map_or(self.progress_bytes_at_take, ProgressFile::bytes_written);
+        self.txn_bytes + progress
     }
 
     /// Ops appended to the transaction being built: the index the next one gets.
@@ -427,11 +437,14 @@ impl Journal {
         }
         let result = self.backend.sync();
         if result.is_ok() {
-            // The sync also settles the last progress record of an apply.
-            self.progress.synced();
+            // The sync also settles the last progress record of an apply
+            // (one still running keeps its own count: it syncs again).
+            if let Some(progress) = &mut self.progress {
+                progress.synced();
+            }
             if let TxnState::Ended(waiting) = std::mem::replace(&mut self.txn, TxnState::Idle) {
                 self.last_seq = Some(waiting.header.seq);
-                self.waiting.push(waiting);
+                self.waiting.push(Arc::new(waiting));
             }
         }
         self.fail_on_error(result)
@@ -441,24 +454,57 @@ impl Journal {
     /// coalesced (see `apply::apply_run`), then frees their segments. On
     /// error they stay waiting and the next `apply` (or `recover`) resumes.
     pub fn apply(&mut self, between_segments: &mut dyn FnMut()) -> io::Result<ApplyReport> {
+        let mut run = self.take_run()?;
+        let applied = run.apply(between_segments);
+        self.end_run(run);
+        applied
+    }
+
+    /// Takes every waiting transaction out as a run to apply apart from the
+    /// journal (`ApplyRun::apply`), which meanwhile commits new transactions
+    /// into other segments; `end_run` takes the run back.
+    pub fn take_run(&mut self) -> io::Result<ApplyRun> {
         if self.waiting.is_empty() {
             return Err(misuse("apply without a committed transaction"));
         }
-        let mut run: Vec<RunTxn> =
-            self.waiting.iter().map(|w| RunTxn { slot: w.slot, header: w.header, ops: TxnOps::Held(&w.ops) }).collect();
-        let report = apply::apply_run(
-            &*self.backend,
-            &mut run,
-            &mut self.progress,
-            self.segment_bytes,
-            between_segments,
-            &mut self.unapplied,
-        )?;
+        let Some(progress) = self.progress.take() else {
+            return Err(misuse("a run taken while another one is out"));
+        };
+        self.progress_bytes_at_take = progress.bytes_written();
+        Ok(ApplyRun {
+            backend: Arc::clone(&self.backend),
+            txns: self.waiting.clone(),
+            progress,
+            unapplied: std::mem::take(&mut self.unapplied),
+            segment_bytes: self.segment_bytes,
+            applied: false,
+        })
+    }
+
+    /// A run is out (`take_run`) and not back yet.
+    pub fn run_out(&self) -> bool {
+        self.progress.is_none()
+    }
+
+    /// Takes a run back. If it was applied, its transactions leave the log
+    /// and their segments are free; if not, they wait on, and the next run
+    /// (or `recover`) resumes them.
+    pub fn end_run(&mut self, run: ApplyRun) {
+        let ApplyRun { txns, progress, unapplied, applied, .. } = run;
+        self.progress = Some(progress);
+        self.unapplied = unapplied;
+        if !applied {
+            return;
+        }
+        debug_assert!(
+            txns.iter().zip(&self.waiting).all(|(ran, waits)| Arc::ptr_eq(ran, waits)),
+            "a run is the oldest waiting transactions"
+        );
         // The applied transactions' segments are free now. Left as they are
         // (the next commit in each overwrites it in place), unless one grew
         // too big to keep, or its transaction is empty (a run of empty ones
         // writes no progress record that would call it applied). Not synced.
-        for w in std::mem::take(&mut self.waiting) {
+        for w in self.waiting.drain(..txns.len()) {
             let len = self.segments.get(&w.slot).copied().unwrap_or(0);
             if segment::too_big(len) || w.header.op_count == 0 {
                 // The run is applied whatever this does: a segment left as it
@@ -468,7 +514,6 @@ impl Journal {
                 }
             }
         }
-        Ok(report)
     }
 
     /// Drops a transaction that was begun but not committed (its `append`,
@@ -581,6 +626,46 @@ pub(crate) struct RunTxn<'a> {
 pub(crate) enum TxnOps<'a> {
     Held(&'a [JournalOp]),
     Logged,
+}
+
+/// Waiting transactions taken out of the journal to be applied in place
+/// while it goes on committing (`Journal::take_run`): the run holds the
+/// progress file (only an apply writes it) and its transactions' ops; their
+/// segments stay in use until `Journal::end_run`, so a commit meanwhile
+/// takes another one.
+pub struct ApplyRun {
+    backend: Arc<dyn Backend>,
+    txns: Vec<Arc<Waiting>>,
+    progress: ProgressFile,
+    unapplied: Vec<UnappliedOp>,
+    segment_bytes: u64,
+    applied: bool,
+}
+
+impl ApplyRun {
+    /// Transactions in the run (the journal's oldest waiting ones).
+    pub fn txns(&self) -> usize {
+        self.txns.len()
+    }
+
+    /// Applies the run in place, in commit order and coalesced (see
+    /// `apply::apply_run`); `between_segments` is called after every
+    /// segment's worth of data. On error nothing is lost: the transactions
+    /// stay committed, and the next run (or `recover`) resumes them.
+    pub fn apply(&mut self, between_segments: &mut dyn FnMut()) -> io::Result<ApplyReport> {
+        let mut run: Vec<RunTxn> =
+            self.txns.iter().map(|w| RunTxn { slot: w.slot, header: w.header, ops: TxnOps::Held(&w.ops) }).collect();
+        let report = apply::apply_run(
+            &*self.backend,
+            &mut run,
+            &mut self.progress,
+            self.segment_bytes,
+            between_segments,
+            &mut self.unapplied,
+        )?;
+        self.applied = true;
+        Ok(report)
+    }
 }
 
 /// Creates `path` as `kind` unless it exists; an object of another kind
