@@ -10,7 +10,7 @@
 //! finish it, so apps keep working while the journal is written.
 
 use crate::app_status::IoClass;
-use crate::backlog::Waiting;
+use crate::backlog::{JournaledVct, Waiting};
 use crate::batch_selection::{select, Selection};
 use crate::checkpoint_log::{CheckpointLog, Done};
 use crate::compile::{born_and_gone, Compiler};
@@ -272,28 +272,42 @@ impl Engine {
         let mut st = self.state.lock();
         st.space.changed();
         st.journaled(&batch, journal_bytes, written_at);
+        let batch: Vec<JournaledVct> = batch.into_iter().map(|v| JournaledVct::of(v, &mut st.cache)).collect();
         drop(st);
         let log_bytes = journal.waiting_bytes();
         self.backlog.lock().push(Waiting { seq, batch, origins, committed_at: written_at, log_bytes, placed_bytes });
         self.succeeded();
         // Background work (the engine's thread, a background app) applies
         // a due backlog itself; a foreground or system app's commit leaves
-        // it to the background thread rather than wait for its device time.
-        let applies_here = trigger.applies_at_once() || (crate::dispatch::is_background() && self.backlog_due());
+        // it to the background thread rather than wait for its device time,
+        // unless the backlog is past its cap (then every committer waits).
+        let over_cap = self.backlog_over_cap();
+        let waits = trigger.applies_at_once() || over_cap;
+        let applies_here = waits || (crate::dispatch::is_background() && self.backlog_due());
         // Taken before the journal goes, so that a writer waiting for this
         // commit to free memory (`waited_for_journal`) waits for its apply too.
         let applier = applies_here.then(|| self.applier.try_lock()).flatten();
         drop(journal);
-        match applier {
-            Some(applier) if trigger.applies_at_once() => self.apply_run(applier)?,
-            None if trigger.applies_at_once() => self.apply_backlog()?,
-            // The commit is durable whatever the apply does: a failure is
-            // logged, counted and retried (`tick`), not this caller's error.
-            Some(applier) => {
-                let _ = self.apply_run(applier);
+        let applied = match applier {
+            Some(applier) => self.apply_run(applier),
+            None if trigger.applies_at_once() => self.apply_backlog(),
+            // Over the cap with an apply running: its end frees what it
+            // applied, and the background thread goes on with the rest.
+            None if over_cap => {
+                self.dispatch.wait_for_journal(|| drop(self.applier.lock()));
+                Ok(())
             }
-            None if self.backlog_due() => self.wake_background(),
-            None => {}
+            None => {
+                if self.backlog_due() {
+                    self.wake_background();
+                }
+                Ok(())
+            }
+        };
+        // Otherwise the commit is durable whatever the apply does: a failure
+        // is logged, counted and retried (`tick`), not this caller's error.
+        if trigger.applies_at_once() {
+            applied?;
         }
         Ok(if rest.is_empty() { Commit::Done } else { Commit::More(rest) })
     }

@@ -12,6 +12,7 @@
 use crate::app_status::{AppStatus, IoClass};
 use crate::apps::Apps;
 use crate::backend::{Backend, BackendAttr};
+use crate::backlog::{JournaledEntry, JournaledVct};
 use crate::cache::Cache;
 use crate::children::Children;
 use crate::committed::{Committed, Moving};
@@ -361,7 +362,7 @@ impl State {
     /// commit record synced): its apps' data is committed, and what they
     /// flushed for it (`flushed`, shared by VCT size) is counted.
     pub fn journaled(&mut self, batch: &[ClosedVct], flushed: u64, now: SystemTime) {
-        self.count_flushed(batch, flushed);
+        self.count_flushed(batch.iter().map(|v| (v.app, v.bytes)), flushed);
         let mut apps: Vec<AppId> = batch.iter().map(|v| v.app).collect();
         apps.sort_unstable();
         apps.dedup();
@@ -374,34 +375,34 @@ impl State {
         }
     }
 
-    /// Shares `flushed` bytes among the batch's apps by VCT size.
-    fn count_flushed(&mut self, batch: &[ClosedVct], flushed: u64) {
-        let total: u64 = batch.iter().map(|v| v.bytes).sum::<u64>().max(1);
-        for vct in batch {
-            let share = u128::from(flushed) * u128::from(vct.bytes) / u128::from(total);
-            self.apps.list[vct.app].counters.bytes_flushed += share as u64;
+    /// Shares `flushed` bytes among the batch's apps by VCT size (the
+    /// batch's VCTs as their apps and sizes).
+    fn count_flushed(&mut self, vcts: impl Iterator<Item = (AppId, u64)> + Clone, flushed: u64) {
+        let total: u64 = vcts.clone().map(|(_, bytes)| bytes).sum::<u64>().max(1);
+        for (app, bytes) in vcts {
+            let share = u128::from(flushed) * u128::from(bytes) / u128::from(total);
+            self.apps.list[app].counters.bytes_flushed += share as u64;
         }
     }
 
     /// Bookkeeping once a journaled batch is applied in place (`flushed`
     /// bytes for it): its pages become clean, its truncates, punched holes
     /// and zeroed ranges stop hiding backing data.
-    pub fn committed(&mut self, batch: Vec<ClosedVct>, flushed: u64, tree: &RwLock<Committed>) {
+    pub fn committed(&mut self, batch: Vec<JournaledVct>, flushed: u64, tree: &RwLock<Committed>) {
         self.space.changed();
-        self.count_flushed(&batch, flushed);
+        self.count_flushed(batch.iter().map(|v| (v.app, v.bytes)), flushed);
         let mut touched = Vec::new();
         for vct in batch {
             for e in vct.entries {
                 match e {
-                    ClosedEntry::Write { ino, page, slot, data, len } => {
-                        self.cache.release(data);
+                    JournaledEntry::Page { ino, page, slot, len } => {
                         self.committed_page(ino, page, len);
                         self.cache.unpin(ino, page, slot);
                         if self.inodes.contains_key(&ino) {
                             touched.push(ino);
                         }
                     }
-                    ClosedEntry::Other(LogEntry::SetLen { ino, size }) => {
+                    JournaledEntry::Other(LogEntry::SetLen { ino, size }) => {
                         self.committed_entry(&LogEntry::SetLen { ino, size });
                         if let Some(inode) = self.inodes.get_mut(&ino) {
                             inode.pending_truncates.retain(|(v, _)| *v != vct.id);
@@ -409,13 +410,13 @@ impl State {
                                 inode.pending_truncates.iter().map(|(_, s)| *s).min().unwrap_or(u64::MAX);
                         }
                     }
-                    ClosedEntry::Other(LogEntry::Fallocate { ino, mode, offset, len }) => {
+                    JournaledEntry::Other(LogEntry::Fallocate { ino, mode, offset, len }) => {
                         self.committed_entry(&LogEntry::Fallocate { ino, mode, offset, len });
                         if let Some(inode) = self.inodes.get_mut(&ino) {
                             inode.pending_zeroed.retain(|(v, _)| *v != vct.id);
                         }
                     }
-                    ClosedEntry::Other(e) => self.committed_entry(&e),
+                    JournaledEntry::Other(e) => self.committed_entry(&e),
                 }
             }
         }
@@ -435,7 +436,10 @@ impl State {
     /// Forgets an inode nothing refers to any more.
     pub fn drop_if_unreferenced(&mut self, ino: Ino, tree: &RwLock<Committed>) {
         let Some(inode) = self.inodes.get(&ino) else { return };
-        if ino == ROOT_INO || !inode.unreferenced() || self.cache.has_pinned(ino) {
+        // Pages pinned for a VCT go too: nothing can read them any more, a
+        // commit writes the versions it took at close, and the apply the
+        // data the journal's ops hold (a VCT that closes later skips them).
+        if ino == ROOT_INO || !inode.unreferenced() {
             return;
         }
         self.release_pages(ino, 0..u64::MAX);

@@ -122,3 +122,48 @@ fn sqlite_delete_journals_born_and_gone_within_a_run_are_not_written_in_place() 
     assert!(backend.stat(Path::new("app/t.db-journal")).is_err());
     assert_eq!(contents(&backend, "app/t.db"), Some(vec![10; 4096]));
 }
+
+/// A file deleted while its data waits in the journal to be applied: its
+/// pages leave the cache at once (nothing can read them; the journal's ops
+/// hold what the apply writes), and the apply still leaves the backing
+/// store as the commits say. A file deleted before its data was committed
+/// is never journaled at all.
+#[test]
+fn a_file_deleted_while_its_data_waits_to_be_applied_frees_its_pages_at_once() {
+    let (backend, engine) = engine();
+    let mib = 1 << 20;
+    let f = engine.create(A, ROOT_INO, OsStr::new("f"), 0o644, false).unwrap().ino;
+    engine.write(Some(A), f, 0, &vec![7; mib]).unwrap();
+    engine.fsync(Some(A), f).unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.journal_waiting_transactions, 1, "the fsync committed; the apply comes later");
+    assert!(stats.cache_dirty_bytes >= mib as u64, "the waiting pages are pinned: {}", stats.cache_dirty_bytes);
+    engine.release(f);
+    engine.forget(f, 1);
+    engine.unlink(A, ROOT_INO, OsStr::new("f")).unwrap();
+    let stats = engine.stats();
+    assert_eq!(stats.journal_waiting_transactions, 1, "still waiting");
+    assert!(
+        stats.cache_dirty_bytes < 64 << 10,
+        "the deleted file's pages are gone: {} bytes dirty",
+        stats.cache_dirty_bytes
+    );
+    engine.check_invariants().unwrap();
+
+    // Written, then deleted before any commit of its data.
+    let g = engine.create(A, ROOT_INO, OsStr::new("g"), 0o644, false).unwrap().ino;
+    engine.write(Some(A), g, 0, &vec![8; mib]).unwrap();
+    engine.release(g);
+    engine.forget(g, 1);
+    engine.unlink(A, ROOT_INO, OsStr::new("g")).unwrap();
+    assert!(engine.stats().cache_dirty_bytes < 64 << 10, "g's pages are gone");
+    let journaled = engine.stats().journal_bytes;
+    engine.fsync(Some(A), ROOT_INO).unwrap();
+    assert!(engine.stats().journal_bytes - journaled < 64 << 10, "g's data is never journaled");
+    engine.check_invariants().unwrap();
+    engine.checkpoint().unwrap();
+    engine.check_invariants().unwrap();
+    assert_eq!(contents(&backend, "f"), None);
+    assert_eq!(contents(&backend, "g"), None);
+    assert!(backend.stat(Path::new("f")).is_err() && backend.stat(Path::new("g")).is_err());
+}
