@@ -152,6 +152,19 @@ impl Engine {
         self.apply_run(applier)
     }
 
+    /// Applies the backlog after the commit that holds `journal`, which it
+    /// lets go: at once if no apply runs, else after that one. The applier
+    /// is taken first, so a writer waiting for the commit to free memory
+    /// (`waited_for_journal`) waits for this apply too.
+    pub(crate) fn apply_after<J>(&self, journal: J) -> FsResult<()> {
+        let applier = self.applier.try_lock();
+        drop(journal);
+        match applier {
+            Some(applier) => self.apply_run(applier),
+            None => self.apply_backlog(),
+        }
+    }
+
     /// Takes the waiting transactions as a run, applies them in place with
     /// the journal free for commits, then marks their VCTs committed; the
     /// caller holds `applier` (`Engine::applier`) and not the journal.

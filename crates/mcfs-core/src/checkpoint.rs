@@ -180,13 +180,7 @@ impl Engine {
             if batch.is_empty() {
                 drop(st);
                 if trigger.applies_at_once() {
-                    let applier = self.applier.try_lock();
-                    drop(journal);
-                    return match applier {
-                        Some(applier) => self.apply_run(applier),
-                        None => self.apply_backlog(),
-                    }
-                    .map(|()| Commit::Done);
+                    return self.apply_after(journal).map(|()| Commit::Done);
                 }
                 return self.delete_dead_orphans().map(|()| Commit::Done);
             }
@@ -277,39 +271,31 @@ impl Engine {
         let log_bytes = journal.waiting_bytes();
         self.backlog.lock().push(Waiting { seq, batch, origins, committed_at: written_at, log_bytes, placed_bytes });
         self.succeeded();
-        // Background work (the engine's thread, a background app) applies
-        // a due backlog itself; a foreground or system app's commit leaves
-        // it to the background thread rather than wait for its device time,
-        // unless the backlog is past its cap (then every committer waits).
+        let done = if rest.is_empty() { Commit::Done } else { Commit::More(rest) };
+        if trigger.applies_at_once() {
+            return self.apply_after(journal).map(|()| done);
+        }
+        // Background work (the engine's thread, a background app) applies a
+        // due backlog itself; a foreground or system app's commit leaves it
+        // to the background thread rather than wait for its device time,
+        // unless the backlog is past its cap.
         let over_cap = self.backlog_over_cap();
-        let waits = trigger.applies_at_once() || over_cap;
-        let applies_here = waits || (crate::dispatch::is_background() && self.backlog_due());
-        // Taken before the journal goes, so that a writer waiting for this
-        // commit to free memory (`waited_for_journal`) waits for its apply too.
+        let applies_here = over_cap || (crate::dispatch::is_background() && self.backlog_due());
         let applier = applies_here.then(|| self.applier.try_lock()).flatten();
         drop(journal);
-        let applied = match applier {
-            Some(applier) => self.apply_run(applier),
-            None if trigger.applies_at_once() => self.apply_backlog(),
+        match applier {
+            // The commit is durable whatever the apply does: a failure is
+            // logged, counted and retried (`tick`), not this caller's error.
+            Some(applier) => {
+                let _ = self.apply_run(applier);
+            }
             // Over the cap with an apply running: its end frees what it
             // applied, and the background thread goes on with the rest.
-            None if over_cap => {
-                self.dispatch.wait_for_journal(|| drop(self.applier.lock()));
-                Ok(())
-            }
-            None => {
-                if self.backlog_due() {
-                    self.wake_background();
-                }
-                Ok(())
-            }
-        };
-        // Otherwise the commit is durable whatever the apply does: a failure
-        // is logged, counted and retried (`tick`), not this caller's error.
-        if trigger.applies_at_once() {
-            applied?;
+            None if over_cap => self.dispatch.wait_for_journal(|| drop(self.applier.lock())),
+            None if self.backlog_due() => self.wake_background(),
+            None => {}
         }
-        Ok(if rest.is_empty() { Commit::Done } else { Commit::More(rest) })
+        Ok(done)
     }
 
     /// Keeps a batch from splitting a `write(2)` whose rest may still come
