@@ -347,7 +347,7 @@ impl Cache {
     }
 
     /// What the replacement policy would take next.
-    pub fn victim(&self, spared: Option<AppId>, past_background_dirty: bool) -> Victim {
+    pub fn victim(&mut self, spared: Option<AppId>, past_background_dirty: bool) -> Victim {
         self.replacement.victim(&Ask { spared, past_background_dirty, usage: &self.usage })
     }
 
