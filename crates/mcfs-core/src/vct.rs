@@ -164,8 +164,8 @@ pub struct OpenVct {
     pub id: u64,
     /// `None` marks an entry a later truncate made void.
     entries: Vec<Option<LogEntry>>,
-    /// Position of the write entry of each (inode, page).
-    page_entries: BTreeMap<(Ino, u64), usize>,
+    /// Position of the write entry of each page, by inode.
+    page_entries: InoMap<BTreeMap<u64, usize>>,
     /// Inodes whose data or size changed (their times are logged at close).
     data_inodes: BTreeSet<Ino>,
     /// The inode a write last put in `data_inodes` (which only grows until
@@ -200,7 +200,7 @@ impl OpenVct {
     pub fn record_write(&mut self, ino: Ino, page: u64, len: u64, now: SystemTime) -> bool {
         self.note_time(now);
         self.bytes += len;
-        match self.page_entries.entry((ino, page)) {
+        match self.page_entries.entry(ino).or_default().entry(page) {
             // The inode went into `data_inodes` with the page's entry.
             Entry::Occupied(_) => {
                 self.overwrite_bytes += len;
@@ -246,7 +246,8 @@ impl OpenVct {
     /// of file after it, since later writes may still extend that page).
     pub fn record_zeroing(&mut self, ino: Ino, (start, end): (u64, u64), size: u64, entry: LogEntry, now: SystemTime) {
         let whole = start.div_ceil(PAGE_SIZE)..end / PAGE_SIZE;
-        if !whole.is_empty() && self.page_entries.range((ino, whole.start)..(ino, whole.end)).next().is_some() {
+        let written = self.page_entries.get(&ino);
+        if !whole.is_empty() && written.is_some_and(|w| w.range(whole).next().is_some()) {
             self.record_truncate(ino, size, now);
         }
         let partly = |page: u64| page * PAGE_SIZE < start || (page + 1) * PAGE_SIZE > end;
@@ -268,13 +269,13 @@ impl OpenVct {
         self.note_time(now);
         self.data_inodes.insert(ino);
         let (first, last) = (*pages.start(), *pages.end());
-        let hit: Vec<(u64, usize)> =
-            self.page_entries.range((ino, first)..=(ino, last)).map(|(&(_, page), &at)| (page, at)).collect();
+        let written = self.page_entries.entry(ino).or_default();
+        let hit: Vec<(u64, usize)> = written.range(first..=last).map(|(&page, &at)| (page, at)).collect();
         let mut dropped = Vec::new();
         let mut kept = Vec::new();
         for (page, at) in hit {
             self.entries[at] = None;
-            self.page_entries.remove(&(ino, page));
+            written.remove(&page);
             if keeps(page) {
                 kept.push(page);
             } else {
@@ -283,7 +284,7 @@ impl OpenVct {
         }
         self.entries.push(Some(entry));
         for page in kept {
-            self.page_entries.insert((ino, page), self.entries.len());
+            written.insert(page, self.entries.len());
             self.entries.push(Some(LogEntry::Write { ino, page }));
         }
         dropped
