@@ -12,6 +12,10 @@ use crate::vct::AppId;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 
+/// Room `unsorted` keeps once drained: about what comes between two
+/// reclaims when the cache is full.
+const UNSORTED_KEPT: usize = 64;
+
 #[derive(Default)]
 pub struct Lru {
     by_use: BTreeMap<u64, PageKey>,
@@ -65,7 +69,11 @@ impl ReplacementPolicy for Lru {
     }
 
     fn first(&mut self) -> Option<(PageKey, u64)> {
-        self.by_use.extend(self.unsorted.drain());
+        if !self.unsorted.is_empty() {
+            self.by_use.extend(self.unsorted.drain());
+            // Draining walks every bucket: a table grown by a large commit would slow every later reclaim.
+            self.unsorted.shrink_to(UNSORTED_KEPT);
+        }
         self.by_use.first_key_value().map(|(tick, page)| (*page, *tick))
     }
 
