@@ -76,9 +76,16 @@ impl State {
         }
     }
 
-    /// Brings page `idx` of a file, not cached, into the cache (clean).
-    fn load_page(&mut self, store: &Store, ino: Ino, idx: u64) -> FsResult<()> {
-        let miss = Miss::new(self.inode(ino)?, ino, idx, 1, (idx + 1) * PAGE_SIZE);
+    /// Brings page `idx` of a file, not cached, into the cache (clean) for `owner`.
+    fn load_page(&mut self, store: &Store, ino: Ino, idx: u64, owner: AppId) -> FsResult<()> {
+        let inode = self.inode(ino)?;
+        if idx * PAGE_SIZE >= backing_shown(inode) {
+            // Zeros (what `fetch` would make), without a fetch: an append's new page.
+            self.make_room_now(1, owner, Source::Backing);
+            self.cache.insert(ino, idx, Arc::new([0; PAGE_SIZE as usize]), owner, Source::Backing);
+            return Ok(());
+        }
+        let miss = Miss::new(inode, ino, idx, 1, (idx + 1) * PAGE_SIZE);
         let pages = fetch(store, &miss)?;
         self.insert_fetched(&miss, pages);
         Ok(())
@@ -182,7 +189,7 @@ impl State {
                         self.cache.insert(ino, idx, Arc::new(*whole), owner, Source::Write);
                         filled = true;
                     }
-                    Err(_) => self.load_page(store, ino, idx)?,
+                    Err(_) => self.load_page(store, ino, idx, owner)?,
                 }
             }
             let new_in_vct = trailing.is_none() && self.apps.list[app].open.record_write(ino, idx, take as u64, now);
@@ -262,8 +269,7 @@ pub struct Miss {
     /// Where the read's run of missing pages ends, in bytes (at the read's
     /// end, the file's end or the next cached page; not capped like `pages`).
     run_end: u64,
-    /// Bytes of backing data the file may show: its size, or less where a
-    /// pending truncate cut the backing data off.
+    /// The file's `backing_shown` bytes when the miss was found.
     valid: u64,
     /// Byte ranges within the run that pending punched holes and zeroed
     /// ranges cleared: zeros whatever the backing store still has there.
@@ -274,7 +280,7 @@ pub struct Miss {
 
 impl Miss {
     fn new(inode: &Inode, ino: Ino, first: u64, pages: u64, run_end: u64) -> Miss {
-        let valid = inode.backing_valid_len.min(inode.attr.size);
+        let valid = backing_shown(inode);
         let last = run_end.div_ceil(PAGE_SIZE).max(first + pages);
         let zeroed = crate::file_space::zeroed_within(inode, first * PAGE_SIZE..last * PAGE_SIZE);
         Miss { ino, first, pages, run_end, valid, zeroed, gen: inode.data_gen }
@@ -289,6 +295,12 @@ impl Miss {
     pub fn streamed(&self, at: u64) -> Option<std::ops::Range<u64>> {
         (self.run_end.div_ceil(PAGE_SIZE) - self.first >= STREAM_PAGES).then_some(at..self.run_end)
     }
+}
+
+/// Bytes of backing data a file may show: its size, or less where a
+/// pending truncate cut the backing data off.
+fn backing_shown(inode: &Inode) -> u64 {
+    inode.backing_valid_len.min(inode.attr.size)
 }
 
 /// Reads bytes `start..start + buf.len()` of a miss's file from the backing

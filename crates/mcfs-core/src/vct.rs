@@ -164,10 +164,13 @@ pub struct OpenVct {
     pub id: u64,
     /// `None` marks an entry a later truncate made void.
     entries: Vec<Option<LogEntry>>,
-    /// Position of the write entry of each (inode, page).
-    page_entries: BTreeMap<(Ino, u64), usize>,
+    /// Position of the write entry of each page, by inode.
+    page_entries: InoMap<BTreeMap<u64, usize>>,
     /// Inodes whose data or size changed (their times are logged at close).
     data_inodes: BTreeSet<Ino>,
+    /// The inode a write last put in `data_inodes` (which only grows until
+    /// `take`): the pages of one file come in a row, inserted without a search.
+    last_data_inode: Option<Ino>,
     /// Staleness s: bytes written into this VCT.
     pub bytes: u64,
     /// Overwrite o: bytes of those that landed on a page already in this VCT.
@@ -197,7 +200,7 @@ impl OpenVct {
     pub fn record_write(&mut self, ino: Ino, page: u64, len: u64, now: SystemTime) -> bool {
         self.note_time(now);
         self.bytes += len;
-        match self.page_entries.entry((ino, page)) {
+        match self.page_entries.entry(ino).or_default().entry(page) {
             // The inode went into `data_inodes` with the page's entry.
             Entry::Occupied(_) => {
                 self.overwrite_bytes += len;
@@ -205,7 +208,10 @@ impl OpenVct {
             }
             Entry::Vacant(slot) => {
                 slot.insert(self.entries.len());
-                self.data_inodes.insert(ino);
+                if self.last_data_inode != Some(ino) {
+                    self.data_inodes.insert(ino);
+                    self.last_data_inode = Some(ino);
+                }
                 self.entries.push(Some(LogEntry::Write { ino, page }));
                 true
             }
@@ -240,7 +246,8 @@ impl OpenVct {
     /// of file after it, since later writes may still extend that page).
     pub fn record_zeroing(&mut self, ino: Ino, (start, end): (u64, u64), size: u64, entry: LogEntry, now: SystemTime) {
         let whole = start.div_ceil(PAGE_SIZE)..end / PAGE_SIZE;
-        if !whole.is_empty() && self.page_entries.range((ino, whole.start)..(ino, whole.end)).next().is_some() {
+        let written = self.page_entries.get(&ino);
+        if !whole.is_empty() && written.is_some_and(|w| w.range(whole).next().is_some()) {
             self.record_truncate(ino, size, now);
         }
         let partly = |page: u64| page * PAGE_SIZE < start || (page + 1) * PAGE_SIZE > end;
@@ -262,13 +269,13 @@ impl OpenVct {
         self.note_time(now);
         self.data_inodes.insert(ino);
         let (first, last) = (*pages.start(), *pages.end());
-        let hit: Vec<(u64, usize)> =
-            self.page_entries.range((ino, first)..=(ino, last)).map(|(&(_, page), &at)| (page, at)).collect();
+        let written = self.page_entries.entry(ino).or_default();
+        let hit: Vec<(u64, usize)> = written.range(first..=last).map(|(&page, &at)| (page, at)).collect();
         let mut dropped = Vec::new();
         let mut kept = Vec::new();
         for (page, at) in hit {
             self.entries[at] = None;
-            self.page_entries.remove(&(ino, page));
+            written.remove(&page);
             if keeps(page) {
                 kept.push(page);
             } else {
@@ -277,7 +284,7 @@ impl OpenVct {
         }
         self.entries.push(Some(entry));
         for page in kept {
-            self.page_entries.insert((ino, page), self.entries.len());
+            written.insert(page, self.entries.len());
             self.entries.push(Some(LogEntry::Write { ino, page }));
         }
         dropped
@@ -299,6 +306,7 @@ impl OpenVct {
         let mut entries = Vec::with_capacity(self.entries.len());
         entries.extend(std::mem::take(&mut self.entries).into_iter().flatten());
         let inodes = std::mem::take(&mut self.data_inodes);
+        self.last_data_inode = None;
         self.page_entries.clear();
         self.bytes = 0;
         self.overwrite_bytes = 0;
@@ -369,6 +377,17 @@ mod tests {
         assert_eq!(writes(&mut v), ["W0", "W1"]);
         assert_eq!(v.id, 1);
         assert!(v.is_empty());
+    }
+
+    #[test]
+    fn every_written_inode_is_changed_once_per_vct() {
+        let mut v = OpenVct::new(0);
+        for (ino, page) in [(1, 0), (1, 1), (2, 0), (1, 2)] {
+            v.record_write(ino, page, 4096, UNIX_EPOCH);
+        }
+        assert_eq!(v.take().1, BTreeSet::from([1, 2]));
+        v.record_write(1, 3, 4096, UNIX_EPOCH);
+        assert_eq!(v.take().1, BTreeSet::from([1]), "the next VCT logs the times of the file it wrote");
     }
 
     #[test]

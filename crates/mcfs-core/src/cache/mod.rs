@@ -33,7 +33,7 @@ pub use tier::{Durability, PageBuf, PageVersion, Slot, Tier, TierId};
 use crate::config::Config;
 use crate::types::{Ino, InoMap, PAGE_SIZE};
 use crate::vct::AppId;
-use std::collections::BTreeMap;
+use std::collections::{btree_map, BTreeMap};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -190,10 +190,7 @@ impl Cache {
     /// picks for `source`; a page already there stays as it is.
     pub fn insert(&mut self, ino: Ino, idx: u64, data: Arc<PageBuf>, owner: AppId, source: Source) {
         let tier = self.target(source);
-        let map = self.pages.entry(ino).or_default();
-        if map.contains_key(&idx) {
-            return;
-        }
+        let btree_map::Entry::Vacant(vacant) = self.pages.entry(ino).or_default().entry(idx) else { return };
         let slot = self.tiers[tier as usize].store(data);
         self.tick += 1;
         self.next_id += 1;
@@ -201,7 +198,7 @@ impl Cache {
         sharers.insert(owner);
         let mut entry = Entry { tier, slot, id: self.next_id, pins: 0, owner, sharers, meta: 0 };
         self.replacement.on_insert(PageKey { ino, idx }, owner, self.tick, &mut entry.meta);
-        map.insert(idx, entry);
+        vacant.insert(entry);
         usage_of(&mut self.usage, owner).clean += 1;
         self.total += 1;
     }
@@ -228,10 +225,11 @@ impl Cache {
         self.tick += 1;
         let entry = self.pages.get_mut(&ino)?.get_mut(&idx)?;
         let page = PageKey { ino, idx };
-        note_use(&mut *self.replacement, &mut self.usage, page, entry, owner, self.tick);
+        // Pinned first, the use of a page leaving reclaim's lists does not list it again.
         if pin {
             pin_entry(&mut *self.replacement, &mut self.usage, &mut self.pinned, page, entry);
         }
+        note_use(&mut *self.replacement, &mut self.usage, page, entry, owner, self.tick);
         Some(self.tiers[entry.tier as usize].load_mut(entry.slot))
     }
 
@@ -347,7 +345,7 @@ impl Cache {
     }
 
     /// What the replacement policy would take next.
-    pub fn victim(&self, spared: Option<AppId>, past_background_dirty: bool) -> Victim {
+    pub fn victim(&mut self, spared: Option<AppId>, past_background_dirty: bool) -> Victim {
         self.replacement.victim(&Ask { spared, past_background_dirty, usage: &self.usage })
     }
 

@@ -416,13 +416,13 @@ impl ReplacementPolicy for DemotingLru {
     fn on_remove(&mut self, page: PageKey, owner: AppId, pinned: bool, meta: u64) {
         self.0.on_remove(page, owner, pinned, meta)
     }
-    fn victim(&self, ask: &Ask) -> Victim {
+    fn victim(&mut self, ask: &Ask) -> Victim {
         match self.0.victim(ask) {
             Victim::Evict(page) => Victim::Demote(page),
             other => other,
         }
     }
-    fn first(&self) -> Option<(PageKey, u64)> {
+    fn first(&mut self) -> Option<(PageKey, u64)> {
         self.0.first()
     }
     fn lists(&self, page: PageKey, owner: AppId, meta: u64) -> bool {

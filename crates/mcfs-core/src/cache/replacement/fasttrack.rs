@@ -26,8 +26,8 @@ impl<B: ReplacementPolicy + Default> FastTrack<B> {
     }
 
     /// The first page, by rank, of the apps `eligible` accepts.
-    fn first_of(&self, eligible: impl Fn(AppId) -> bool) -> Option<PageKey> {
-        let heads = self.owners.iter().enumerate().filter(|(app, _)| eligible(*app));
+    fn first_of(&mut self, eligible: impl Fn(AppId) -> bool) -> Option<PageKey> {
+        let heads = self.owners.iter_mut().enumerate().filter(|(app, _)| eligible(*app));
         heads.filter_map(|(_, base)| base.first()).min_by_key(|(_, rank)| *rank).map(|(page, _)| page)
     }
 }
@@ -62,7 +62,7 @@ impl<B: ReplacementPolicy + Default> ReplacementPolicy for FastTrack<B> {
         self.owner(owner).on_remove(page, owner, pinned, meta);
     }
 
-    fn victim(&self, ask: &Ask) -> Victim {
+    fn victim(&mut self, ask: &Ask) -> Victim {
         let Some(fg) = ask.spared else { return evict_or(self.first_of(|_| true), Scope::All) };
         if let Some(page) = self.first_of(|app| app != fg) {
             return Victim::Evict(page);
@@ -74,8 +74,8 @@ impl<B: ReplacementPolicy + Default> ReplacementPolicy for FastTrack<B> {
         evict_or(self.first_of(|app| app == fg), Scope::All)
     }
 
-    fn first(&self) -> Option<(PageKey, u64)> {
-        self.owners.iter().filter_map(B::first).min_by_key(|(_, rank)| *rank)
+    fn first(&mut self) -> Option<(PageKey, u64)> {
+        self.owners.iter_mut().filter_map(B::first).min_by_key(|(_, rank)| *rank)
     }
 
     fn lists(&self, page: PageKey, owner: AppId, meta: u64) -> bool {

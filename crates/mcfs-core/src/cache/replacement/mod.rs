@@ -72,11 +72,11 @@ pub trait ReplacementPolicy: Send {
     fn on_unpin(&mut self, page: PageKey, owner: AppId, meta: &mut u64);
     /// The page left the cache.
     fn on_remove(&mut self, page: PageKey, owner: AppId, pinned: bool, meta: u64);
-    fn victim(&self, ask: &Ask) -> Victim;
+    fn victim(&mut self, ask: &Ask) -> Victim;
     /// The unpinned page this policy would take first, with a rank that
     /// orders it against other instances fed the same ticks (lower first):
     /// what a wrapper composes.
-    fn first(&self) -> Option<(PageKey, u64)>;
+    fn first(&mut self) -> Option<(PageKey, u64)>;
     /// Whether the page is in this policy's reclaim lists.
     fn lists(&self, page: PageKey, owner: AppId, meta: u64) -> bool;
     /// Pages in its reclaim lists.
