@@ -3,8 +3,11 @@
 //! through at once instead of waiting for the apply's device time, and
 //! waits for the next run. Held on a paused backend, not on timing.
 
+mod recovered;
+
 use mcfs_core::backend::{Op, RecordingBackend};
 use mcfs_core::*;
+use recovered::durable_contents;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::mpsc::channel;
@@ -15,16 +18,6 @@ use std::time::Duration;
 const A: Caller = Caller { uid: 10001, gid: 10001, pid: 1 };
 /// Only guards against a hang: the commit under test never waits for the paused apply.
 const HANG_GUARD: Duration = Duration::from_secs(60);
-
-/// What a crash now would leave at `path`: waiting transactions recovered.
-fn durable(backend: &MemBackend, path: &str) -> Option<Vec<u8>> {
-    let backend = mcfs_core::journal::recovered_copy(backend).ok()?;
-    let size = backend.stat(Path::new(path)).ok()?.size as usize;
-    let mut buf = vec![0; size];
-    let n = backend.read_at(Path::new(path), 0, &mut buf).ok()?;
-    buf.truncate(n);
-    Some(buf)
-}
 
 #[test]
 fn a_commit_goes_through_while_the_backlog_is_applied_and_waits_for_the_next_run() {
@@ -68,7 +61,11 @@ fn a_commit_goes_through_while_the_backlog_is_applied_and_waits_for_the_next_run
         // Before any assertion: a failing one must not leave the apply paused.
         drop(go_on);
         committed.expect("the fsync's commit waited for the paused apply").expect("the fsync");
-        assert_eq!(durable(backend.live(), "second"), Some(vec![2; 3000]), "the commit made during the run is durable");
+        assert_eq!(
+            durable_contents(backend.live(), "second"),
+            Some(vec![2; 3000]),
+            "the commit made during the run is durable"
+        );
         apply.join().unwrap().expect("the paused checkpoint");
     });
     backend.clear_fault();

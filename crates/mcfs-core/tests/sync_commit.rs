@@ -2,7 +2,10 @@
 //! not other apps' independent data: an app's durable fsync does not wait
 //! for (nor write out) a background app's pile of writes.
 
+mod recovered;
+
 use mcfs_core::*;
+use recovered::durable_contents;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
@@ -18,17 +21,6 @@ fn engine() -> (Arc<MemBackend>, Engine) {
     let backend = Arc::new(MemBackend::new());
     let engine = Engine::start(backend.clone(), Arc::new(ManualClock::new()), config).expect("engine starts");
     (backend, engine)
-}
-
-/// What the backing store holds at `path` (None: no such file).
-fn contents(backend: &MemBackend, path: &str) -> Option<Vec<u8>> {
-    // What a crash now would leave: waiting transactions recovered.
-    let backend = mcfs_core::journal::recovered_copy(backend).ok()?;
-    let size = backend.stat(Path::new(path)).ok()?.size as usize;
-    let mut buf = vec![0; size];
-    let n = backend.read_at(Path::new(path), 0, &mut buf).ok()?;
-    buf.truncate(n);
-    Some(buf)
 }
 
 fn committed(engine: &Engine, app: &str) -> u64 {
@@ -50,8 +42,8 @@ fn a_sync_fsync_leaves_other_apps_independent_data_in_memory() {
     engine.fsync(Some(A), fa).unwrap();
     assert!(committed(&engine, "a") > 0);
     assert_eq!(committed(&engine, "uid:10002"), b_before, "B's independent VCT was not A's to commit");
-    assert_eq!(contents(&backend, "a/small").expect("A's data is durable"), b"durable".to_vec());
-    assert!(contents(&backend, "b/big").is_none_or(|d| d.is_empty()), "B's data stays in memory");
+    assert_eq!(durable_contents(&backend, "a/small").expect("A's data is durable"), b"durable".to_vec());
+    assert!(durable_contents(&backend, "b/big").is_none_or(|d| d.is_empty()), "B's data stays in memory");
 }
 
 #[test]
@@ -63,7 +55,7 @@ fn a_sync_fsync_commits_the_other_apps_data_it_depends_on() {
     engine.write(Some(A), fa, 0, b"needs B's mkdir").unwrap();
     engine.fsync(Some(A), fa).unwrap();
     assert!(committed(&engine, "uid:10002") > 0, "A's file needs B's directory committed first");
-    assert_eq!(contents(&backend, "shared/inside").expect("A's data is durable"), b"needs B's mkdir".to_vec());
+    assert_eq!(durable_contents(&backend, "shared/inside").expect("A's data is durable"), b"needs B's mkdir".to_vec());
 }
 
 /// Issue 10, item 6: a sync-mode app's fsync of a file another app (in
@@ -80,13 +72,17 @@ fn a_sync_callers_fsync_of_another_apps_file_is_durable() {
     engine.checkpoint().unwrap();
     engine.write(Some(B), f, 0, b"NEW").unwrap();
     engine.fsync(Some(B), f).unwrap();
-    assert_eq!(contents(&backend, "shared").unwrap(), b"NEW content".to_vec(), "durable when the fsync returned");
+    assert_eq!(
+        durable_contents(&backend, "shared").unwrap(),
+        b"NEW content".to_vec(),
+        "durable when the fsync returned"
+    );
     let b = &engine.stats().apps["b"];
     assert_eq!((b.fsync_honoured, b.fsync_absorbed), (1, 0), "B's fsync, honoured");
     // A memory-mode caller's fsync of the same file stays absorbed.
     engine.write(Some(A), f, 0, b"mem").unwrap();
     engine.fsync(Some(A), f).unwrap();
-    assert_eq!(contents(&backend, "shared").unwrap(), b"NEW content".to_vec());
+    assert_eq!(durable_contents(&backend, "shared").unwrap(), b"NEW content".to_vec());
 }
 
 /// Issue 12: SQLite's DELETE journal mode in a sync-mode app. Each app
@@ -112,15 +108,15 @@ fn sqlite_delete_journals_born_and_gone_within_a_run_are_not_written_in_place() 
         engine.forget(j, 1); // the kernel's reference goes before the unlink
         engine.unlink(A, dir, journal).unwrap();
         engine.fsync(Some(A), dir).unwrap();
-        assert_eq!(contents(&backend, "app/t.db"), Some(vec![n; 4096]), "txn {n} is durable");
-        assert_eq!(contents(&backend, "app/t.db-journal"), None, "txn {n}: no journal is left");
+        assert_eq!(durable_contents(&backend, "app/t.db"), Some(vec![n; 4096]), "txn {n} is durable");
+        assert_eq!(durable_contents(&backend, "app/t.db-journal"), None, "txn {n}: no journal is left");
     }
     engine.checkpoint().unwrap();
     assert_eq!(engine.stats().journal_waiting_transactions, 0);
     let elided = engine.stats().elided_ops;
     assert!(elided >= 9 * 3, "the journals after the first are not issued: {elided} ops elided");
     assert!(backend.stat(Path::new("app/t.db-journal")).is_err());
-    assert_eq!(contents(&backend, "app/t.db"), Some(vec![10; 4096]));
+    assert_eq!(durable_contents(&backend, "app/t.db"), Some(vec![10; 4096]));
 }
 
 /// A file deleted while its data waits in the journal to be applied: its
@@ -163,7 +159,7 @@ fn a_file_deleted_while_its_data_waits_to_be_applied_frees_its_pages_at_once() {
     engine.check_invariants().unwrap();
     engine.checkpoint().unwrap();
     engine.check_invariants().unwrap();
-    assert_eq!(contents(&backend, "f"), None);
-    assert_eq!(contents(&backend, "g"), None);
+    assert_eq!(durable_contents(&backend, "f"), None);
+    assert_eq!(durable_contents(&backend, "g"), None);
     assert!(backend.stat(Path::new("f")).is_err() && backend.stat(Path::new("g")).is_err());
 }

@@ -10,6 +10,7 @@
 //! crash states tried per cut (default 16).
 
 use super::scenarios::{base_tree, copy, mixed_txn, random_txn, random_txn_with_transient_files, scenarios, tree_of};
+use super::tests::commit;
 use super::*;
 use super::{segment_path, segment_slots};
 use crate::backend::{MemBackend, RecordingBackend, TreeSnapshot};
@@ -71,6 +72,16 @@ fn opened_base() -> Arc<MemBackend> {
     base
 }
 
+/// The oracle (`opened_base`), a recorder over a copy of it, and a journal
+/// on the recorder that yields after every 4 KiB of applied data.
+fn recorded_journal() -> (Arc<MemBackend>, Arc<RecordingBackend>, Journal) {
+    let oracle = opened_base();
+    let rec = Arc::new(RecordingBackend::new(copy(&oracle)));
+    let mut journal = Journal::open(rec.clone()).unwrap();
+    journal.set_segment_bytes(4096);
+    (oracle, rec, journal)
+}
+
 /// Commits and applies each of `txns` in turn on a recorder (the first on
 /// `base_tree`), checks the live result against the oracle, and returns the
 /// recorder, the outcomes and the op count at which each commit returned.
@@ -95,11 +106,8 @@ fn record_run(
     txns: &[&[JournalOp]],
     queue: usize,
 ) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>, RunStats) {
-    let oracle = opened_base();
+    let (oracle, rec, mut journal) = recorded_journal();
     let mut trees = vec![tree_of(&oracle)];
-    let rec = Arc::new(RecordingBackend::new(copy(&oracle)));
-    let mut journal = Journal::open(rec.clone()).unwrap();
-    journal.set_segment_bytes(4096);
     let mut commit_points = Vec::new();
     let mut stats = RunStats::default();
     for (i, ops) in txns.iter().enumerate() {
@@ -122,16 +130,6 @@ fn record_run(
     (rec, Outcomes { trees }, commit_points, stats)
 }
 
-/// Commits `ops` as transaction `seq`.
-fn commit(journal: &mut Journal, seq: u64, ops: &[JournalOp]) {
-    journal.begin(seq).unwrap();
-    for op in ops {
-        journal.append(op.clone()).unwrap();
-    }
-    journal.end().unwrap();
-    journal.wait_sync().unwrap();
-}
-
 /// Applies `ops` to the oracle; returns the tree they lead to.
 fn apply_to_oracle(oracle: &MemBackend, ops: &[JournalOp]) -> TreeSnapshot {
     let expected = super::scenarios::apply_directly(oracle, ops);
@@ -151,11 +149,8 @@ fn record_commit_during_run(
     during: &[JournalOp],
     at: usize,
 ) -> (Arc<RecordingBackend>, Outcomes, Vec<usize>, bool) {
-    let oracle = opened_base();
+    let (oracle, rec, mut journal) = recorded_journal();
     let mut trees = vec![tree_of(&oracle)];
-    let rec = Arc::new(RecordingBackend::new(copy(&oracle)));
-    let mut journal = Journal::open(rec.clone()).unwrap();
-    journal.set_segment_bytes(4096);
     let mut commit_points = Vec::new();
     for (i, ops) in first.iter().enumerate() {
         commit(&mut journal, i as u64 + 1, ops);

@@ -18,7 +18,8 @@ fn mem_with_base() -> Arc<MemBackend> {
     b
 }
 
-fn commit(journal: &mut Journal, seq: u64, ops: &[JournalOp]) {
+/// Commits `ops` as transaction `seq`.
+pub(super) fn commit(journal: &mut Journal, seq: u64, ops: &[JournalOp]) {
     journal.begin(seq).unwrap();
     for op in ops {
         journal.append(op.clone()).unwrap();
