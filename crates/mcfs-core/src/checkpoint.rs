@@ -279,8 +279,8 @@ impl Engine {
         // due backlog itself; a foreground or system app's commit leaves it
         // to the background thread rather than wait for its device time,
         // unless the backlog is past its cap.
-        let over_cap = self.backlog_over_cap();
-        let applies_here = over_cap || (crate::dispatch::is_background() && self.backlog_due());
+        let (over_cap, due) = (self.backlog_over_cap(), self.backlog_due());
+        let applies_here = over_cap || (crate::dispatch::is_background() && due);
         let applier = applies_here.then(|| self.applier.try_lock()).flatten();
         drop(journal);
         match applier {
@@ -292,7 +292,7 @@ impl Engine {
             // Over the cap with an apply running: its end frees what it
             // applied, and the background thread goes on with the rest.
             None if over_cap => self.dispatch.wait_for_journal(|| drop(self.applier.lock())),
-            None if self.backlog_due() => self.wake_background(),
+            None if due => self.wake_background(),
             None => {}
         }
         Ok(done)
