@@ -20,7 +20,7 @@
 //! thread that reads requests (with all of them waiting, nobody would serve
 //! the WRITEs): a sync point with files to hand over moves, reply and all,
 //! to the one handover thread, which holds no engine lock while it waits
-//! (the syncfs itself waits on a thread that holds no descriptor of the
+//! (the syncfs itself waits in a process that holds nothing of the
 //! daemon's, so a killed daemon's connection ends, and the wait with it).
 //! Sync points that queue while a handover runs share the next one.
 //! Invariant: a sync point's engine
@@ -123,7 +123,7 @@ impl Handover {
 
     /// Has every file open for writing handed over and returns once it
     /// was (the waiting happens on a channel, not in a syncfs: the caller
-    /// keeps the daemon's descriptors, see `write_back.rs`).
+    /// is the daemon's, see `write_back.rs`).
     pub fn hand_over_all(&self) {
         let (done, handed_over) = mpsc::channel();
         self.then(
@@ -179,7 +179,7 @@ fn hand_over(write_back: &WriteBack, notifier: Option<&dyn InodeInvalidator>, in
         Some(Err(e)) => tracing::warn!(
             "cannot have the kernel write its dirty pages back through the mount's root: {e}; dropping the app's files from its cache instead"
         ),
-        None => tracing::warn!("the write-back thread is gone; dropping the app's files from the kernel's cache instead"),
+        None => tracing::warn!("the write-back process is gone; dropping the app's files from the kernel's cache instead"),
     }
     let Some(notifier) = notifier else {
         tracing::warn!("a sync point came before the session's notifier was set; no pages handed over");

@@ -10,21 +10,26 @@
 //! for good: the notifying thread kept the `/dev/fuse` descriptor in use,
 //! so the kernel never ended the connection, so the wait never ended.
 //!
-//! The syncfs runs on a thread of its own, `mcfs-write-back`, whose
-//! descriptor table is its own and empty but for the root it opens.
-//! Invariant: no thread that may wait in syncfs shares the daemon's
-//! descriptors, so when the rest of the daemon dies its `/dev/fuse`
-//! descriptors close, the kernel ends the connection and with it the wait
-//! for the WRITEs; and no descriptor of the daemon (a pipe a parent reads
-//! to its end, a lock) outlives the daemon's own use of it.
+//! The syncfs runs in a process of its own, `mcfs-write-back`, forked when
+//! the handover starts, before the session maps any io_uring ring; it
+//! holds two pipes to the daemon and nothing else of it. Invariant: no
+//! thread that may wait in syncfs shares the daemon's descriptors or its
+//! memory. When the rest of the daemon dies, its `/dev/fuse` descriptors
+//! close and its memory goes, and with the memory the mappings of its
+//! FUSE-over-io_uring rings, which hold the rings open: only then does the
+//! kernel end the connection and fail the WRITEs the syncfs waits for (a
+//! thread of the daemon waiting in syncfs kept that memory alive, and with
+//! it the requests the dead daemon had taken: the mount hung for good,
+//! docs/ENGINE.md, "Consistency modes"). The syncfs then returns, the
+//! process reads the end of its request pipe, and exits.
 
 use parking_lot::Mutex;
 use std::fs::{self, File};
-use std::io;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, OnceLock};
 
 /// The live mount: where its root is and which device it has.
@@ -41,107 +46,388 @@ impl MountRoot {
     pub fn of(path: &Path) -> io::Result<MountRoot> {
         Ok(MountRoot { path: path.to_path_buf(), dev: fs::metadata(path)?.dev() })
     }
-
-    /// Has the kernel write back every dirty page (and the times) of every
-    /// file of the mount and waits for the daemon's answers; the pages stay
-    /// cached. Fails, touching nothing, if the root cannot be opened or
-    /// another file system now sits at its path.
-    pub fn write_back(&self) -> io::Result<()> {
-        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.path.display()));
-        let root = File::open(&self.path).map_err(named)?;
-        if root.metadata().map_err(named)?.dev() != self.dev {
-            return Err(named(io::Error::other("another file system is mounted over it")));
-        }
-        // SAFETY: syncfs only reads the descriptor, which `root` keeps open.
-        if unsafe { libc::syncfs(root.as_raw_fd()) } != 0 {
-            // A WRITE the daemon refused (ENOSPC, say): the pages were handed
-            // over all the same, and the app hears of it at its own fsync.
-            let e = io::Error::last_os_error();
-            tracing::debug!("{}: syncfs reported a writeback error: {e}", self.path.display());
-        }
-        Ok(())
-    }
 }
 
-/// The `mcfs-write-back` thread: writes the mount back when asked.
+/// The `mcfs-write-back` process: writes the mount back when asked.
 pub struct WriteBack {
-    /// Requests out, answers back (one caller at a time: the handover thread).
-    link: Mutex<(Sender<()>, Receiver<io::Result<()>>)>,
+    mount: MountRootSlot,
+    /// `None` once the process could not be started or is gone.
+    process: Mutex<Option<Process>>,
 }
 
 impl WriteBack {
-    /// Starts the thread, which writes back the mount `mount` holds once
-    /// it is live. Without the thread, `run` answers `None`.
+    /// Starts the process, which writes back the mount `mount` holds once
+    /// it is live. Without the process, `run` answers `None`.
+    /// Call it before the session maps its rings: the fork copies the
+    /// mappings there are (`McfsFs::new` does, before the mount).
     pub fn start(mount: MountRootSlot) -> WriteBack {
-        let (requests, asked) = mpsc::channel::<()>();
-        let (answer, answers) = mpsc::channel();
-        let started = std::thread::Builder::new().name("mcfs-write-back".into()).spawn(move || {
-            let alone = leave_all_descriptors();
-            for () in asked {
-                let done = match (&alone, mount.get()) {
-                    (Err(e), _) => Err(io::Error::new(e.kind(), format!("cannot leave the daemon's descriptors: {e}"))),
-                    (Ok(()), None) => Err(io::Error::other("the mount is not live yet")),
-                    (Ok(()), Some(root)) => root.write_back(),
-                };
-                if answer.send(done).is_err() {
-                    break;
-                }
-            }
-        });
-        if let Err(e) = started {
-            tracing::warn!("cannot start the write-back thread: {e}");
-        }
-        WriteBack { link: Mutex::new((requests, answers)) }
+        let process = Process::fork().inspect_err(|e| tracing::warn!("cannot start the write-back process: {e}")).ok();
+        WriteBack { mount, process: Mutex::new(process) }
     }
 
-    /// Has the thread write the mount back and waits for it; `None` if the
-    /// thread is gone.
+    /// Has the kernel write back every dirty page (and the times) of every
+    /// file of the mount and waits for the daemon's answers; the pages stay
+    /// cached. Fails, touching nothing, if the mount is not live, its root
+    /// cannot be opened or another file system now sits at its path; `None`
+    /// if the process is gone.
     pub fn run(&self) -> Option<io::Result<()>> {
-        let link = self.link.lock();
-        link.0.send(()).ok()?;
-        link.1.recv().ok()
+        let mut process = self.process.lock();
+        let asked = process.as_mut()?;
+        let Some(root) = self.mount.get() else {
+            return Some(Err(io::Error::other("the mount is not live yet")));
+        };
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", root.path.display()));
+        let answer = match asked.ask(root) {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!("the write-back process is gone: {e}");
+                *process = None;
+                return None;
+            }
+        };
+        Some(match answer {
+            Answer::WrittenBack { errno: 0 } => Ok(()),
+            Answer::WrittenBack { errno } => {
+                // A WRITE the daemon refused (ENOSPC, say): the pages were
+                // handed over all the same, and the app hears of it at its
+                // own fsync.
+                let e = io::Error::from_raw_os_error(errno);
+                tracing::debug!("{}: syncfs reported a writeback error: {e}", root.path.display());
+                Ok(())
+            }
+            Answer::NoRoot { errno } => Err(named(io::Error::from_raw_os_error(errno))),
+            Answer::MountedOver => Err(named(io::Error::other("another file system is mounted over it"))),
+            Answer::BadRequest | Answer::Ready => {
+                Err(named(io::Error::other("the write-back process did not understand the request")))
+            }
+        })
     }
 }
 
-/// Gives the calling thread a descriptor table of its own, empty.
-fn leave_all_descriptors() -> io::Result<()> {
-    // SAFETY: close_range with CLOSE_RANGE_UNSHARE first copies this
-    // thread's descriptor table, then closes the copy's descriptors; no
-    // other thread's descriptors change.
-    let closed = unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, libc::CLOSE_RANGE_UNSHARE) };
-    if closed != 0 {
+/// The forked process and the daemon's ends of its two pipes. Fields drop
+/// in order: the request pipe closes, which ends the process, then it is
+/// reaped.
+struct Process {
+    requests: File,
+    answers: File,
+    _child: Child,
+}
+
+/// A child process, waited for when dropped.
+struct Child(libc::pid_t);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // SAFETY: waits for our own child; no memory is passed.
+        unsafe { libc::waitpid(self.0, std::ptr::null_mut(), 0) };
+    }
+}
+
+/// A request is the root's device and its path, NUL-terminated, in one
+/// pipe write no longer than PIPE_BUF (so one read takes it whole).
+const REQUEST_MAX: usize = libc::PIPE_BUF;
+
+/// What the process answers: a code (u32) and an errno (i32), in 8 bytes.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    /// Started: it holds its two pipes and nothing else of the daemon.
+    Ready,
+    /// syncfs ran (`errno`: its error, or 0).
+    WrittenBack {
+        errno: i32,
+    },
+    /// The root could not be opened or examined.
+    NoRoot {
+        errno: i32,
+    },
+    MountedOver,
+    BadRequest,
+}
+
+impl Answer {
+    fn encode(&self) -> [u8; 8] {
+        let (code, errno) = match *self {
+            Answer::WrittenBack { errno } => (0u32, errno),
+            Answer::NoRoot { errno } => (1, errno),
+            Answer::MountedOver => (2, 0),
+            Answer::BadRequest => (3, 0),
+            Answer::Ready => (4, 0),
+        };
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&code.to_ne_bytes());
+        bytes[4..].copy_from_slice(&errno.to_ne_bytes());
+        bytes
+    }
+
+    fn decode(bytes: [u8; 8]) -> Answer {
+        let [c0, c1, c2, c3, e0, e1, e2, e3] = bytes;
+        let errno = i32::from_ne_bytes([e0, e1, e2, e3]);
+        match u32::from_ne_bytes([c0, c1, c2, c3]) {
+            0 => Answer::WrittenBack { errno },
+            1 => Answer::NoRoot { errno },
+            2 => Answer::MountedOver,
+            4 => Answer::Ready,
+            _ => Answer::BadRequest,
+        }
+    }
+}
+
+impl Process {
+    fn fork() -> io::Result<Process> {
+        let (request_out, request_in) = pipe()?;
+        let (answer_out, answer_in) = pipe()?;
+        // SAFETY: the child runs only `serve`, which makes system calls on
+        // its own stack and never allocates or takes a lock (another
+        // thread may have held one at the fork) and never returns.
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => serve(request_out.as_raw_fd(), answer_in.as_raw_fd()),
+            pid => {
+                let mut process = Process { requests: request_in, answers: answer_out, _child: Child(pid) };
+                drop((request_out, answer_in));
+                // It answers once before any request, when it holds nothing else.
+                match process.answer()? {
+                    Answer::Ready => {
+                        warn_of_rings_mapped_in(pid);
+                        Ok(process)
+                    }
+                    other => Err(io::Error::other(format!("it answered {other:?} before any request"))),
+                }
+            }
+        }
+    }
+
+    fn answer(&mut self) -> io::Result<Answer> {
+        let mut answer = [0u8; 8];
+        self.answers.read_exact(&mut answer)?;
+        Ok(Answer::decode(answer))
+    }
+
+    fn ask(&mut self, root: &MountRoot) -> io::Result<Answer> {
+        let path = root.path.as_os_str().as_bytes();
+        let mut request = Vec::with_capacity(8 + path.len() + 1);
+        request.extend_from_slice(&root.dev.to_ne_bytes());
+        request.extend_from_slice(path);
+        request.push(0);
+        if request.len() > REQUEST_MAX || path.contains(&0) {
+            return Ok(Answer::BadRequest);
+        }
+        self.requests.write_all(&request)?;
+        self.answer()
+    }
+}
+
+/// The module's invariant, checked once: the fork copied the rings the
+/// daemon had mapped already (another session of the same process).
+fn warn_of_rings_mapped_in(pid: libc::pid_t) {
+    let maps = fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    if maps.contains("[io_uring]") {
+        tracing::warn!(
+            "the write-back process holds an io_uring ring of this process: if the daemon is killed during a sync point's handover, the mount may hang (docs/FUSE_URING.md, Limits)"
+        );
+    }
+}
+
+/// A pipe, both ends close-on-exec: (read end, write end).
+fn pipe() -> io::Result<(File, File)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills the two descriptors it creates.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(())
+    // SAFETY: both descriptors are new and owned by nobody else.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+/// The forked process: keeps only its two pipes, ignores the signals that
+/// stop the daemon (the daemon's orderly stop still needs it; it ends when
+/// the daemon closes the request pipe, or dies), and answers requests.
+fn serve(requests: RawFd, answers: RawFd) -> ! {
+    let (low, high) = (requests.min(answers), requests.max(answers));
+    close_range(0, low - 1);
+    close_range(low + 1, high - 1);
+    close_range(high + 1, RawFd::MAX);
+    // SAFETY (the rest): system calls on descriptors this process owns and
+    // on buffers on its stack.
+    unsafe {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+        libc::prctl(libc::PR_SET_NAME, c"mcfs-write-back".as_ptr());
+    }
+    let mut answer = Answer::Ready.encode();
+    let mut buffer = [0u8; REQUEST_MAX];
+    loop {
+        // SAFETY: writes from `answer`, its length.
+        let written = unsafe { libc::write(answers, answer.as_ptr().cast(), answer.len()) };
+        if usize::try_from(written) != Ok(answer.len()) {
+            // SAFETY: ends this process without running the daemon's exit code.
+            unsafe { libc::_exit(0) };
+        }
+        let n = loop {
+            // SAFETY: reads into `buffer`, at most its length.
+            let n = unsafe { libc::read(requests, buffer.as_mut_ptr().cast(), buffer.len()) };
+            if n >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break n;
+            }
+        };
+        let Some(request) = usize::try_from(n).ok().filter(|n| *n > 0).and_then(|n| buffer.get(..n)) else {
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        };
+        answer = write_back(request).encode();
+    }
+}
+
+/// Closes this process's descriptors `first..=last`, if any.
+fn close_range(first: RawFd, last: RawFd) {
+    if (0..=last).contains(&first) {
+        // SAFETY: closes descriptors of this (forked) process only.
+        unsafe { libc::syscall(libc::SYS_close_range, first as u32, last as u32, 0u32) };
+    }
+}
+
+/// One request in the forked process: open the root, check its device,
+/// syncfs. System calls only (see `serve`).
+fn write_back(request: &[u8]) -> Answer {
+    let Some((dev, path)) = request.split_first_chunk::<8>() else {
+        return Answer::BadRequest;
+    };
+    if path.last() != Some(&0) {
+        return Answer::BadRequest;
+    }
+    let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: `path` is NUL-terminated; the descriptor is closed below.
+    let root = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if root < 0 {
+        return Answer::NoRoot { errno: errno() };
+    }
+    // SAFETY: fstat fills the zeroed struct; syncfs only reads `root`.
+    let answer = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::fstat(root, &mut stat) != 0 {
+            Answer::NoRoot { errno: errno() }
+        } else if stat.st_dev != u64::from_ne_bytes(*dev) {
+            Answer::MountedOver
+        } else if libc::syncfs(root) != 0 {
+            Answer::WrittenBack { errno: errno() }
+        } else {
+            Answer::WrittenBack { errno: 0 }
+        }
+    };
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(root) };
+    answer
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn live(path: &Path, dev: u64) -> MountRootSlot {
+        let slot = MountRootSlot::default();
+        assert!(slot.set(MountRoot { path: path.to_path_buf(), dev }).is_ok());
+        slot
+    }
+
+    fn pid_of(write_back: &WriteBack) -> libc::pid_t {
+        write_back.process.lock().as_ref().expect("the write-back process")._child.0
+    }
+
     #[test]
-    fn a_thread_that_leaves_the_descriptors_holds_no_dev_fuse_and_the_others_keep_theirs() {
+    fn the_write_back_process_holds_none_of_the_daemons_descriptors_or_rings() {
         let Ok(fuse) = File::options().read(true).write(true).open("/dev/fuse") else {
             panic!("/dev/fuse cannot be opened: this test needs FUSE (run scripts/setup.sh as root)");
         };
-        let fd = fuse.as_raw_fd();
-        let link = move || fs::read_link(format!("/proc/thread-self/fd/{fd}")).ok();
-        let seen_in_thread = std::thread::spawn(move || {
-            leave_all_descriptors().expect("leave the descriptors");
-            link()
-        })
-        .join()
-        .expect("the thread");
-        assert_eq!(seen_in_thread, None, "the thread's own table has no /dev/fuse");
-        assert_eq!(link(), Some(PathBuf::from("/dev/fuse")), "the process keeps its descriptor");
+        let write_back = WriteBack::start(MountRootSlot::default());
+        let pid = pid_of(&write_back);
+        assert_ne!(pid, std::process::id() as libc::pid_t, "a process of its own");
+        let fds: Vec<PathBuf> = fs::read_dir(format!("/proc/{pid}/fd"))
+            .expect("its descriptors")
+            .map(|e| fs::read_link(e.expect("an entry").path()).expect("a link"))
+            .collect();
+        assert_eq!(fds.len(), 2, "only its two pipes: {fds:?}");
+        assert!(fds.iter().all(|fd| fd.to_string_lossy().starts_with("pipe:")), "{fds:?}");
+        // A ring the daemon maps after the fork is not in the process's
+        // memory (a thread would share it, and with it hold the ring open).
+        // Other tests of this binary may have rings of their own.
+        let rings = |maps: &str| -> Vec<String> {
+            let ring_lines = maps.lines().filter(|l| l.contains("io_uring"));
+            ring_lines.map(|l| l.split(' ').next().unwrap_or_default().to_string()).collect()
+        };
+        let ours = |pid: &str| rings(&fs::read_to_string(format!("/proc/{pid}/maps")).expect("mappings"));
+        let before = ours("self");
+        let ring = io_uring::IoUring::new(2).expect("an io_uring");
+        let new: Vec<String> = ours("self").into_iter().filter(|r| !before.contains(r)).collect();
+        assert!(!new.is_empty(), "the daemon maps its ring");
+        let theirs = ours(&pid.to_string());
+        assert!(new.iter().all(|r| !theirs.contains(r)), "the process has none of {new:?}: {theirs:?}");
+        drop(ring);
+        let name = fs::read_to_string(format!("/proc/{pid}/comm")).expect("its name");
+        assert_eq!(name.trim(), "mcfs-write-back");
+        drop(fuse);
+    }
+
+    #[test]
+    fn the_write_back_process_syncs_a_live_root_and_ends_when_dropped() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let dev = fs::metadata(dir.path()).expect("metadata").dev();
+        let write_back = WriteBack::start(live(dir.path(), dev));
+        let pid = pid_of(&write_back);
+        assert_eq!(write_back.run().map(|r| r.map_err(|e| e.to_string())), Some(Ok(())));
+        assert_eq!(write_back.run().map(|r| r.map_err(|e| e.to_string())), Some(Ok(())), "and again");
+        drop(write_back);
+        // SAFETY: kill with signal 0 only asks whether the pid exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0;
+        assert!(gone, "the process was reaped when its daemon let it go");
     }
 
     #[test]
     fn write_back_refuses_a_path_whose_device_changed() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut root = MountRoot::of(dir.path()).expect("a directory");
-        root.dev = root.dev.wrapping_add(1);
-        let err = root.write_back().expect_err("another device");
+        let dev = fs::metadata(dir.path()).expect("metadata").dev();
+        let write_back = WriteBack::start(live(dir.path(), dev.wrapping_add(1)));
+        let err = write_back.run().expect("the process answers").expect_err("another device");
         assert!(err.to_string().contains("mounted over"), "{err}");
+    }
+
+    #[test]
+    fn write_back_names_a_root_that_cannot_be_opened_and_waits_for_a_live_mount() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let gone = dir.path().join("gone");
+        let write_back = WriteBack::start(live(&gone, 0));
+        let err = write_back.run().expect("the process answers").expect_err("no such root");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(err.to_string().contains("gone"), "names the root: {err}");
+        let not_live = WriteBack::start(MountRootSlot::default());
+        let err = not_live.run().expect("answered here").expect_err("not live");
+        assert!(err.to_string().contains("not live"), "{err}");
+    }
+
+    #[test]
+    fn a_write_back_process_that_died_is_reported_gone() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let dev = fs::metadata(dir.path()).expect("metadata").dev();
+        let write_back = WriteBack::start(live(dir.path(), dev));
+        // SAFETY: kills the test's own child.
+        unsafe { libc::kill(pid_of(&write_back), libc::SIGKILL) };
+        assert!(write_back.run().is_none(), "gone");
+        assert!(write_back.run().is_none(), "and stays gone");
+    }
+
+    #[test]
+    fn answers_survive_their_encoding() {
+        for answer in [
+            Answer::WrittenBack { errno: 0 },
+            Answer::WrittenBack { errno: libc::ENOSPC },
+            Answer::NoRoot { errno: libc::ENOENT },
+            Answer::MountedOver,
+            Answer::BadRequest,
+            Answer::Ready,
+        ] {
+            assert_eq!(Answer::decode(answer.encode()), answer);
+        }
+        assert_eq!(write_back(b"short"), Answer::BadRequest);
+        assert_eq!(write_back(b"12345678/no-nul"), Answer::BadRequest);
     }
 }
