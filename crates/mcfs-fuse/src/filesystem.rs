@@ -181,11 +181,6 @@ impl McfsFs {
         flags
     }
 
-    /// Whether sync points hand the kernel's dirty pages over (sync-point mode).
-    pub(crate) fn hands_over(&self) -> bool {
-        self.served.handover.is_some()
-    }
-
     /// What has the kernel hand over its dirty pages before a checkpoint the daemon is asked for.
     pub fn dirty_pages(&self) -> DirtyPages {
         DirtyPages(self.served.handover.clone())

@@ -115,7 +115,7 @@ pub fn mount(engine: Arc<Engine>, mountpoint: &Path, opts: &MountOptions) -> io:
 /// `mount` for a file system set up by the caller (with an observer, say).
 pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mounted> {
     let root = fs.mount_root_slot();
-    let mounted = match transport(opts.io_uring, fs.hands_over()) {
+    let mounted = match opts.io_uring {
         IoUringMode::Off => {
             let slot = fs.invalidator_slot();
             start_session(fs, mountpoint, opts, slot)
@@ -134,17 +134,6 @@ pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Resul
         ),
     }
     Ok(mounted)
-}
-
-/// The transport a mount asks for. `auto` takes `/dev/fuse` in sync-point
-/// mode: a daemon killed while a handover's `syncfs` waits on the kernel's
-/// writeback leaves the ring's connection (and the app) hung, which it does
-/// not over `/dev/fuse` (docs/FUSE_URING.md, "Limits").
-fn transport(asked: IoUringMode, hands_over: bool) -> IoUringMode {
-    match asked {
-        IoUringMode::Auto if hands_over => IoUringMode::Off,
-        other => other,
-    }
 }
 
 /// Mounts and serves `fs` over `/dev/fuse`; the session's notifier goes to
@@ -338,16 +327,6 @@ mod tests {
     use super::*;
     use fuser::{FileAttr, FileType, INodeNo, ReplyAttr, Request};
     use std::time::{Duration, SystemTime};
-
-    #[test]
-    fn auto_takes_dev_fuse_in_sync_point_mode_and_nothing_else_changes() {
-        assert_eq!(transport(IoUringMode::Auto, true), IoUringMode::Off);
-        assert_eq!(transport(IoUringMode::Auto, false), IoUringMode::Auto);
-        for hands_over in [false, true] {
-            assert_eq!(transport(IoUringMode::On, hands_over), IoUringMode::On);
-            assert_eq!(transport(IoUringMode::Off, hands_over), IoUringMode::Off);
-        }
-    }
 
     #[test]
     fn a_plain_directory_is_usable_and_canonicalised() {

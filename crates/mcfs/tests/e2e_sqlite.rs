@@ -103,8 +103,7 @@ fn insert_until_error(conn: Connection, first: i64) -> i64 {
 /// `consistency` is the mount's consistency mode (`sync-point`: with the
 /// kernel's writeback cache, VCT boundaries only at sync points);
 /// `io_uring` the transport (`fuse.io_uring`: "auto" takes the ring where
-/// the kernel has it, but `/dev/fuse` in sync-point mode; "on" insists on
-/// the ring).
+/// the kernel has it, "off" `/dev/fuse`).
 fn sqlite_survives_sigkill(journal: Journal, consistency: &str, io_uring: &str) {
     survives_sigkill(journal, consistency, io_uring, Mode::Memory);
 }
@@ -206,16 +205,16 @@ fn sqlite_delete_journal_survives_sigkill_in_sync_point_mode() {
     sqlite_survives_sigkill(Journal::Delete, "sync-point", "auto");
 }
 
-/// Over `/dev/fuse`: a sync-point mount with `fuse.io_uring = "auto"` does
-/// not take the ring (see the next test).
+/// Over FUSE over io_uring where the kernel offers it (`auto`). This test
+/// hung 1 run in 28 (and 12 of 14 under heavy load) while the handover's
+/// syncfs ran on a thread of the daemon: docs/ENGINE.md, "Consistency modes".
 #[test]
 fn sqlite_wal_survives_sigkill_in_sync_point_mode() {
     sqlite_survives_sigkill(Journal::Wal, "sync-point", "auto");
 }
 
-/// The same forced onto the ring.
+/// The same over `/dev/fuse`.
 #[test]
-#[ignore = "open bug over io_uring only: a daemon SIGKILLed during a sync point's handover can leave the mount's requests unanswered for good (the test's fsync hangs; /dev/fuse passes, and sync-point mounts take /dev/fuse unless told otherwise: docs/ENGINE.md, Consistency modes); run with --ignored"]
-fn sqlite_wal_survives_sigkill_in_sync_point_mode_over_io_uring() {
-    sqlite_survives_sigkill(Journal::Wal, "sync-point", "on");
+fn sqlite_wal_survives_sigkill_in_sync_point_mode_over_dev_fuse() {
+    sqlite_survives_sigkill(Journal::Wal, "sync-point", "off");
 }
