@@ -206,8 +206,8 @@ fn sqlite_delete_journal_survives_sigkill_in_sync_point_mode() {
 }
 
 /// Over FUSE over io_uring where the kernel offers it (`auto`). This test
-/// hung 1 run in 28 (and 12 of 14 under heavy load) while the handover's
-/// syncfs ran on a thread of the daemon: docs/ENGINE.md, "Consistency modes".
+/// hung 1 run in 28 (2 of 2 under heavy load) while the handover's syncfs
+/// ran on a thread of the daemon: docs/ENGINE.md, "Consistency modes".
 #[test]
 fn sqlite_wal_survives_sigkill_in_sync_point_mode() {
     sqlite_survives_sigkill(Journal::Wal, "sync-point", "auto");
