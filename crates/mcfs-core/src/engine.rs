@@ -228,7 +228,7 @@ impl Engine {
     }
 
     pub fn setattr(&self, caller: Caller, ino: Ino, set: &SetAttr) -> FsResult<Attr> {
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         st.inode(ino)?;
         if set.perm.is_some() {
@@ -336,7 +336,7 @@ impl Engine {
         name: &OsStr,
         node: NewNode,
     ) -> FsResult<Attr> {
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         if st.find(&self.store(), parent, name)?.is_some() {
             return Err(Errno::EEXIST);
         }
@@ -381,7 +381,7 @@ impl Engine {
     /// names it; closed before that, it is gone (and needs no operation at
     /// all if that happens before a checkpoint takes its creation).
     pub fn tmpfile(&self, caller: Caller, parent: Ino, perm: impl Into<NewPerm>) -> FsResult<Attr> {
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         let dir = st.inode(parent)?;
         if dir.attr.kind != FileKind::Dir {
@@ -414,7 +414,7 @@ impl Engine {
     pub fn link(&self, caller: Caller, ino: Ino, new_parent: Ino, new_name: &OsStr) -> FsResult<Attr> {
         check_name(new_parent, new_name)?;
         self.limits.check_name(new_name)?;
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         if st.inode(ino)?.is_dir() {
             return Err(Errno::EPERM);
@@ -450,7 +450,7 @@ impl Engine {
     }
 
     fn remove(&self, caller: Caller, parent: Ino, name: &OsStr, want_dir: bool) -> FsResult<()> {
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         let ino = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
         let is_dir = st.inode(ino)?.is_dir();
@@ -604,7 +604,7 @@ impl Engine {
     /// `security.capability` with a GETXATTR before every write. Returns
     /// whether the mode changed.
     pub fn drop_set_id_bits(&self, caller: Caller, ino: Ino, in_group: impl Fn(u32) -> bool) -> FsResult<bool> {
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         let app = st.app_of_uid(caller.uid);
         let inode = st.inode_mut(ino)?;
@@ -682,7 +682,7 @@ impl Engine {
                 }
                 Err(e) => break Err(e),
             }
-            let now = self.clock.now();
+            let now = self.clock.file_time();
             let written = st.write(&self.store(), ino, offset, data, piece, now);
             st.note_staleness(app, now);
             break written;

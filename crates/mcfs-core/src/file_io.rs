@@ -203,7 +203,13 @@ impl State {
         let inode = self.inodes.get_mut(&ino).expect("checked");
         inode.attr.size = inode.attr.size.max(end);
         inode.data_gen += 1;
-        inode.touch_mtime(now);
+        match piece {
+            Some(_) => inode.touch_mtime(now),
+            // The kernel's writeback (no caller: sync-point mode) keeps the
+            // time of the app's write itself and sends it in a SETATTR if
+            // it changed the file's (docs/ENGINE.md, "Consistency modes").
+            None => inode.attr.ctime = now,
+        }
         crate::file_space::wrote(inode, offset, end);
         match trailing {
             Some(vct) => self.write_trailing(vct, ino, offset, end),

@@ -423,7 +423,7 @@ impl Engine {
             return Err(Errno::EINVAL);
         }
         let request = parse_mode(mode)?;
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         match st.inode(ino)?.attr.kind {
             FileKind::File => {}

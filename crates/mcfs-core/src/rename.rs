@@ -32,7 +32,7 @@ impl Engine {
             RenameMode::WhiteoutNoReplace => RenameMode::NoReplace,
             other => other,
         };
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         let src = st.find(&self.store(), parent, name)?.ok_or(Errno::ENOENT)?;
         let dst = st.find(&self.store(), new_parent, new_name)?;
@@ -130,7 +130,7 @@ impl Engine {
         (p1, n1, a): (Ino, &OsStr, Ino),
         (p2, n2, b): (Ino, &OsStr, Ino),
     ) -> FsResult<()> {
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         st.inode_mut(p1)?.children.as_mut().expect("loaded").insert(n1, b);
         st.inode_mut(p2)?.children.as_mut().expect("loaded").insert(n2, a);
         if p1 != p2 {

@@ -51,7 +51,7 @@ impl Engine {
     }
 
     pub fn setxattr(&self, caller: Caller, ino: Ino, name: &OsStr, value: &[u8], mode: XattrMode) -> FsResult<()> {
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         self.load_xattrs(&mut st, ino)?;
         let app = st.app_of_uid(caller.uid);
@@ -83,7 +83,7 @@ impl Engine {
     }
 
     pub fn removexattr(&self, caller: Caller, ino: Ino, name: &OsStr) -> FsResult<()> {
-        let now = self.clock.now();
+        let now = self.clock.file_time();
         let mut st = self.state.lock();
         self.load_xattrs(&mut st, ino)?;
         let app = st.app_of_uid(caller.uid);

@@ -373,3 +373,27 @@ fn every_sync_point_needs_a_handover_under_a_policy_that_may_close_there_or_in_s
         assert!(engine.boundary_possible(APP), "{toml}");
     }
 }
+
+/// A writeback's WRITE (no caller) leaves the file's mtime to the kernel,
+/// which keeps the time of the app's write and sends it in a SETATTR; it
+/// still changes the ctime, which stays the engine's. An app's own write
+/// (a caller) stamps both, as in operation mode.
+#[test]
+fn a_writeback_leaves_the_mtime_to_the_kernel_and_changes_the_ctime() {
+    let f = fixture("sync-point");
+    let file = f.engine.create(APP, ROOT_INO, OsStr::new("f"), 0o644, false).unwrap().ino;
+    let created = f.engine.getattr(file).unwrap();
+    f.clock.advance(Duration::from_secs(1));
+    f.engine.write(None, file, 0, b"from the kernel's cache").unwrap();
+    let written_back = f.engine.getattr(file).unwrap();
+    assert_eq!(written_back.mtime, created.mtime, "the kernel's time, unchanged");
+    assert_eq!(written_back.ctime, created.ctime + Duration::from_secs(1), "the engine's ctime");
+    let kernels_time = created.mtime + Duration::from_millis(500);
+    let times = SetAttr { mtime: Some(SetTime::At(kernels_time)), ..SetAttr::default() };
+    assert_eq!(f.engine.setattr(APP, file, &times).unwrap().mtime, kernels_time, "the SETATTR that follows");
+    f.clock.advance(Duration::from_secs(1));
+    f.engine.write(Some(APP), file, 0, b"direct").unwrap();
+    let direct = f.engine.getattr(file).unwrap();
+    assert_eq!(direct.mtime, created.mtime + Duration::from_secs(2), "a caller's write stamps the mtime");
+    assert_eq!(direct.ctime, direct.mtime);
+}
