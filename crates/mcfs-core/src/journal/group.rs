@@ -9,12 +9,12 @@
 //! Invariant: a `PathSet` never under-reports how a path and the paths above
 //! and below it were touched. When it cannot be exact (a path it cannot key,
 //! or too many names) it *saturates* and reports every touch everywhere,
-//! which only costs syncs.
+//! which only costs syncs. An empty set reports nothing, for any path.
 
 use super::JournalOp;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// How the ops of a group touched a path: a union of these bits.
 pub type Touch = u8;
@@ -94,17 +94,22 @@ pub struct PathSet {
     nodes: Vec<Node>,
     /// Stands for every touch of every path.
     saturated: bool,
+    /// The path inserted last, byte for byte, and its touches: an apply
+    /// inserts one file's ops one after the other, and inserting them again
+    /// changes nothing (touches only accumulate).
+    last: PathBuf,
+    last_touch: Touch,
 }
 
 impl Default for PathSet {
     fn default() -> PathSet {
-        PathSet { nodes: vec![Node::default()], saturated: false }
+        PathSet { nodes: vec![Node::default()], saturated: false, last: PathBuf::new(), last_touch: 0 }
     }
 }
 
 impl PathSet {
     pub fn insert(&mut self, path: &Path, touch: Touch) {
-        if self.saturated {
+        if self.saturated || (touch & !self.last_touch == 0 && path.as_os_str() == self.last.as_os_str()) {
             return;
         }
         let Some(names) = names(path) else {
@@ -126,6 +131,10 @@ impl PathSet {
             };
         }
         self.nodes[at].at |= touch;
+        let last = self.last.as_mut_os_string();
+        last.clear();
+        last.push(path.as_os_str());
+        self.last_touch = touch;
     }
 
     pub fn insert_op(&mut self, op: &JournalOp) {
@@ -137,6 +146,10 @@ impl PathSet {
         let every = Around { at: EVERY_TOUCH, above: EVERY_TOUCH, below: EVERY_TOUCH };
         if self.saturated {
             return every;
+        }
+        if self.nodes.len() == 1 && self.nodes[0].at == 0 {
+            // Nothing touched (an apply asks this of its renames, mostly none).
+            return Around::default();
         }
         let Some(names) = names(path) else { return every };
         let mut around = Around::default();
@@ -231,6 +244,19 @@ mod tests {
         assert!(!PathSet::default().related(Path::new("")), "an empty set relates to nothing");
         let root = set(&[""]);
         assert!(root.related(Path::new("any/path")), "the root is above everything");
+    }
+
+    #[test]
+    fn journal_group_a_path_inserted_again_keeps_every_touch() {
+        let mut s = set(&["d/x", "d/x"]);
+        s.insert(Path::new("d/x"), UNBOUND);
+        s.insert(Path::new("d/x"), CONTENT);
+        assert_eq!(s.around(Path::new("d/x")).at, CONTENT | UNBOUND, "a new touch of the last path counts");
+        assert_eq!(s.around(Path::new("d")).below, CONTENT | UNBOUND);
+        s.clear();
+        assert!(!s.related(Path::new("d/x")) && !s.related(Path::new("../a")), "empty: nothing is related");
+        s.insert(Path::new("d/x"), CONTENT);
+        assert!(s.related(Path::new("d/x")), "the last path is forgotten with the set");
     }
 
     #[test]
