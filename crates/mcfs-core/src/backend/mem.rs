@@ -440,11 +440,6 @@ struct Tree {
     known: Option<KnownContent>,
     /// `Backend::keeps_journal_payload` (see `MemBackend::without_journal_payloads`).
     keeps_journal_payload: bool,
-    /// The path `on_inode` resolved last, byte for byte, and its inode: a
-    /// store is mostly called on one file several times in a row. The inode
-    /// is forgotten when a name goes away or moves (`unlink`, `rename`); a
-    /// new name changes no path that resolved.
-    last_resolved: (Vec<u8>, Option<InodeId>),
 }
 
 impl Tree {
@@ -459,7 +454,6 @@ impl Tree {
             limits,
             known: None,
             keeps_journal_payload: true,
-            last_resolved: (Vec::new(), None),
         }
     }
 
@@ -614,7 +608,6 @@ impl Tree {
 
     /// Takes the entry `name` out of `parent` and drops one link of its inode.
     fn unlink(&mut self, parent: InodeId, name: &OsStr, id: InodeId) {
-        self.last_resolved.1 = None;
         self.get_mut(parent).entries.remove(name);
         self.modified(parent);
         if self.get(id).is_dir() {
@@ -747,7 +740,6 @@ impl Tree {
             }
             self.unlink(to_parent, to_name, target);
         }
-        self.last_resolved.1 = None;
         self.get_mut(from_parent).entries.remove(from_name);
         self.get_mut(to_parent).entries.insert(to_name.to_owned(), id);
         if self.get(id).is_dir() && from_parent != to_parent {
@@ -1015,21 +1007,10 @@ impl MemBackend {
         path: &Path,
         f: impl FnOnce(&mut Tree, InodeId) -> Result<T, i32>,
     ) -> io::Result<T> {
-        let mut tree = self.tree.lock();
-        let bytes = path.as_os_str().as_bytes();
-        let id = match tree.last_resolved {
-            (ref last, Some(id)) if last.as_slice() == bytes => id,
-            _ => {
-                let id = tree.names(path).and_then(|names| tree.lookup(&names));
-                let id = id.map_err(|errno| path_error(op, path, errno))?;
-                let last = &mut tree.last_resolved;
-                last.0.clear();
-                last.0.extend_from_slice(bytes);
-                last.1 = Some(id);
-                id
-            }
-        };
-        f(&mut tree, id).map_err(|errno| path_error(op, path, errno))
+        self.on_path(op, path, |tree, names| {
+            let id = tree.lookup(names)?;
+            f(tree, id)
+        })
     }
 
     /// `on_inode` for extended attribute calls, with Linux's checks: the
@@ -1360,26 +1341,6 @@ mod tests {
         assert_eq!(buf, want);
         let extents = mem.data_extents(f).unwrap();
         assert_eq!((extents.len(), extents[0].clone()), (1, 0..4 << 20));
-    }
-
-    #[test]
-    fn a_path_named_again_after_a_name_went_away_or_moved_reaches_what_it_names_now() {
-        let mem = MemBackend::new();
-        let gone = |r: io::Result<()>| r.is_err_and(|e| crate::backend::is_not_found(&e));
-        let (d, f, e) = (Path::new("d"), Path::new("d/f"), Path::new("e"));
-        mem.create(d, FileKind::Dir, 0o755, 0).unwrap();
-        mem.create(f, FileKind::File, 0o644, 0).unwrap();
-        mem.write_at(f, 0, b"f").unwrap();
-        mem.rename(d, e).unwrap();
-        assert!(gone(mem.write_at(f, 0, b"x")), "its directory moved");
-        let g = Path::new("e/f");
-        mem.write_at(g, 1, b"!").unwrap();
-        mem.remove_file(g).unwrap();
-        assert!(gone(mem.write_at(g, 0, b"x")), "unlinked");
-        mem.create(g, FileKind::File, 0o644, 0).unwrap();
-        mem.write_at(g, 0, b"new").unwrap();
-        let mut buf = [0u8; 8];
-        assert_eq!(mem.read_at(g, 0, &mut buf).unwrap(), 3, "a new file under the old name");
     }
 
     #[test]
