@@ -470,12 +470,11 @@ impl Engine {
         let now = self.clock.now();
         let over_ratio = over_background_ratio(&st);
         let waiting_for_idle = self.idle.lock().is_some() && !over_ratio;
-        let withheld = st.withheld(now);
-        if !withheld.is_empty()
-            && st.closed.iter().all(|v| withheld.contains(&v.id))
-            && self.backlog.lock().is_empty()
-            && !st.background_commit_owed
-        {
+        let all_withheld = || {
+            let withheld = st.withheld(now);
+            st.closed.iter().all(|v| withheld.contains(&v.id))
+        };
+        if !st.closed.is_empty() && all_withheld() && self.backlog.lock().is_empty() && !st.background_commit_owed {
             // Only VCTs waiting for the rest of a split write: look again when
             // that wait ends (the piece that settles them wakes us sooner).
             let expiry = st.split_writes.next_expiry(now, st.split_write_wait()).unwrap_or(now);
@@ -489,15 +488,12 @@ impl Engine {
             // Closed VCTs wait for idle time: look again soon.
             return IDLE_POLL;
         }
-        let mut wait = crate::config::seconds(if st.low_battery() {
-            st.config.low_battery_writeback_seconds
-        } else {
-            st.config.writeback_interval_seconds
-        });
-        // The earliest staleness deadline of any app, one subtraction from now.
-        let staleness_due = (st.apps.list.iter().enumerate())
-            .filter_map(|(app, a)| Some(a.open.first_entry_at? + limits_of(&st, app).max_stale))
-            .min();
+        let window = low_battery_window(&st);
+        let mut wait = window.unwrap_or_else(|| crate::config::seconds(st.config.writeback_interval_seconds));
+        // The earliest staleness deadline of any app (`limits_of`'s
+        // `max_stale`, the window worked out once), one subtraction from now.
+        let staleness_due =
+            st.apps.list.iter().filter_map(|a| Some(a.open.first_entry_at? + capped(a.max_stale, window))).min();
         if let Some(due) = staleness_due {
             wait = wait.min(due.duration_since(now).unwrap_or_default());
         }
@@ -580,15 +576,22 @@ pub(crate) fn stale_bytes(st: &State, app: AppId) -> u64 {
 /// waits for at most that (each commit is still a point in time of the app).
 pub(crate) fn limits_of(st: &State, app: AppId) -> Limits {
     let a = &st.apps.list[app];
-    let mut max_stale = a.max_stale;
-    if st.low_battery() {
-        max_stale = max_stale.min(crate::config::seconds(st.config.low_battery_writeback_seconds));
-    }
+    let max_stale = capped(a.max_stale, low_battery_window(st));
     let mut max_stale_bytes = a.max_stale_bytes;
     if commits_in_segments(st, st.io_class(app)) {
         max_stale_bytes = max_stale_bytes.min(st.config.checkpoint_segment_bytes);
     }
     Limits { max_stale_bytes, max_stale }
+}
+
+/// The staleness window low battery imposes, if the battery is low.
+fn low_battery_window(st: &State) -> Option<Duration> {
+    st.low_battery().then(|| crate::config::seconds(st.config.low_battery_writeback_seconds))
+}
+
+/// An app's staleness bound `max_stale`, shortened to `window` if any.
+fn capped(max_stale: Duration, window: Option<Duration>) -> Duration {
+    window.map_or(max_stale, |window| max_stale.min(window))
 }
 
 /// FastTrack PA keeps commits of `class` to about one checkpoint segment:

@@ -21,6 +21,7 @@ use crate::backend::{is_not_found, Backend};
 use crate::journal::JournalOp;
 use crate::types::FileKind;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -88,7 +89,7 @@ impl Before {
             size: u64_at(12)?,
             atime: time(u64_at(20)?, u32_at(28)?.min(999_999_999))?,
             mtime: time(u64_at(32)?, u32_at(40)?.min(999_999_999))?,
-            path: PathBuf::from(std::ffi::OsString::from_vec(bytes[48..end].to_vec())),
+            path: PathBuf::from(OsString::from_vec(bytes[48..end].to_vec())),
         };
         Some((before, end + 4))
     }
@@ -182,8 +183,10 @@ pub(crate) struct InPlace<'a> {
     min_bytes: u64,
     /// False once a namespace op came (paths may name other objects now).
     open: bool,
-    /// Backing objects (by `BackendAttr::ino`) of the paths seen so far.
-    objects: HashMap<PathBuf, Option<u64>>,
+    /// Backing objects (by `BackendAttr::ino`) of the paths seen so far,
+    /// keyed by the path's bytes (hashed in one go; `Path` hashes name by
+    /// name): a path spelt two ways is only looked up twice.
+    objects: HashMap<OsString, Option<u64>>,
     /// Per object, the end of the furthest write of the waiting transactions.
     waiting_ends: HashMap<u64, u64>,
     /// Files appended in place: their state before the transaction.
@@ -299,7 +302,7 @@ impl<'a> InPlace<'a> {
 
     /// The backing object `path` names now, if any.
     fn object(&mut self, path: &Path) -> io::Result<Option<u64>> {
-        if let Some(known) = self.objects.get(path) {
+        if let Some(known) = self.objects.get(path.as_os_str()) {
             return Ok(*known);
         }
         let object = match self.backend.stat(path) {
@@ -308,7 +311,7 @@ impl<'a> InPlace<'a> {
             Err(e) if is_not_found(&e) => None,
             Err(e) => return Err(e),
         };
-        self.objects.insert(path.to_path_buf(), object);
+        self.objects.insert(path.as_os_str().to_owned(), object);
         Ok(object)
     }
 

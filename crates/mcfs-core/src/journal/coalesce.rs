@@ -14,7 +14,8 @@
 use super::group::{touches, LINKED_FROM};
 use super::{JournalOp, RunTxn, TxnOps};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::ffi::OsStr;
+use std::path::Path;
 
 /// What each write of a run still has to write.
 #[derive(Default, Debug)]
@@ -36,6 +37,11 @@ impl Plan {
 struct Ranges(BTreeMap<u64, u64>);
 
 impl Ranges {
+    /// Whether some of `[start, end)` is in the set.
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.0.range(..end).next_back().is_some_and(|(_, e)| *e > start)
+    }
+
     /// The parts of `[start, end)` not in the set.
     fn uncovered(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
@@ -81,24 +87,26 @@ impl Ranges {
 /// coalesced: recovery replays every write.
 pub fn plan(run: &[RunTxn], starts: &[Option<u64>]) -> Plan {
     let mut plan = Plan::default();
-    let mut later: HashMap<PathBuf, Ranges> = HashMap::new();
+    // Keyed by the path's bytes, which hash in one go (a `Path` hashes name
+    // by name): the engine spells each path one way, and a path spelt two
+    // ways would only be coalesced less.
+    let mut later: HashMap<&OsStr, Ranges> = HashMap::new();
     for (pos, txn) in run.iter().enumerate().rev() {
         let (TxnOps::Held(ops), Some(start)) = (&txn.ops, starts[pos]) else { continue };
         for (index, op) in ops.iter().enumerate().skip(start as usize).rev() {
             match op {
                 JournalOp::Write { path, offset, data } if !data.is_empty() => {
                     let end = offset + data.len() as u64;
-                    let covered = later.entry(path.clone()).or_default();
-                    let pieces = covered.uncovered(*offset, end);
-                    if pieces != [(*offset, end)] {
-                        plan.trimmed.insert((pos, index as u64), pieces);
+                    let covered = later.entry(path.as_os_str()).or_default();
+                    if covered.overlaps(*offset, end) {
+                        plan.trimmed.insert((pos, index as u64), covered.uncovered(*offset, end));
                     }
                     covered.add(*offset, end);
                 }
                 op if op.is_namespace() => {
                     // The existing name of a link keeps naming its object.
                     for (path, _) in touches(op).into_iter().flatten().filter(|(_, t)| *t != LINKED_FROM) {
-                        later.retain(|written, _| !related(written, path));
+                        later.retain(|written, _| !related(Path::new(written), path));
                     }
                 }
                 _ => {}
@@ -135,6 +143,11 @@ mod tests {
         assert_eq!(r.uncovered(0, 50), vec![(0, 10), (20, 30), (40, 50)]);
         assert_eq!(r.uncovered(12, 18), vec![]);
         assert_eq!(r.uncovered(15, 35), vec![(20, 30)]);
+        let cases = [(0, 10, false), (20, 30, false), (40, 50, false), (9, 11, true), (19, 31, true)];
+        for (start, end, overlaps) in cases {
+            assert_eq!(r.overlaps(start, end), overlaps, "{start}..{end}");
+            assert_eq!(r.uncovered(start, end) != [(start, end)], overlaps, "{start}..{end}");
+        }
         r.add(20, 30);
         assert_eq!(r.0.len(), 1, "touching ranges merge");
         assert_eq!(r.uncovered(5, 45), vec![(5, 10), (40, 45)]);

@@ -9,11 +9,12 @@
 //! Invariant: a `PathSet` never under-reports how a path and the paths above
 //! and below it were touched. When it cannot be exact (a path it cannot key,
 //! or too many names) it *saturates* and reports every touch everywhere,
-//! which only costs syncs.
+//! which only costs syncs. An empty set reports nothing, for any path.
 
 use super::JournalOp;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// How the ops of a group touched a path: a union of these bits.
@@ -94,38 +95,89 @@ pub struct PathSet {
     nodes: Vec<Node>,
     /// Stands for every touch of every path.
     saturated: bool,
+    /// The last path inserted, byte for byte, and its touches: an apply
+    /// inserts one file's ops one after the other, then the next file's in
+    /// the same directory. Touches only accumulate, so inserting that path
+    /// again changes nothing, and a path beside it needs only its own name
+    /// looked up (its ancestors have every touch in `last_touch` below them).
+    last: Vec<u8>,
+    last_touch: Touch,
+    /// Where the last path's parent ends in `last` and the parent's node, if
+    /// `last` is spelt plainly (its names joined by single slashes).
+    last_parent: Option<(usize, usize)>,
 }
 
 impl Default for PathSet {
     fn default() -> PathSet {
-        PathSet { nodes: vec![Node::default()], saturated: false }
+        PathSet { nodes: vec![Node::default()], saturated: false, last: Vec::new(), last_touch: 0, last_parent: None }
     }
 }
 
 impl PathSet {
     pub fn insert(&mut self, path: &Path, touch: Touch) {
+        let bytes = path.as_os_str().as_bytes();
         if self.saturated {
             return;
+        }
+        if touch & !self.last_touch == 0 {
+            if bytes == self.last {
+                return;
+            }
+            if let (Some((_, parent)), Some(name)) = (self.last_parent, self.sibling_name(bytes)) {
+                if let Some(at) = self.child(parent, name) {
+                    self.nodes[at].at |= touch;
+                    self.remember(bytes, touch, self.last_parent);
+                }
+                return;
+            }
         }
         let Some(names) = names(path) else {
             self.saturate();
             return;
         };
+        let plain = names.iter().map(|name| name.len() + 1).sum::<usize>() == bytes.len() + 1;
         let mut at = 0;
-        for name in names {
+        let mut parent = None;
+        for name in &names {
             self.nodes[at].below |= touch;
-            at = match self.nodes[at].children.get(name) {
-                Some(&child) => child,
-                None if self.nodes.len() >= MAX_NAMES => return self.saturate(),
-                None => {
-                    self.nodes.push(Node::default());
-                    let child = self.nodes.len() - 1;
-                    self.nodes[at].children.insert(name.to_owned(), child);
-                    child
-                }
-            };
+            parent = Some((bytes.len() - name.len()).saturating_sub(1)).zip(Some(at));
+            let Some(child) = self.child(at, name) else { return };
+            at = child;
         }
         self.nodes[at].at |= touch;
+        self.remember(bytes, touch, parent.filter(|_| plain));
+    }
+
+    /// The node of name `name` below node `at`, made if missing; `None` if
+    /// the set saturated instead.
+    fn child(&mut self, at: usize, name: &OsStr) -> Option<usize> {
+        if let Some(&child) = self.nodes[at].children.get(name) {
+            return Some(child);
+        }
+        if self.nodes.len() >= MAX_NAMES {
+            self.saturate();
+            return None;
+        }
+        self.nodes.push(Node::default());
+        let child = self.nodes.len() - 1;
+        self.nodes[at].children.insert(name.to_owned(), child);
+        Some(child)
+    }
+
+    /// `bytes`' last name, if `bytes` is a plainly spelt path beside the
+    /// last one (in the same directory).
+    fn sibling_name<'p>(&self, bytes: &'p [u8]) -> Option<&'p OsStr> {
+        let (len, _) = self.last_parent?;
+        let name = if len == 0 { bytes } else { bytes.strip_prefix(&self.last[..len])?.strip_prefix(b"/")? };
+        let plain = !name.is_empty() && name != b"." && name != b".." && !name.contains(&b'/');
+        plain.then(|| OsStr::from_bytes(name))
+    }
+
+    fn remember(&mut self, bytes: &[u8], touch: Touch, parent: Option<(usize, usize)>) {
+        self.last.clear();
+        self.last.extend_from_slice(bytes);
+        self.last_touch = touch;
+        self.last_parent = parent;
     }
 
     pub fn insert_op(&mut self, op: &JournalOp) {
@@ -137,6 +189,10 @@ impl PathSet {
         let every = Around { at: EVERY_TOUCH, above: EVERY_TOUCH, below: EVERY_TOUCH };
         if self.saturated {
             return every;
+        }
+        if self.nodes.len() == 1 && self.nodes[0].at == 0 {
+            // Nothing touched (an apply asks this of its renames, mostly none).
+            return Around::default();
         }
         let Some(names) = names(path) else { return every };
         let mut around = Around::default();
@@ -231,6 +287,43 @@ mod tests {
         assert!(!PathSet::default().related(Path::new("")), "an empty set relates to nothing");
         let root = set(&[""]);
         assert!(root.related(Path::new("any/path")), "the root is above everything");
+    }
+
+    #[test]
+    fn journal_group_a_path_inserted_again_keeps_every_touch() {
+        let mut s = set(&["d/x", "d/x"]);
+        s.insert(Path::new("d/x"), UNBOUND);
+        s.insert(Path::new("d/x"), CONTENT);
+        assert_eq!(s.around(Path::new("d/x")).at, CONTENT | UNBOUND, "a new touch of the last path counts");
+        assert_eq!(s.around(Path::new("d")).below, CONTENT | UNBOUND);
+        s.clear();
+        assert!(!s.related(Path::new("d/x")) && !s.related(Path::new("../a")), "empty: nothing is related");
+        s.insert(Path::new("d/x"), CONTENT);
+        assert!(s.related(Path::new("d/x")), "the last path is forgotten with the set");
+    }
+
+    #[test]
+    fn journal_group_a_path_beside_the_last_one_is_kept_as_a_walk_from_the_root_keeps_it() {
+        let mut s = set(&["d/e/x", "d/e/y", "top", "other"]);
+        s.insert(Path::new("d/e/z"), UNBOUND);
+        s.insert(Path::new("d/e/w"), UNBOUND);
+        s.insert(Path::new("d/ev"), UNBOUND);
+        s.insert(Path::new("d/e/./v"), UNBOUND);
+        for (path, at, below) in [
+            ("d/e/y", CONTENT, 0),
+            ("d/e/w", UNBOUND, 0),
+            ("d/e/v", UNBOUND, 0),
+            ("d/ev", UNBOUND, 0),
+            ("d/e", 0, CONTENT | UNBOUND),
+            ("d", 0, CONTENT | UNBOUND),
+            ("other", CONTENT, 0),
+        ] {
+            let around = s.around(Path::new(path));
+            assert_eq!((around.at, around.below), (at, below), "{path}");
+        }
+        assert!(!s.related(Path::new("d/f")) && !s.related(Path::new("d/e/u")));
+        s.insert(Path::new("d/e/.."), CONTENT);
+        assert!(s.related(Path::new("x")), "a `..` beside the last path saturates the set too");
     }
 
     #[test]
