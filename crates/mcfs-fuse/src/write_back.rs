@@ -21,7 +21,10 @@
 //! thread of the daemon waiting in syncfs kept that memory alive, and with
 //! it the requests the dead daemon had taken: the mount hung for good,
 //! docs/ENGINE.md, "Consistency modes"). The syncfs then returns, the
-//! process reads the end of its request pipe, and exits.
+//! process reads the end of its request pipe, and exits. It closes every
+//! other descriptor it inherited before the fork returns in the daemon, so
+//! none (a pipe a parent reads to its end, a lock) outlives the daemon's
+//! own use of it.
 
 use parking_lot::Mutex;
 use std::fs::{self, File};
