@@ -146,7 +146,8 @@ impl State {
     /// Writes into the cache and logs the pages in the file's app's open VCT,
     /// or, for the rest of a `write(2)` whose VCT closed after its first
     /// piece, in that VCT (`split_writes`). `piece` is the writing thread
-    /// and what the front end knows of the request, if it knows anything.
+    /// and what the front end knows of the request; `None` for the kernel's
+    /// writeback, which has no caller.
     pub fn write(
         &mut self,
         store: &Store,
