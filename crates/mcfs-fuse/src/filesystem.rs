@@ -21,7 +21,7 @@
 //! a reference whose reply could not carry it is forgotten at once.
 
 use crate::dir_stream;
-use crate::handover::{DirtyPages, Handover, InvalidatorSlot};
+use crate::handover::{DirtyPages, Handover, InvalidatorSlot, PathOf};
 use crate::held_requests::{HeldRequests, HELD_REQUEST_THREADS};
 use crate::io_priority;
 use crate::observer::{RequestObserver, ServedOp};
@@ -161,8 +161,12 @@ impl McfsFs {
             engine.set_io_priorities(Box::new(io_priority::ThreadPriorities));
         }
         let (kernel_cache, mount_root) = (InvalidatorSlot::default(), MountRootSlot::default());
-        let handover = (engine.consistency() == Consistency::SyncPoint)
-            .then(|| Arc::new(Handover::start(mount_root.clone(), kernel_cache.clone())));
+        let handover = (engine.consistency() == Consistency::SyncPoint).then(|| {
+            // Weak: the handover thread must not keep the engine alive past the mount.
+            let engine = Arc::downgrade(&engine);
+            let path_of: PathOf = Box::new(move |ino| engine.upgrade().and_then(|e| e.path_of(ino)));
+            Arc::new(Handover::start(mount_root.clone(), kernel_cache.clone(), path_of))
+        });
         McfsFs {
             served: Arc::new(Served { engine, observer, tags_io_priority, handover, kernel_cache, mount_root }),
             held: HeldRequests::start(HELD_REQUEST_THREADS),

@@ -10,17 +10,19 @@
 //! its file open until munmap. So `Handover` counts write opens per inode;
 //! at a sync point of an app with such a file (other than the one an fsync
 //! names, which the kernel wrote back itself) the handover thread has the
-//! kernel write back the mount's dirty pages (`write_back.rs`: syncfs on the
-//! mount's root, which keeps them cached) and waits for the WRITEs to be
-//! answered. Where that cannot be done (the mount's root cannot be opened)
-//! it falls back to `FUSE_NOTIFY_INVAL_INODE` for each such file of the
-//! app's log, which writes the pages back but drops them from the cache.
+//! kernel write back each such file whose data goes to the app's log
+//! (`write_back.rs`: `sync_file_range` of it, opened by the path the engine
+//! has for it, which keeps the pages cached) and waits for the WRITEs to be
+//! answered. Where that cannot be done (a file unlinked while open has no
+//! path; the mount's root cannot be opened) it falls back to
+//! `FUSE_NOTIFY_INVAL_INODE` for the file, which writes the pages back but
+//! drops them from the cache.
 //!
 //! Either blocks until those WRITEs are served, so it must never run on a
 //! thread that reads requests (with all of them waiting, nobody would serve
 //! the WRITEs): a sync point with files to hand over moves, reply and all,
 //! to the one handover thread, which holds no engine lock while it waits
-//! (the syncfs itself waits in a process that holds nothing of the
+//! (the wait itself is in a process that holds nothing of the
 //! daemon's, so a killed daemon's connection ends, and the wait with it).
 //! Sync points that queue while a handover runs share the next one.
 //! Invariant: a sync point's engine
@@ -30,6 +32,7 @@ use fuser::{INodeNo, Notifier};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io;
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, OnceLock};
 
@@ -61,6 +64,10 @@ impl InodeInvalidator for crate::uring::Notifier {
 /// Where a session puts its invalidator once it has one.
 pub type InvalidatorSlot = Arc<OnceLock<Box<dyn InodeInvalidator>>>;
 
+/// The path of a file below the mount's root, as the engine has it now
+/// (`None`: unlinked, or gone).
+pub type PathOf = Box<dyn Fn(u64) -> Option<PathBuf> + Send>;
+
 pub struct Handover {
     /// Write opens (`O_WRONLY`, `O_RDWR`) not released yet, per inode.
     writers: Mutex<HashMap<u64, u32>>,
@@ -72,10 +79,10 @@ pub struct Handover {
 impl Handover {
     /// Starts the handover thread, which hands over through the mount's
     /// root (set in `mount` once the mount is live) or else the session's
-    /// invalidator (set in `notifier` once the session exists, after INIT).
-    /// Without the thread, a sync point's work runs without a handover (a
-    /// warning says so).
-    pub fn start(mount: MountRootSlot, notifier: InvalidatorSlot) -> Handover {
+    /// invalidator (set in `notifier` once the session exists, after INIT);
+    /// `path_of` names each file to open. Without the thread, a sync
+    /// point's work runs without a handover (a warning says so).
+    pub fn start(mount: MountRootSlot, notifier: InvalidatorSlot, path_of: PathOf) -> Handover {
         let (queue, jobs) = mpsc::channel::<(Vec<u64>, Job)>();
         let write_back = WriteBack::start(mount);
         let started = std::thread::Builder::new().name("mcfs-handover".into()).spawn(move || {
@@ -88,7 +95,7 @@ impl Handover {
                 let mut inos: Vec<u64> = batch.iter().flat_map(|(inos, _)| inos.iter().copied()).collect();
                 inos.sort_unstable();
                 inos.dedup();
-                hand_over(&write_back, notifier.get().map(|n| &**n), &inos);
+                hand_over(&write_back, notifier.get().map(|n| &**n), &path_of, &inos);
                 for (_, job) in batch {
                     job();
                 }
@@ -122,8 +129,8 @@ impl Handover {
     }
 
     /// Has every file open for writing handed over and returns once it
-    /// was (the waiting happens on a channel, not in a syncfs: the caller
-    /// is the daemon's, see `write_back.rs`).
+    /// was (the caller, a thread of the daemon, waits on a channel; only
+    /// the write-back process waits for the kernel, see `write_back.rs`).
     pub fn hand_over_all(&self) {
         let (done, handed_over) = mpsc::channel();
         self.then(
@@ -170,23 +177,44 @@ fn writes(flags: i32) -> bool {
     flags & libc::O_ACCMODE != libc::O_RDONLY
 }
 
-/// Has the kernel write back its dirty pages of the mount, or else write
-/// back and drop its pages of each of `inos` (offset 0, length 0: the
-/// whole file); returns once it has.
-fn hand_over(write_back: &WriteBack, notifier: Option<&dyn InodeInvalidator>, inos: &[u64]) {
-    match write_back.run() {
-        Some(Ok(())) => return,
-        Some(Err(e)) => tracing::warn!(
-            "cannot have the kernel write its dirty pages back through the mount's root: {e}; dropping the app's files from its cache instead"
-        ),
-        None => tracing::warn!("the write-back process is gone; dropping the app's files from the kernel's cache instead"),
+/// Has the kernel write back its dirty pages of each of `inos` through the
+/// write-back process, or else write back and drop its pages of the file
+/// (offset 0, length 0: the whole file); returns once it has.
+fn hand_over(write_back: &WriteBack, notifier: Option<&dyn InodeInvalidator>, path_of: &PathOf, inos: &[u64]) {
+    let mut to_drop = Vec::new();
+    for &ino in inos {
+        // An unlinked file has no path to open it by: its pages are dropped.
+        let Some(path) = path_of(ino) else {
+            to_drop.push(ino);
+            continue;
+        };
+        match write_back.run(&path) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                tracing::warn!(
+                    "cannot have the kernel write back {}: {e}; dropping it from its cache instead",
+                    path.display()
+                );
+                to_drop.push(ino);
+            }
+            None => {
+                tracing::warn!(
+                    "the write-back process is gone; dropping {} from the kernel's cache instead",
+                    path.display()
+                );
+                to_drop.push(ino);
+            }
+        }
+    }
+    if to_drop.is_empty() {
+        return;
     }
     let Some(notifier) = notifier else {
         tracing::warn!("a sync point came before the session's notifier was set; no pages handed over");
         return;
     };
-    for ino in inos {
-        if let Err(e) = notifier.invalidate(*ino, 0, 0) {
+    for ino in to_drop {
+        if let Err(e) = notifier.invalidate(ino, 0, 0) {
             tracing::warn!("inode {ino}: the kernel did not hand over its dirty pages: {e}");
         }
     }
@@ -197,9 +225,14 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
 
+    /// Files the engine knows no path of (unlinked): each handover drops them.
+    fn no_paths() -> PathOf {
+        Box::new(|_| None)
+    }
+
     #[test]
     fn only_write_opens_count_and_each_release_takes_one_back() {
-        let h = Handover::start(MountRootSlot::default(), InvalidatorSlot::default());
+        let h = Handover::start(MountRootSlot::default(), InvalidatorSlot::default(), no_paths());
         h.opened(5, libc::O_RDONLY);
         h.opened(6, libc::O_WRONLY);
         h.opened(6, libc::O_RDWR | libc::O_APPEND);
@@ -220,7 +253,7 @@ mod tests {
 
     #[test]
     fn with_nothing_to_hand_over_the_job_runs_on_the_callers_thread() {
-        let h = Handover::start(MountRootSlot::default(), InvalidatorSlot::default());
+        let h = Handover::start(MountRootSlot::default(), InvalidatorSlot::default(), no_paths());
         h.opened(9, libc::O_WRONLY);
         let ran = Arc::new(AtomicBool::new(false));
         let caller = std::thread::current().id();
@@ -258,7 +291,7 @@ mod tests {
         let gate = Arc::new(Gate { calls: Mutex::default(), go: Mutex::new(Some(go)) });
         let slot = InvalidatorSlot::default();
         assert!(slot.set(Box::new(Arc::clone(&gate))).is_ok());
-        let h = Handover::start(MountRootSlot::default(), slot);
+        let h = Handover::start(MountRootSlot::default(), slot, no_paths());
         for ino in [1, 2, 3] {
             h.opened(ino, libc::O_WRONLY);
         }
@@ -285,7 +318,7 @@ mod tests {
         let gate = Arc::new(Gate { calls: Mutex::default(), go: Mutex::new(None) });
         let slot = InvalidatorSlot::default();
         assert!(slot.set(Box::new(Arc::clone(&gate))).is_ok());
-        let h = Arc::new(Handover::start(MountRootSlot::default(), slot));
+        let h = Arc::new(Handover::start(MountRootSlot::default(), slot, no_paths()));
         for (ino, flags) in [(4, libc::O_WRONLY), (5, libc::O_RDONLY), (6, libc::O_RDWR)] {
             h.opened(ino, flags);
         }

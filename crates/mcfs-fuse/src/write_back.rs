@@ -1,6 +1,29 @@
-//! Has the kernel write every dirty page of the mount back to this daemon
-//! and wait for the answers, keeping the pages in its cache: syncfs(2) on
-//! the mount's root. The sync-point handover uses it (`handover.rs`).
+//! Has the kernel write a file's dirty pages back to this daemon and wait
+//! for the answers, keeping the pages in its cache: the file, opened by its
+//! path below the mount's root, gets `sync_file_range(2)` with
+//! `WAIT_BEFORE | WRITE | WAIT_AFTER` over all of it. The sync-point
+//! handover uses it (`handover.rs`).
+//!
+//! Why not syncfs(2) on the mount's root, which the handover used until
+//! 2026-11-29: on this kernel (6.18, with "fs/writeback: skip
+//! AS_NO_DATA_INTEGRITY mappings in wait_sb_inodes()") syncfs starts the
+//! writeback of a FUSE mount but does not wait for it, so it returned
+//! before the daemon had answered the WRITEs it caused (traced:
+//! `sys_exit_syncfs` before the `fuse_request_end` of its WRITEs), and a
+//! sync point's boundary could be placed before the app's last pages had
+//! arrived (`e2e_sync_point` failed 2 runs in 6). `sync_file_range` waits
+//! for each page's writeback to end, and since Linux 6.14 ("fuse: remove tmp
+//! folio for writebacks") FUSE ends it when the daemon answers the page's
+//! WRITE. (Before 6.14 FUSE ended it once it had copied the page aside, so
+//! there the wait ends when the WRITEs are queued; sync-point mode wants
+//! 6.14 or later.) Why not fsync(2) of the file, which waits on every
+//! kernel: FUSE's fsync takes the file's inode lock, which the app holds
+//! while its `lseek(SEEK_DATA)` waits for this handover (a deadlock, seen),
+//! and it sends an FSYNC the daemon would take for an app's sync point.
+//! For the same lock each request runs in a child of the process, which
+//! answers before it closes the file (the close's FLUSH path takes the
+//! lock): a close that waits holds up neither the handover nor the next
+//! request.
 //!
 //! Why not FUSE_NOTIFY_INVAL_INODE, which the handover used first: it
 //! drops the pages it writes back. A page an app has mapped (SQLite's
@@ -10,18 +33,18 @@
 //! for good: the notifying thread kept the `/dev/fuse` descriptor in use,
 //! so the kernel never ended the connection, so the wait never ended.
 //!
-//! The syncfs runs in a process of its own, `mcfs-write-back`, forked when
-//! the handover starts, before the session maps any io_uring ring; it
-//! holds two pipes to the daemon and nothing else of it. Invariant: no
-//! thread that may wait in syncfs shares the daemon's descriptors or its
-//! memory. When the rest of the daemon dies, its `/dev/fuse` descriptors
+//! The wait runs in a process of its own, `mcfs-write-back` (and its
+//! children), forked when the handover starts, before the session maps any
+//! io_uring ring; it holds two pipes to the daemon and nothing else of it.
+//! Invariant: no thread that may wait for the mount's writeback shares the
+//! daemon's descriptors or its memory. When the rest of the daemon dies, its `/dev/fuse` descriptors
 //! close and its memory goes, and with the memory the mappings of its
 //! FUSE-over-io_uring rings, which hold the rings open: only then does the
-//! kernel end the connection and fail the WRITEs the syncfs waits for (a
+//! kernel end the connection and fail the WRITEs the process waits for (a
 //! thread of the daemon waiting in syncfs kept that memory alive, and with
 //! it the requests the dead daemon had taken: the mount hung for good,
-//! docs/ENGINE.md, "Consistency modes"). The syncfs then returns, the
-//! process reads the end of its request pipe, and exits. It closes every
+//! docs/ENGINE.md, "Consistency modes"). The wait then returns, the child
+//! exits, the process reads the end of its request pipe, and exits. It closes every
 //! other descriptor it inherited before the fork returns in the daemon, so
 //! none (a pipe a parent reads to its end, a lock) outlives the daemon's
 //! own use of it.
@@ -51,7 +74,7 @@ impl MountRoot {
     }
 }
 
-/// The `mcfs-write-back` process: writes the mount back when asked.
+/// The `mcfs-write-back` process: writes a file of the mount back when asked.
 pub struct WriteBack {
     mount: MountRootSlot,
     /// `None` once the process could not be started or is gone.
@@ -68,19 +91,19 @@ impl WriteBack {
         WriteBack { mount, process: Mutex::new(process) }
     }
 
-    /// Has the kernel write back every dirty page (and the times) of every
-    /// file of the mount and waits for the daemon's answers; the pages stay
-    /// cached. Fails, touching nothing, if the mount is not live, its root
-    /// cannot be opened or another file system now sits at its path; `None`
-    /// if the process is gone.
-    pub fn run(&self) -> Option<io::Result<()>> {
+    /// Has the kernel write back every dirty page (and the times) of `file`,
+    /// a path below the mount's root, and waits for the daemon's answers;
+    /// the pages stay cached. Fails, touching nothing, if the mount is not
+    /// live, its root or the file cannot be opened or another file system
+    /// now sits at its path; `None` if the process is gone.
+    pub fn run(&self, file: &Path) -> Option<io::Result<()>> {
         let mut process = self.process.lock();
         let asked = process.as_mut()?;
         let Some(root) = self.mount.get() else {
             return Some(Err(io::Error::other("the mount is not live yet")));
         };
         let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", root.path.display()));
-        let answer = match asked.ask(root) {
+        let answer = match asked.ask(root, file) {
             Ok(answer) => answer,
             Err(e) => {
                 tracing::warn!("the write-back process is gone: {e}");
@@ -95,10 +118,18 @@ impl WriteBack {
                 // handed over all the same, and the app hears of it at its
                 // own fsync.
                 let e = io::Error::from_raw_os_error(errno);
-                tracing::debug!("{}: syncfs reported a writeback error: {e}", root.path.display());
+                tracing::debug!("{}: the writeback reported an error: {e}", root.path.join(file).display());
                 Ok(())
             }
             Answer::NoRoot { errno } => Err(named(io::Error::from_raw_os_error(errno))),
+            Answer::NoFile { errno } => {
+                let e = io::Error::from_raw_os_error(errno);
+                Err(io::Error::new(e.kind(), format!("{}: {e}", root.path.join(file).display())))
+            }
+            Answer::NoProcess { errno } => {
+                let e = io::Error::from_raw_os_error(errno);
+                Err(io::Error::new(e.kind(), format!("cannot fork to write back {}: {e}", file.display())))
+            }
             Answer::MountedOver => Err(named(io::Error::other("another file system is mounted over it"))),
             Answer::BadRequest | Answer::Ready => {
                 Err(named(io::Error::other("the write-back process did not understand the request")))
@@ -126,8 +157,9 @@ impl Drop for Child {
     }
 }
 
-/// A request is the root's device and its path, NUL-terminated, in one
-/// pipe write no longer than PIPE_BUF (so one read takes it whole).
+/// A request is the root's device, its path and the file's path below it,
+/// each path NUL-terminated, in one pipe write no longer than PIPE_BUF (so
+/// one read takes it whole).
 const REQUEST_MAX: usize = libc::PIPE_BUF;
 
 /// What the process answers: a code (u32) and an errno (i32), in 8 bytes.
@@ -135,12 +167,20 @@ const REQUEST_MAX: usize = libc::PIPE_BUF;
 enum Answer {
     /// Started: it holds its two pipes and nothing else of the daemon.
     Ready,
-    /// syncfs ran (`errno`: its error, or 0).
+    /// The file was written back (`errno`: the error its writeback met, or 0).
     WrittenBack {
         errno: i32,
     },
     /// The root could not be opened or examined.
     NoRoot {
+        errno: i32,
+    },
+    /// The file could not be opened.
+    NoFile {
+        errno: i32,
+    },
+    /// No process could be forked to write the file back.
+    NoProcess {
         errno: i32,
     },
     MountedOver,
@@ -155,6 +195,8 @@ impl Answer {
             Answer::MountedOver => (2, 0),
             Answer::BadRequest => (3, 0),
             Answer::Ready => (4, 0),
+            Answer::NoFile { errno } => (5, errno),
+            Answer::NoProcess { errno } => (6, errno),
         };
         let mut bytes = [0u8; 8];
         bytes[..4].copy_from_slice(&code.to_ne_bytes());
@@ -170,6 +212,8 @@ impl Answer {
             1 => Answer::NoRoot { errno },
             2 => Answer::MountedOver,
             4 => Answer::Ready,
+            5 => Answer::NoFile { errno },
+            6 => Answer::NoProcess { errno },
             _ => Answer::BadRequest,
         }
     }
@@ -206,13 +250,15 @@ impl Process {
         Ok(Answer::decode(answer))
     }
 
-    fn ask(&mut self, root: &MountRoot) -> io::Result<Answer> {
-        let path = root.path.as_os_str().as_bytes();
-        let mut request = Vec::with_capacity(8 + path.len() + 1);
+    fn ask(&mut self, root: &MountRoot, file: &Path) -> io::Result<Answer> {
+        let (path, file) = (root.path.as_os_str().as_bytes(), file.as_os_str().as_bytes());
+        let mut request = Vec::with_capacity(8 + path.len() + file.len() + 2);
         request.extend_from_slice(&root.dev.to_ne_bytes());
-        request.extend_from_slice(path);
-        request.push(0);
-        if request.len() > REQUEST_MAX || path.contains(&0) {
+        for name in [path, file] {
+            request.extend_from_slice(name);
+            request.push(0);
+        }
+        if request.len() > REQUEST_MAX || path.contains(&0) || file.contains(&0) || file.is_empty() {
             return Ok(Answer::BadRequest);
         }
         self.requests.write_all(&request)?;
@@ -258,15 +304,9 @@ fn serve(requests: RawFd, answers: RawFd) -> ! {
         }
         libc::prctl(libc::PR_SET_NAME, c"mcfs-write-back".as_ptr());
     }
-    let mut answer = Answer::Ready.encode();
+    send(answers, &Answer::Ready);
     let mut buffer = [0u8; REQUEST_MAX];
     loop {
-        // SAFETY: writes from `answer`, its length.
-        let written = unsafe { libc::write(answers, answer.as_ptr().cast(), answer.len()) };
-        if usize::try_from(written) != Ok(answer.len()) {
-            // SAFETY: ends this process without running the daemon's exit code.
-            unsafe { libc::_exit(0) };
-        }
         let n = loop {
             // SAFETY: reads into `buffer`, at most its length.
             let n = unsafe { libc::read(requests, buffer.as_mut_ptr().cast(), buffer.len()) };
@@ -275,10 +315,53 @@ fn serve(requests: RawFd, answers: RawFd) -> ! {
             }
         };
         let Some(request) = usize::try_from(n).ok().filter(|n| *n > 0).and_then(|n| buffer.get(..n)) else {
-            // SAFETY: as above.
+            // SAFETY: ends this process without running the daemon's exit code.
             unsafe { libc::_exit(0) };
         };
-        answer = write_back(request).encode();
+        reap_children();
+        // Each request in a child of its own, which answers and then closes
+        // the file: the close may wait for the file's inode lock, held by a
+        // request that waits for this handover (module header), and this
+        // process must go on answering meanwhile.
+        // SAFETY: this process has one thread, so the child may do anything
+        // it could; it runs only system calls and `_exit`s.
+        match unsafe { libc::fork() } {
+            -1 => send(answers, &Answer::NoProcess { errno: errno() }),
+            0 => {
+                let (answer, opened) = write_back(request);
+                send(answers, &answer);
+                // SAFETY: closes the file `write_back` opened; ends the child.
+                unsafe {
+                    if let Some(fd) = opened {
+                        libc::close(fd);
+                    }
+                    libc::_exit(0);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Reaps this process's children that have ended, without waiting.
+fn reap_children() {
+    // SAFETY: waits for our own children only, without blocking.
+    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+}
+
+/// The calling thread's errno.
+fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Writes `answer` to the daemon, or ends this process if it cannot.
+fn send(answers: RawFd, answer: &Answer) {
+    let bytes = answer.encode();
+    // SAFETY: writes from `bytes`, its length.
+    let written = unsafe { libc::write(answers, bytes.as_ptr().cast(), bytes.len()) };
+    if usize::try_from(written) != Ok(bytes.len()) {
+        // SAFETY: ends this process without running the daemon's exit code.
+        unsafe { libc::_exit(0) };
     }
 }
 
@@ -291,36 +374,52 @@ fn close_range(first: RawFd, last: RawFd) {
 }
 
 /// One request in the forked process: open the root, check its device,
-/// syncfs. System calls only (see `serve`).
-fn write_back(request: &[u8]) -> Answer {
-    let Some((dev, path)) = request.split_first_chunk::<8>() else {
-        return Answer::BadRequest;
+/// open the file below it, write it back and wait. System calls only (see
+/// `serve`). Returns the file's descriptor too, for `serve` to close once it
+/// has answered.
+fn write_back(request: &[u8]) -> (Answer, Option<RawFd>) {
+    let Some((dev, paths)) = request.split_first_chunk::<8>() else {
+        return (Answer::BadRequest, None);
     };
-    if path.last() != Some(&0) {
-        return Answer::BadRequest;
+    // Two NUL-terminated paths, the second one ending the request.
+    let Some(root_end) = paths.iter().position(|b| *b == 0) else {
+        return (Answer::BadRequest, None);
+    };
+    let (path, file) = paths.split_at(root_end + 1);
+    if file.len() < 2 || file.iter().position(|b| *b == 0) != Some(file.len() - 1) {
+        return (Answer::BadRequest, None);
     }
-    let errno = || io::Error::last_os_error().raw_os_error().unwrap_or(0);
     // SAFETY: `path` is NUL-terminated; the descriptor is closed below.
     let root = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
     if root < 0 {
-        return Answer::NoRoot { errno: errno() };
+        return (Answer::NoRoot { errno: errno() }, None);
     }
-    // SAFETY: fstat fills the zeroed struct; syncfs only reads `root`.
-    let answer = unsafe {
+    // Read-only: the wait needs no more, and the daemon counts no write open.
+    // O_NONBLOCK: a FIFO put at that name meanwhile does not block the open.
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    let all = libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    // SAFETY: fstat fills the zeroed struct; `file` is NUL-terminated; the
+    // file's descriptor goes to the caller, which closes it.
+    let done = unsafe {
         let mut stat: libc::stat = std::mem::zeroed();
         if libc::fstat(root, &mut stat) != 0 {
-            Answer::NoRoot { errno: errno() }
+            (Answer::NoRoot { errno: errno() }, None)
         } else if stat.st_dev != u64::from_ne_bytes(*dev) {
-            Answer::MountedOver
-        } else if libc::syncfs(root) != 0 {
-            Answer::WrittenBack { errno: errno() }
+            (Answer::MountedOver, None)
         } else {
-            Answer::WrittenBack { errno: 0 }
+            let fd = libc::openat(root, file.as_ptr().cast(), flags);
+            if fd < 0 {
+                (Answer::NoFile { errno: errno() }, None)
+            } else {
+                // Offset 0, length 0: the whole file.
+                let synced = libc::sync_file_range(fd, 0, 0, all);
+                (Answer::WrittenBack { errno: if synced == 0 { 0 } else { errno() } }, Some(fd))
+            }
         }
     };
-    // SAFETY: closes the descriptor opened above.
+    // SAFETY: closes the root opened above.
     unsafe { libc::close(root) };
-    answer
+    done
 }
 
 #[cfg(test)]
@@ -372,13 +471,19 @@ mod tests {
     }
 
     #[test]
-    fn the_write_back_process_syncs_a_live_root_and_ends_when_dropped() {
+    fn the_write_back_process_syncs_a_file_below_a_live_root_and_ends_when_dropped() {
         let dir = tempfile::tempdir().expect("temp dir");
+        fs::create_dir(dir.path().join("d")).expect("mkdir");
+        fs::write(dir.path().join("d/f"), b"data").expect("a file");
         let dev = fs::metadata(dir.path()).expect("metadata").dev();
         let write_back = WriteBack::start(live(dir.path(), dev));
         let pid = pid_of(&write_back);
-        assert_eq!(write_back.run().map(|r| r.map_err(|e| e.to_string())), Some(Ok(())));
-        assert_eq!(write_back.run().map(|r| r.map_err(|e| e.to_string())), Some(Ok(())), "and again");
+        let file = Path::new("d/f");
+        assert_eq!(write_back.run(file).map(|r| r.map_err(|e| e.to_string())), Some(Ok(())));
+        assert_eq!(write_back.run(file).map(|r| r.map_err(|e| e.to_string())), Some(Ok(())), "and again");
+        let err = write_back.run(Path::new("d/missing")).expect("the process answers").expect_err("no such file");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(err.to_string().contains("d/missing"), "names the file: {err}");
         drop(write_back);
         // SAFETY: kill with signal 0 only asks whether the pid exists.
         let gone = unsafe { libc::kill(pid, 0) } != 0;
@@ -390,7 +495,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let dev = fs::metadata(dir.path()).expect("metadata").dev();
         let write_back = WriteBack::start(live(dir.path(), dev.wrapping_add(1)));
-        let err = write_back.run().expect("the process answers").expect_err("another device");
+        let err = write_back.run(Path::new("f")).expect("the process answers").expect_err("another device");
         assert!(err.to_string().contains("mounted over"), "{err}");
     }
 
@@ -399,11 +504,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let gone = dir.path().join("gone");
         let write_back = WriteBack::start(live(&gone, 0));
-        let err = write_back.run().expect("the process answers").expect_err("no such root");
+        let err = write_back.run(Path::new("f")).expect("the process answers").expect_err("no such root");
         assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
         assert!(err.to_string().contains("gone"), "names the root: {err}");
         let not_live = WriteBack::start(MountRootSlot::default());
-        let err = not_live.run().expect("answered here").expect_err("not live");
+        let err = not_live.run(Path::new("f")).expect("answered here").expect_err("not live");
         assert!(err.to_string().contains("not live"), "{err}");
     }
 
@@ -414,8 +519,8 @@ mod tests {
         let write_back = WriteBack::start(live(dir.path(), dev));
         // SAFETY: kills the test's own child.
         unsafe { libc::kill(pid_of(&write_back), libc::SIGKILL) };
-        assert!(write_back.run().is_none(), "gone");
-        assert!(write_back.run().is_none(), "and stays gone");
+        assert!(write_back.run(Path::new("f")).is_none(), "gone");
+        assert!(write_back.run(Path::new("f")).is_none(), "and stays gone");
     }
 
     #[test]
@@ -424,13 +529,18 @@ mod tests {
             Answer::WrittenBack { errno: 0 },
             Answer::WrittenBack { errno: libc::ENOSPC },
             Answer::NoRoot { errno: libc::ENOENT },
+            Answer::NoFile { errno: libc::EACCES },
+            Answer::NoProcess { errno: libc::EAGAIN },
             Answer::MountedOver,
             Answer::BadRequest,
             Answer::Ready,
         ] {
             assert_eq!(Answer::decode(answer.encode()), answer);
         }
-        assert_eq!(write_back(b"short"), Answer::BadRequest);
-        assert_eq!(write_back(b"12345678/no-nul"), Answer::BadRequest);
+        assert_eq!(write_back(b"short"), (Answer::BadRequest, None));
+        assert_eq!(write_back(b"12345678/no-nul"), (Answer::BadRequest, None));
+        assert_eq!(write_back(b"12345678/root\0"), (Answer::BadRequest, None), "no file");
+        assert_eq!(write_back(b"12345678/root\0\0"), (Answer::BadRequest, None), "an empty file name");
+        assert_eq!(write_back(b"12345678/root\0f\0more"), (Answer::BadRequest, None), "bytes after the file");
     }
 }

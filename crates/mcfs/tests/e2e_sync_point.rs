@@ -90,6 +90,52 @@ fn the_checkpoint_before_an_unmount_holds_what_the_kernel_cached() {
     assert_eq!(in_backing(&dirs, "b"), b"second file");
 }
 
+/// A handover never waits for a lock that a request waiting for it holds:
+/// `lseek(SEEK_DATA)` holds its file's inode lock while it waits for the
+/// file's handover, and a handover's close of that file (in the write-back
+/// process) waits for the lock. Here one thread seeks in `x` while another
+/// writes `x` and `y` and fsyncs `z`, so that handovers of `x` and `y` meet
+/// locked files; all of it must end (a deadline turns a hang into a
+/// failure).
+#[test]
+fn seeks_and_fsyncs_in_parallel_never_wait_for_each_others_handover() {
+    use std::os::fd::AsRawFd;
+    const ROUNDS: usize = 300;
+    let dirs = Dirs::new(Some("consistency = \"sync-point\"\ntransaction_policy = \"close-on-fsync\"\n"));
+    let daemon = Daemon::foreground(&dirs, &[]);
+    let [x, y, z] = ["x", "y", "z"].map(|name| std::sync::Arc::new(open_rw(&dirs.mnt.join(name))));
+    let (done, finished) = std::sync::mpsc::channel();
+    let seeker = {
+        let (x, done) = (x.clone(), done.clone());
+        std::thread::spawn(move || {
+            for round in 0..ROUNDS {
+                x.write_all_at(&[1; 4096], (round * 8192) as u64).unwrap();
+                // SAFETY: a valid descriptor and plain integers.
+                let at = unsafe { libc::lseek(x.as_raw_fd(), 0, libc::SEEK_DATA) };
+                assert_eq!(at, 0, "round {round}: data at the start of x");
+            }
+            done.send("seeker").unwrap();
+        })
+    };
+    let syncer = std::thread::spawn(move || {
+        for round in 0..ROUNDS {
+            x.write_all_at(&[2; 100], (round * 8192 + 4096) as u64).unwrap();
+            y.write_all_at(&[3; 4096], (round * 4096) as u64).unwrap();
+            z.write_all_at(&[4; 10], 0).unwrap();
+            z.sync_data().unwrap();
+        }
+        done.send("syncer").unwrap();
+    });
+    for _ in 0..2 {
+        let who = finished.recv_timeout(std::time::Duration::from_secs(120));
+        assert!(who.is_ok(), "a thread hung: the handover waits for a lock a waiting request holds");
+    }
+    seeker.join().unwrap();
+    syncer.join().unwrap();
+    daemon.unmount();
+    assert_eq!(fs::metadata(dirs.backing.join("y")).unwrap().len(), (ROUNDS * 4096) as u64);
+}
+
 /// `writer_process` run as a child (see there), spoken to line by line.
 struct Writer {
     child: std::process::Child,
