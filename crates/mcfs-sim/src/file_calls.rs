@@ -90,7 +90,7 @@ pub fn read(engine: &Engine, ino: Ino, offset: u64, len: u64) -> FsResult<()> {
     while done < len {
         let want = (len - done).min(CHUNK_BYTES);
         let at = offset.checked_add(done).ok_or(Errno::EINVAL)?;
-        if (engine.read(ino, at, want as u32)?.len() as u64) < want {
+        if u64::from(engine.read_len(ino, at, want as u32)?) < want {
             break;
         }
         done += want;
