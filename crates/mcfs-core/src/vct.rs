@@ -309,10 +309,13 @@ impl OpenVct {
         // Sized at once (a flattened iterator cannot tell its length; growing as it goes copied it over and over).
         let mut entries = Vec::with_capacity(self.entries.len());
         // Drained, not taken: the next VCT fills the same buffer rather than
-        // growing one from nothing (every doubling copies the entries so far),
-        // up to `ENTRIES_KEPT` entries' room.
+        // growing one from nothing (every doubling copies the entries so far).
         entries.extend(self.entries.drain(..).flatten());
-        self.entries.shrink_to(ENTRIES_KEPT);
+        if self.entries.capacity() > ENTRIES_KEPT {
+            // A large one goes now, as it did before: shrunk in place instead,
+            // it raised the 60 GiB install trace's peak RSS by about 1 MiB.
+            self.entries = Vec::new();
+        }
         let inodes = std::mem::take(&mut self.data_inodes);
         self.last_data_inode = None;
         self.page_entries.clear();
