@@ -538,7 +538,18 @@ impl Engine {
     /// so a slow device read does not stall other requests; the pages read
     /// are cached.
     pub fn read(&self, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
-        self.read_filling(ino, offset, size, false)
+        let mut out = Vec::new();
+        self.read_filling(ino, offset, size, false, &mut out)?;
+        Ok(out)
+    }
+
+    /// How many bytes `read` returns, doing all it does (the cache sees the
+    /// same uses, fills and reclaim) but copying none: what the simulator's
+    /// replay needs of a read.
+    pub fn read_len(&self, ino: Ino, offset: u64, size: u32) -> FsResult<u32> {
+        let mut count = crate::file_io::ReadCount::default();
+        self.read_filling(ino, offset, size, false, &mut count)?;
+        Ok(count.0 as u32)
     }
 
     /// `read` for a front end with a page cache of its own above the engine
@@ -546,21 +557,25 @@ impl Engine {
     /// stream from the backing store without being cached (`Miss::streamed`,
     /// docs/ENGINE.md "Reclaim order").
     pub fn read_streamed(&self, ino: Ino, offset: u64, size: u32) -> FsResult<Vec<u8>> {
-        self.read_filling(ino, offset, size, true)
+        let mut out = Vec::new();
+        self.read_filling(ino, offset, size, true, &mut out)?;
+        Ok(out)
     }
 
-    fn read_filling(&self, ino: Ino, offset: u64, size: u32, stream: bool) -> FsResult<Vec<u8>> {
-        let mut out = Vec::new();
+    fn read_filling(
+        &self,
+        ino: Ino,
+        offset: u64,
+        size: u32,
+        stream: bool,
+        out: &mut impl crate::file_io::ReadSink,
+    ) -> FsResult<()> {
         let mut outdated = 0;
         loop {
             let mut st = self.state.lock();
-            let (data, miss) = st.read_cached(ino, offset + out.len() as u64, size as u64 - out.len() as u64)?;
-            if out.is_empty() {
-                out = data; // the common case, a read the cache answers whole: no second copy
-            } else {
-                out.extend_from_slice(&data);
-            }
-            let Some(miss) = miss else { return Ok(out) };
+            let Some(miss) = st.read_cached(ino, offset + out.count(), size as u64 - out.count(), out)? else {
+                return Ok(());
+            };
             // Writes to this file outdated what we fetched before: keep the lock.
             let st = if outdated >= 3 {
                 Some(st)
@@ -572,9 +587,10 @@ impl Engine {
                 self.dispatch.request_segment_boundary();
             }
             // A long run of missing pages streams past the cache (`Miss::streamed`).
-            if let Some(range) = miss.streamed(offset + out.len() as u64).filter(|_| stream) {
+            let streamed = miss.streamed(offset + out.count()).filter(|_| stream);
+            if let (Some(range), Some(out)) = (streamed, out.buffer()) {
                 let kept = out.len();
-                crate::file_io::stream(&self.store(), &miss, range, &mut out)?;
+                crate::file_io::stream(&self.store(), &miss, range, out)?;
                 let st = st.unwrap_or_else(|| self.state.lock());
                 if !st.still_current(&miss) {
                     out.truncate(kept);

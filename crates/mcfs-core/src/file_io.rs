@@ -91,11 +91,17 @@ impl State {
         Ok(())
     }
 
-    /// Copies what the cache holds of a read, up to the first page it lacks,
-    /// and names the run of pages to fetch from the backing store next (the
-    /// caller fetches them without the state lock and calls again from where
-    /// this stopped, so every call makes progress).
-    pub fn read_cached(&mut self, ino: Ino, offset: u64, size: u64) -> FsResult<(Vec<u8>, Option<Miss>)> {
+    /// Appends to `out` what the cache holds of a read, up to the first page
+    /// it lacks, and names the run of pages to fetch from the backing store
+    /// next (the caller fetches them without the state lock and calls again
+    /// from where this stopped, so every call makes progress).
+    pub(crate) fn read_cached(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        size: u64,
+        out: &mut impl ReadSink,
+    ) -> FsResult<Option<Miss>> {
         let owner = self.accessor(ino)?;
         let inode = self.inode(ino)?;
         match inode.attr.kind {
@@ -104,7 +110,7 @@ impl State {
             _ => return Err(Errno::EINVAL),
         }
         let end = offset.saturating_add(size).min(inode.attr.size);
-        let mut out = Vec::with_capacity(end.saturating_sub(offset) as usize);
+        out.reserve(end.saturating_sub(offset) as usize);
         let mut at = offset;
         while at < end {
             let idx = at / PAGE_SIZE;
@@ -114,12 +120,12 @@ impl State {
                 let last_page = (end - 1) / PAGE_SIZE;
                 let run = (idx..=last_page).take_while(|i| !self.cache.contains(ino, *i)).count() as u64;
                 let run_end = end.min((idx + run) * PAGE_SIZE);
-                return Ok((out, Some(Miss::new(self.inode(ino)?, ino, idx, run.min(MAX_FILL_PAGES), run_end))));
+                return Ok(Some(Miss::new(self.inode(ino)?, ino, idx, run.min(MAX_FILL_PAGES), run_end)));
             };
-            out.extend_from_slice(&page[within..within + take]);
+            out.append(&page[within..within + take]);
             at += take as u64;
         }
-        Ok((out, None))
+        Ok(None)
     }
 
     /// Caches pages fetched for `miss`, unless the file's data changed since
@@ -256,6 +262,58 @@ impl State {
         inode.last_change = Some((app, vct));
         self.release_pages(ino, size.div_ceil(PAGE_SIZE)..u64::MAX);
         Ok(())
+    }
+}
+
+/// Where the bytes of a read go (`State::read_cached`): into the caller's
+/// buffer, or nowhere (`ReadCount`).
+pub(crate) trait ReadSink {
+    /// Bytes taken so far.
+    fn count(&self) -> u64;
+    fn append(&mut self, bytes: &[u8]);
+    /// Room for `more` bytes to come.
+    fn reserve(&mut self, more: usize);
+    /// The buffer a streamed read goes into (`Miss::streamed`); none for a
+    /// sink that keeps nothing, which never streams.
+    fn buffer(&mut self) -> Option<&mut Vec<u8>>;
+}
+
+impl ReadSink for Vec<u8> {
+    fn count(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    fn reserve(&mut self, more: usize) {
+        Vec::reserve(self, more);
+    }
+
+    fn buffer(&mut self) -> Option<&mut Vec<u8>> {
+        Some(self)
+    }
+}
+
+/// A read's bytes counted, not kept: the simulator's replay needs how many
+/// bytes a read returns, not a copy of them (`Engine::read_len`).
+#[derive(Default)]
+pub(crate) struct ReadCount(pub u64);
+
+impl ReadSink for ReadCount {
+    fn count(&self) -> u64 {
+        self.0
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len() as u64;
+    }
+
+    fn reserve(&mut self, _more: usize) {}
+
+    fn buffer(&mut self) -> Option<&mut Vec<u8>> {
+        None
     }
 }
 

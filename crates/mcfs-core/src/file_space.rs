@@ -339,9 +339,10 @@ impl State {
     /// Page `idx` of a regular file as the mount shows it (up to the size),
     /// through the cache.
     fn page_bytes(&mut self, store: &Store, ino: Ino, idx: u64) -> FsResult<Vec<u8>> {
+        let mut bytes = Vec::new();
         loop {
-            let (bytes, miss) = self.read_cached(ino, idx * PAGE_SIZE, PAGE_SIZE)?;
-            let Some(miss) = miss else { return Ok(bytes) };
+            bytes.clear();
+            let Some(miss) = self.read_cached(ino, idx * PAGE_SIZE, PAGE_SIZE, &mut bytes)? else { return Ok(bytes) };
             let pages = fetch(store, &miss)?;
             self.insert_fetched(&miss, pages);
         }

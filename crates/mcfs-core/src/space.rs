@@ -192,13 +192,15 @@ impl State {
         }
     }
 
-    /// A page of a committed VCT is in the backing store now.
-    pub fn committed_page(&mut self, ino: Ino, idx: u64, len: usize) {
-        let Some(inode) = self.inodes.get_mut(&ino) else { return };
+    /// A page of a committed VCT is in the backing store now. Returns
+    /// whether its inode is still known (the caller's one lookup of it).
+    pub fn committed_page(&mut self, ino: Ino, idx: u64, len: usize) -> bool {
+        let Some(inode) = self.inodes.get_mut(&ino) else { return false };
         if inode.new_blocks.remove(&idx) {
             self.space.new_pages -= 1;
         }
         inode.backing_size = inode.backing_size.max(idx * PAGE_SIZE + len as u64);
+        true
     }
 
     /// The backing store's numbers net of the reservation (`statfs`).

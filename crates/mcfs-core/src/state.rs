@@ -396,9 +396,10 @@ impl State {
             for e in vct.entries {
                 match e {
                     JournaledEntry::Page { ino, page, slot, len } => {
-                        self.committed_page(ino, page, len);
+                        let known = self.committed_page(ino, page, len);
                         self.cache.unpin(ino, page, slot);
-                        if self.inodes.contains_key(&ino) {
+                        // A run of one file's pages names it once (as `dedup` below would leave it).
+                        if known && touched.last() != Some(&ino) {
                             touched.push(ino);
                         }
                     }

@@ -26,12 +26,22 @@ const CHUNK_BYTES: u64 = pattern::MAX_SLICE as u64;
 /// is the empty key. A NUL byte cannot reach a kernel (the path would end there): such a path is refused.
 /// A path already in that form (nearly every one a trace holds) is its own key, borrowed, not copied.
 pub fn key_of(path: &[u8]) -> FsResult<Cow<'_, [u8]>> {
-    if path.contains(&0) {
-        return Err(Errno::EINVAL);
-    }
     let rest = path.strip_prefix(b"/").unwrap_or(path);
+    // One pass over the bytes (every event with a path asks): a NUL refuses the path; each name is
+    // judged at the slash that ends it (the last one at the end).
     let plain = |name: &[u8]| !name.is_empty() && name != b"." && name != b"..";
-    if rest.is_empty() || rest.split(|b| *b == b'/').all(plain) {
+    let (mut all_plain, mut name_start) = (true, 0);
+    for (at, byte) in rest.iter().enumerate() {
+        match byte {
+            0 => return Err(Errno::EINVAL),
+            b'/' => {
+                all_plain &= plain(&rest[name_start..at]);
+                name_start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    if rest.is_empty() || all_plain && plain(&rest[name_start..]) {
         return Ok(Cow::Borrowed(rest));
     }
     let mut names: Vec<&[u8]> = Vec::new();
@@ -80,7 +90,7 @@ pub fn read(engine: &Engine, ino: Ino, offset: u64, len: u64) -> FsResult<()> {
     while done < len {
         let want = (len - done).min(CHUNK_BYTES);
         let at = offset.checked_add(done).ok_or(Errno::EINVAL)?;
-        if (engine.read(ino, at, want as u32)?.len() as u64) < want {
+        if u64::from(engine.read_len(ino, at, want as u32)?) < want {
             break;
         }
         done += want;

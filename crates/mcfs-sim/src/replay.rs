@@ -32,7 +32,7 @@ pub use risk::BytesAtRisk;
 
 use crate::device::SimBackend;
 use crate::error::TraceError;
-use crate::text::{format_event, op_name};
+use crate::text::{format_event, op_index, op_name, OP_NAMES};
 use crate::trace::{EventKind, TraceEvent};
 use closed_loop::ClosedLoop;
 use mcfs_core::{Caller, Clock, Config, Engine, Errno, InoHasher, ManualClock};
@@ -55,7 +55,7 @@ pub const MAX_REQUEST_BYTES: u64 = 64 << 20;
 /// `MAX_LFS_FILESIZE`).
 const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
-/// The replayer's maps looked up on every event by keys it makes itself (event kinds, uids): hashed eight
+/// The replayer's maps looked up on every event by keys it makes itself (uids): hashed eight
 /// bytes a step, not with SipHash; none is iterated where order shows. Trace paths and app names are names
 /// apps chose, so their maps keep SipHash (with `InoHasher` colliding names are easy to craft).
 type Fast = BuildHasherDefault<InoHasher>;
@@ -116,8 +116,8 @@ pub struct Replayer {
     /// events mostly come from one app, whose name is then compared, not hashed.
     last_app: (String, u32),
     waits: Waits,
-    /// Events replayed by kind, into `metrics.replayed_by_kind` at the end.
-    replayed_by_kind: HashMap<&'static str, u64, Fast>,
+    /// Events replayed by kind (`op_index`), into `metrics.replayed_by_kind` at the end.
+    replayed_by_kind: [u64; OP_NAMES.len()],
     risk: RiskTracker,
     /// User inputs, for the predictor comparison.
     inputs: InputTimes,
@@ -152,7 +152,7 @@ impl Replayer {
             uids: HashMap::default(),
             last_app: (String::new(), 0),
             waits: Waits::default(),
-            replayed_by_kind: HashMap::default(),
+            replayed_by_kind: [0; OP_NAMES.len()],
             risk: RiskTracker::new(sample_every_ns),
             inputs: InputTimes::default(),
             metrics: Metrics::default(),
@@ -224,7 +224,6 @@ impl Replayer {
         if matches!(event.kind, EventKind::Input { .. }) {
             self.inputs.record(self.now_ns);
         }
-        let kind = op_name(&event.kind);
         let caller = self.caller_of(event);
         self.backend.begin_call();
         let result = self.apply(event, caller);
@@ -236,11 +235,11 @@ impl Replayer {
         match result {
             Ok(()) => {
                 self.metrics.events_replayed += 1;
-                *self.replayed_by_kind.entry(kind).or_default() += 1;
+                self.replayed_by_kind[op_index(&event.kind)] += 1;
             }
             Err(skip) => {
                 self.metrics.events_skipped += 1;
-                *self.metrics.skipped_by_kind.entry(kind).or_default() += 1;
+                *self.metrics.skipped_by_kind.entry(op_name(&event.kind)).or_default() += 1;
                 let reason = match skip {
                     Skip::UnknownPath => "unknown path".to_string(),
                     Skip::Refused(e) => e.to_string(),
@@ -272,7 +271,8 @@ impl Replayer {
         let during = self.engine.stats();
         self.metrics.checkpoints_before_shutdown = during.checkpoints;
         let m = &mut self.metrics;
-        m.replayed_by_kind.extend(self.replayed_by_kind.drain());
+        let replayed = OP_NAMES.into_iter().zip(self.replayed_by_kind).filter(|(_, n)| *n > 0);
+        m.replayed_by_kind.extend(replayed);
         m.bytes_at_risk = self.risk.finish(self.now_ns);
         self.engine.shutdown().map_err(|e| ReplayError::Engine(format!("shutdown failed: {e}")))?;
         let stats = self.engine.stats();

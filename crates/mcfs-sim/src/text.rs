@@ -86,31 +86,62 @@ pub fn format_event(event: &TraceEvent, out: &mut Vec<u8>) {
     }
 }
 
+/// The text names of the operations, by `op_index`.
+pub const OP_NAMES: [&str; 21] = [
+    "open",
+    "create",
+    "read",
+    "write",
+    "fsync",
+    "fdatasync",
+    "truncate",
+    "unlink",
+    "rename",
+    "link",
+    "mkdir",
+    "rmdir",
+    "close",
+    "tap",
+    "drag",
+    "launch",
+    "foreground",
+    "background",
+    "exit",
+    "battery",
+    "screen",
+];
+
+/// Where an event's operation is in `OP_NAMES`: a counter per operation is
+/// an array slot, not a map entry hashed by name for every event.
+pub fn op_index(kind: &EventKind) -> usize {
+    match kind {
+        EventKind::Open { .. } => 0,
+        EventKind::Create { .. } => 1,
+        EventKind::Read { .. } => 2,
+        EventKind::Write { .. } => 3,
+        EventKind::Fsync { .. } => 4,
+        EventKind::Fdatasync { .. } => 5,
+        EventKind::Truncate { .. } => 6,
+        EventKind::Unlink { .. } => 7,
+        EventKind::Rename { .. } => 8,
+        EventKind::Link { .. } => 9,
+        EventKind::Mkdir { .. } => 10,
+        EventKind::Rmdir { .. } => 11,
+        EventKind::Close { .. } => 12,
+        EventKind::Input { input: InputKind::Tap, .. } => 13,
+        EventKind::Input { input: InputKind::Drag, .. } => 14,
+        EventKind::Launch => 15,
+        EventKind::Foreground => 16,
+        EventKind::Background => 17,
+        EventKind::Exit => 18,
+        EventKind::Battery { .. } => 19,
+        EventKind::Screen { .. } => 20,
+    }
+}
+
 /// The text name of an event's operation.
 pub fn op_name(kind: &EventKind) -> &'static str {
-    match kind {
-        EventKind::Open { .. } => "open",
-        EventKind::Create { .. } => "create",
-        EventKind::Read { .. } => "read",
-        EventKind::Write { .. } => "write",
-        EventKind::Fsync { .. } => "fsync",
-        EventKind::Fdatasync { .. } => "fdatasync",
-        EventKind::Truncate { .. } => "truncate",
-        EventKind::Unlink { .. } => "unlink",
-        EventKind::Rename { .. } => "rename",
-        EventKind::Link { .. } => "link",
-        EventKind::Mkdir { .. } => "mkdir",
-        EventKind::Rmdir { .. } => "rmdir",
-        EventKind::Close { .. } => "close",
-        EventKind::Input { input: InputKind::Tap, .. } => "tap",
-        EventKind::Input { input: InputKind::Drag, .. } => "drag",
-        EventKind::Launch => "launch",
-        EventKind::Foreground => "foreground",
-        EventKind::Background => "background",
-        EventKind::Exit => "exit",
-        EventKind::Battery { .. } => "battery",
-        EventKind::Screen { .. } => "screen",
-    }
+    OP_NAMES[op_index(kind)]
 }
 
 /// Streams events out of a text trace.

@@ -27,7 +27,8 @@ use super::group::{names, touches};
 use super::{JournalOp, RunTxn, TxnOps};
 use crate::types::FileKind;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// An op of the run: its transaction's position in the run, its index.
 type OpAt = (usize, u64);
@@ -86,9 +87,9 @@ pub fn plan(run: &[RunTxn], starts: &[Option<u64>]) -> Elision {
 #[derive(Default)]
 struct Planner {
     /// Names after an anchor (no span yet, or a span under way), by path.
-    open: BTreeMap<PathBuf, Open>,
+    open: BTreeMap<Key, Open>,
     /// Finished spans by the parent whose times they wait for.
-    ended: BTreeMap<PathBuf, Vec<Ended>>,
+    ended: BTreeMap<Key, Vec<Ended>>,
     elision: Elision,
 }
 
@@ -107,8 +108,8 @@ impl Planner {
                 let anchor = match self.open.remove(&p) {
                     Some(mut open) if in_span => {
                         open.ops.push(at);
-                        let parent = p.parent().map(Path::to_path_buf).unwrap_or_default();
-                        self.ended.entry(parent).or_default().push(Ended { anchor: open.anchor, ops: open.ops });
+                        let dir = parent(&p).to_vec();
+                        self.ended.entry(dir).or_default().push(Ended { anchor: open.anchor, ops: open.ops });
                         open.anchor
                     }
                     _ => at,
@@ -156,27 +157,51 @@ impl Planner {
     /// (so none may be under way there), nor, for a namespace op, below it;
     /// and a namespace op at or above a parent leaves its finished spans
     /// without the times they wait for. `at_too`: also the name `p` itself.
-    fn forget_related(&mut self, p: &Path, namespace: bool, at_too: bool) {
-        for above in p.ancestors().skip(1) {
+    fn forget_related(&mut self, p: &[u8], namespace: bool, at_too: bool) {
+        for above in ancestors(p) {
             self.open.remove(above);
         }
         if at_too {
             self.open.remove(p);
         }
         if namespace {
-            let below: Vec<PathBuf> =
-                self.open.range(p.to_path_buf()..).map(|(k, _)| k.clone()).take_while(|k| k.starts_with(p)).collect();
-            below.iter().filter(|k| k.as_path() != p).for_each(|k| drop(self.open.remove(k)));
-            let parents: Vec<PathBuf> =
-                self.ended.range(p.to_path_buf()..).map(|(k, _)| k.clone()).take_while(|k| k.starts_with(p)).collect();
-            parents.iter().for_each(|k| drop(self.ended.remove(k)));
+            below(&self.open, p).iter().for_each(|k| drop(self.open.remove(k)));
+            self.ended.remove(p);
+            below(&self.ended, p).iter().for_each(|k| drop(self.ended.remove(k)));
         }
     }
 }
 
-/// `path` as the backend resolves it, if this module can judge it.
-fn key(path: &Path) -> Option<PathBuf> {
-    names(path).map(|names| names.into_iter().collect())
+/// A path as the backend resolves it: its names joined by `/`, the root the
+/// empty key. Compared byte by byte, where a `PathBuf` compares name by name
+/// (each comparison splitting both paths): these maps are searched for every
+/// name above every op's path.
+type Key = Vec<u8>;
+
+/// `path`'s key, if this module can judge it.
+fn key(path: &Path) -> Option<Key> {
+    names(path).map(|names| names.iter().map(|name| name.as_bytes()).collect::<Vec<_>>().join(&b'/'))
+}
+
+/// The keys of the names above `p`, nearest first (the root last; none above the root).
+fn ancestors(p: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let slashes = p.iter().enumerate().rev().filter(|(_, byte)| **byte == b'/');
+    slashes.map(|(at, _)| &p[..at]).chain((!p.is_empty()).then_some(&p[..0]))
+}
+
+/// The key of the directory that holds `p` (the root for the root).
+fn parent(p: &[u8]) -> &[u8] {
+    ancestors(p).next().unwrap_or_default()
+}
+
+/// The keys of `map` below `p`, not `p` itself: all but the root below the
+/// root, else those that go on from `p` with a `/` (one range in byte order).
+fn below<V>(map: &BTreeMap<Key, V>, p: &[u8]) -> Vec<Key> {
+    if p.is_empty() {
+        return map.keys().filter(|k| !k.is_empty()).cloned().collect();
+    }
+    let prefix = [p, b"/"].concat();
+    map.range(prefix.clone()..).map(|(k, _)| k).take_while(|k| k.starts_with(&prefix)).cloned().collect()
 }
 
 #[cfg(test)]
@@ -306,5 +331,19 @@ mod tests {
         assert!(!resumed.elides((0, 2)) && resumed.elides((0, 3)), "from a resume point, its first unlink anchors");
         let logged = [RunTxn { slot: 0, header: run[0].header, ops: TxnOps::Logged }];
         assert_eq!(plan(&logged, &[Some(0)]).elided.len(), 0, "recovery elides nothing");
+    }
+
+    #[test]
+    fn journal_transient_keys_relate_by_whole_names() {
+        let up: Vec<&[u8]> = ancestors(b"d/a/x").collect();
+        assert_eq!(up, [&b"d/a"[..], b"d", b""]);
+        assert_eq!((parent(b"d/a"), parent(b"d"), parent(b"")), (&b"d"[..], &b""[..], &b""[..]));
+        let keys = ["", "d/a", "d/a-b", "d/a/x", "d/a/y/z", "d/a0", "d/b"];
+        let map: BTreeMap<Key, ()> = keys.iter().map(|k| (k.as_bytes().to_vec(), ())).collect();
+        let below =
+            |p: &str| below(&map, p.as_bytes()).into_iter().map(|k| String::from_utf8(k).unwrap()).collect::<Vec<_>>();
+        assert_eq!(below("d/a"), ["d/a/x", "d/a/y/z"], "`d/a-b` sorts between `d/a` and `d/a/x` but is not below");
+        assert_eq!(below(""), &keys[1..], "below the root: every other name");
+        assert_eq!(below("d/a/x"), Vec::<String>::new());
     }
 }
