@@ -250,6 +250,19 @@ fn check_text(text: &str, start: Start) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Sync-point mode: a truncate the backing store refuses (32 TiB) leaves
+/// the kernel's cache as it was, so the write still waiting there reaches
+/// the engine at the next handover (the emulated cache dropped its size
+/// first, and with it the write: seed 345013499249, found 2026-11-29).
+#[test]
+fn sync_point_a_refused_truncate_keeps_the_writes_the_kernel_holds() {
+    check_text(
+        "a2 mkdir app2 755; a2 symlink app2/s0 f0; a0 mkdir shared 777; a2 create shared/f2 640 h8; \
+         a2 write h8 @20335+518 #73; a2 truncate h8 35184372088832; a2 unlink app2/s0; a2 symlink app2/s0 ../t85",
+        Start::Mounted,
+    );
+}
+
 /// Sync-point mode: app 1's chmod of a file app 0 made in `shared/` while
 /// app 0's write waits in the kernel's cache closes app 0's VCT; the kernel
 /// hands everything over first, so that VCT holds the write.

@@ -247,10 +247,8 @@ impl Harness {
         }
         match step {
             Step::Fsync { .. } | Step::Checkpoint | Step::Shutdown => kernel.hand_over_all(e),
-            Step::Truncate { app, file: target, size } => {
-                kernel.truncate(self.file(*app, target)?, *size);
-                Ok(())
-            }
+            // The kernel changes its cache only once the engine took the truncate (`apply`).
+            Step::Truncate { .. } => Ok(()),
             Step::Punch { app, file: target, .. } | Step::ZeroRange { app, file: target, .. } => {
                 kernel.hand_over_file(e, self.file(*app, target)?)
             }
@@ -379,6 +377,11 @@ impl Harness {
             Step::Truncate { app, file, size } => {
                 let ino = self.file(*app, file)?;
                 e.setattr(caller(*app), ino, &SetAttr { size: Some(*size), ..SetAttr::default() })?;
+                // As FUSE does, only after the SETATTR succeeded: a refused
+                // truncate leaves the kernel's size and dirty pages as they were.
+                if let Some(kernel) = self.kernel.as_mut() {
+                    kernel.truncate(ino, *size);
+                }
             }
             Step::Punch { app, file, offset, len } => {
                 let ino = self.file(*app, file)?;

@@ -14,8 +14,9 @@
 //!   mode writes them back first), hole punching and zeroing (the range is
 //!   written back and dropped first; all of the file's pages here, a
 //!   superset the kernel may also choose): the file's dirty pages;
-//! * truncate: sent at once; dirty pages past the new end are dropped, and
-//!   the page holding the new end keeps only the bytes below it.
+//! * truncate: sent at once; once the engine took it, dirty pages past the
+//!   new end are dropped, and the page holding the new end keeps only the
+//!   bytes below it (a refused one changes nothing, as in FUSE).
 //!
 //! The order comes from a generator with a fixed seed, advanced only by
 //! the driver's calls, so a printed script replays the same writebacks.
@@ -86,7 +87,7 @@ impl KernelCache {
         Ok(())
     }
 
-    /// A truncate, before the engine gets it.
+    /// A truncate the engine took.
     pub fn truncate(&mut self, ino: Ino, size: u64) {
         self.dirty.retain(|&(i, page), _| i != ino || page * PAGE < size);
         if let Some(held) = self.dirty.get_mut(&(ino, size / PAGE)) {
