@@ -22,7 +22,7 @@ use crate::policy::prediction_score::PredictionScore;
 use crate::policy::Limits;
 use crate::refused::OpOrigins;
 use crate::rename_chains::RenameChains;
-use crate::state::State;
+use crate::state::{DeadOrphan, State};
 use crate::stats::{AppStats, Stats};
 use crate::types::*;
 use crate::vct::{AppId, ClosedEntry, ClosedVct, LogEntry};
@@ -378,12 +378,20 @@ impl Engine {
 
     /// Deletes orphans (unlinked files kept while open) nobody uses any more,
     /// once no transaction waits (an orphan may be in the tree they lead to
-    /// and not yet in the backing store).
+    /// and not yet in the backing store) and the VCT of each one's last
+    /// change committed (its ops may still name the orphan, `DeadOrphan`).
     pub(crate) fn delete_dead_orphans(&self) -> FsResult<()> {
         if !self.backlog.lock().is_empty() {
             return Ok(());
         }
-        let dead: Vec<Ino> = std::mem::take(&mut self.state.lock().dead_orphans);
+        let dead: Vec<Ino> = {
+            let mut st = self.state.lock();
+            let (pending, dead) = std::mem::take(&mut st.dead_orphans)
+                .into_iter()
+                .partition(|orphan| st.change_pending(orphan.last_change));
+            st.dead_orphans = pending;
+            dead.into_iter().map(|orphan: DeadOrphan| orphan.ino).collect()
+        };
         let mut committed = self.tree.write();
         let tree = &mut committed.before;
         for ino in dead {
@@ -541,7 +549,13 @@ impl Engine {
         self.state.lock().split_writes.settle(None);
         self.run_checkpoint(Trigger::Everything)?;
         let mut st = self.state.lock();
-        let orphans: Vec<Ino> = st.inodes.keys().copied().filter(|i| self.tree.read().latest().is_orphan(*i)).collect();
+        // Everything committed above: no change of theirs is pending.
+        let orphans: Vec<DeadOrphan> = st
+            .inodes
+            .keys()
+            .filter(|i| self.tree.read().latest().is_orphan(**i))
+            .map(|&ino| DeadOrphan { ino, last_change: None })
+            .collect();
         st.dead_orphans.extend(orphans);
         drop(st);
         self.delete_dead_orphans()?;

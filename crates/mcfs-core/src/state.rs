@@ -39,7 +39,7 @@ pub struct State {
     pub closed: VecDeque<ClosedVct>,
     pub battery: Option<u8>,
     /// Inodes dropped while kept as orphans in the backing store.
-    pub dead_orphans: Vec<Ino>,
+    pub dead_orphans: Vec<DeadOrphan>,
     /// Engine inodes of backing objects with several names, by backing
     /// inode number, so every name of a hard-linked file finds one inode.
     linked: HashMap<u64, Ino>,
@@ -443,13 +443,31 @@ impl State {
         if ino == ROOT_INO || !inode.unreferenced() {
             return;
         }
+        let last_change = inode.last_change;
         self.release_pages(ino, 0..u64::MAX);
         self.inodes.remove(&ino);
         self.cache.remove_from(ino, 0);
         if tree.read().latest().is_orphan(ino) {
-            self.dead_orphans.push(ino);
+            self.dead_orphans.push(DeadOrphan { ino, last_change });
         }
     }
+
+    /// Whether the VCT of `change` (an inode's `last_change`) is not
+    /// committed yet: still some app's open VCT, or closed and waiting.
+    pub fn change_pending(&self, change: Option<(AppId, u64)>) -> bool {
+        change.is_some_and(|(app, vct)| self.apps.list[app].open.id == vct || self.closed.iter().any(|v| v.id == vct))
+    }
+}
+
+/// An inode dropped while the backing store keeps it as an orphan. Its
+/// orphan may go once the VCT of its last change committed and was applied:
+/// that VCT's ops may still name the orphan (a link of a file made with
+/// `O_TMPFILE` to a name, then renamed, truncated and unlinked, all in one
+/// VCT: deleting the orphan first had the replay's truncate, by path, hit the
+/// file the rename replaced).
+pub struct DeadOrphan {
+    pub ino: Ino,
+    pub last_change: Option<(AppId, u64)>,
 }
 
 pub fn attr_from_backend(ino: Ino, a: &BackendAttr) -> Attr {

@@ -250,6 +250,25 @@ fn check_text(text: &str, start: Start) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A file made with `O_TMPFILE` (kept as an orphan once fsynced) is linked
+/// to a name, renamed over another file's name, truncated and unlinked,
+/// all in one VCT, and dropped at its close: its orphan must stay until that
+/// VCT committed. Deleted first (the engine deleted it as soon as no
+/// transaction waited), the replay of the VCT after a crash could not link
+/// it, and the truncate, by path, hit the file the rename replaced
+/// (`db-journal`, a second name of it: seed 466956370788, found 2026-11-29).
+#[test]
+fn a_tmpfile_linked_renamed_and_unlinked_in_one_vct_keeps_its_orphan_until_it_commits() {
+    check_text(
+        "a0 mkdir app0 755; a2 mkdir app2 755; a0 mkdir shared 777; a0 create app0/f1 644 h3; \
+         a0 link app0/f1 app0/db-journal; a2 mkdir app2/d0 644; battery 5; a2 create app2/d0/f1 600; \
+         a0 tmpfile app0 644 h17; a0 fsync h17; a0 linkh h17 app0/new.1; a0 rename app0/new.1 app0/f1; \
+         a0 close h17; a0 truncate app0/f1 377; a0 unlink app0/f1; tick 5; a0 create shared/new.2 640; \
+         a1 symlink shared/s0 ../t73; a2 write app2/d0/f1 @24391+509 #106",
+        Start::Empty,
+    );
+}
+
 /// Sync-point mode: a truncate the backing store refuses (32 TiB) leaves
 /// the kernel's cache as it was, so the write still waiting there reaches
 /// the engine at the next handover (the emulated cache dropped its size
