@@ -34,7 +34,8 @@
 //! operation mode.
 //!
 //! Most sync points close nothing (with the default policy only one at
-//! half a limit does), and a handover costs a `syncfs`. So the adapter asks
+//! half a limit does), and a handover costs a writeback of each file open
+//! for writing. So the adapter asks
 //! `boundary_possible` first, and runs a sync point that cannot close the
 //! VCT without a handover, inside `without_boundary`, where it places none.
 //!

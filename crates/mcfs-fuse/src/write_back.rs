@@ -37,17 +37,17 @@
 //! children), forked when the handover starts, before the session maps any
 //! io_uring ring; it holds two pipes to the daemon and nothing else of it.
 //! Invariant: no thread that may wait for the mount's writeback shares the
-//! daemon's descriptors or its memory. When the rest of the daemon dies, its `/dev/fuse` descriptors
-//! close and its memory goes, and with the memory the mappings of its
-//! FUSE-over-io_uring rings, which hold the rings open: only then does the
-//! kernel end the connection and fail the WRITEs the process waits for (a
-//! thread of the daemon waiting in syncfs kept that memory alive, and with
-//! it the requests the dead daemon had taken: the mount hung for good,
-//! docs/ENGINE.md, "Consistency modes"). The wait then returns, the child
-//! exits, the process reads the end of its request pipe, and exits. It closes every
-//! other descriptor it inherited before the fork returns in the daemon, so
-//! none (a pipe a parent reads to its end, a lock) outlives the daemon's
-//! own use of it.
+//! daemon's descriptors or its memory. When the rest of the daemon dies,
+//! its `/dev/fuse` descriptors close and its memory goes, and with the
+//! memory the mappings of its FUSE-over-io_uring rings, which hold the
+//! rings open: only then does the kernel end the connection and fail the
+//! WRITEs the process waits for (a thread of the daemon waiting in syncfs
+//! kept that memory alive, and with it the requests the dead daemon had
+//! taken: the mount hung for good, docs/ENGINE.md, "Consistency modes").
+//! The wait then returns, the child exits, the process reads the end of its
+//! request pipe, and exits. It closes every other descriptor it inherited
+//! before the fork returns in the daemon, so none (a pipe a parent reads to
+//! its end, a lock) outlives the daemon's own use of it.
 
 use parking_lot::Mutex;
 use std::fs::{self, File};
@@ -91,7 +91,7 @@ impl WriteBack {
         WriteBack { mount, process: Mutex::new(process) }
     }
 
-    /// Has the kernel write back every dirty page (and the times) of `file`,
+    /// Has the kernel write back every dirty page of `file` (not its times),
     /// a path below the mount's root, and waits for the daemon's answers;
     /// the pages stay cached. Fails, touching nothing, if the mount is not
     /// live, its root or the file cannot be opened or another file system

@@ -8,8 +8,9 @@
 //! early, as Linux's FUSE does:
 //!
 //! * a sync point (fsync, rename, unlink, rmdir, link, a requested
-//!   checkpoint, unmount): every dirty page of the mount, since the FUSE
-//!   adapter's handover is a `syncfs` of the mount;
+//!   checkpoint, unmount): every dirty page of the mount (the FUSE adapter
+//!   hands over the app's files open for writing, a subset; the kernel may
+//!   write any other page back whenever it likes);
 //! * close (FLUSH writes the file's pages back), chmod (a SETATTR of the
 //!   mode writes them back first), hole punching and zeroing (the range is
 //!   written back and dropped first; all of the file's pages here, a
