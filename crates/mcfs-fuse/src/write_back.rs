@@ -87,6 +87,7 @@ impl WriteBack {
     /// Call it before the session maps its rings: the fork copies the
     /// mappings there are (`McfsFs::new` does, before the mount).
     pub fn start(mount: MountRootSlot) -> WriteBack {
+        warn_if_the_kernel_cannot_wait();
         let process = Process::fork().inspect_err(|e| tracing::warn!("cannot start the write-back process: {e}")).ok();
         WriteBack { mount, process: Mutex::new(process) }
     }
@@ -264,6 +265,30 @@ impl Process {
         self.requests.write_all(&request)?;
         self.answer()
     }
+}
+
+/// The first Linux whose FUSE ends a page's writeback when the daemon
+/// answers its WRITE, which the wait here relies on (module header).
+const WAITS_SINCE: (u32, u32) = (6, 14);
+
+/// Warns where the running kernel is older than `WAITS_SINCE`: there a
+/// handover may end before the daemon has every page.
+fn warn_if_the_kernel_cannot_wait() {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    if kernel_version(&release).is_some_and(|version| version < WAITS_SINCE) {
+        tracing::warn!(
+            "Linux {}: before {}.{}, FUSE ends a page's writeback before the daemon has it, so a sync point may miss pages the app wrote before it (docs/CONFIG.md, consistency)",
+            release.trim(),
+            WAITS_SINCE.0,
+            WAITS_SINCE.1
+        );
+    }
+}
+
+/// A kernel release's major and minor version ("6.18.44-fc-v669": 6, 18).
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut numbers = release.trim().split(|c: char| !c.is_ascii_digit());
+    Some((numbers.next()?.parse().ok()?, numbers.next()?.parse().ok()?))
 }
 
 /// The module's invariant, checked once: the fork copied the rings the
@@ -521,6 +546,16 @@ mod tests {
         unsafe { libc::kill(pid_of(&write_back), libc::SIGKILL) };
         assert!(write_back.run(Path::new("f")).is_none(), "gone");
         assert!(write_back.run(Path::new("f")).is_none(), "and stays gone");
+    }
+
+    #[test]
+    fn kernel_versions_are_read_from_release_strings() {
+        assert_eq!(kernel_version("6.18.44-fc-v669\n"), Some((6, 18)));
+        assert_eq!(kernel_version("5.15.0-91-generic"), Some((5, 15)));
+        assert!(kernel_version("5.15.0").unwrap() < WAITS_SINCE);
+        assert!(kernel_version("6.14").unwrap() >= WAITS_SINCE);
+        assert_eq!(kernel_version(""), None);
+        assert_eq!(kernel_version("6"), None);
     }
 
     #[test]
