@@ -124,15 +124,15 @@ pub fn mount_fs(fs: McfsFs, mountpoint: &Path, opts: &MountOptions) -> io::Resul
     }?;
     crate::kernel_config::raise_readahead(mounted.mountpoint());
     // The mount is live and served: its root stands for its file system.
-    match MountRoot::of(mounted.mountpoint()) {
-        Ok(live) => {
-            let _ = root.set(live);
-        }
-        Err(e) => tracing::warn!(
-            "{}: cannot stat the new mount ({e}); sync-point handovers drop the pages they hand over",
-            mounted.mountpoint().display()
-        ),
-    }
+    let live = MountRoot::of(mounted.mountpoint())
+        .inspect_err(|e| {
+            tracing::warn!(
+                "{}: cannot stat the new mount ({e}); sync-point handovers drop the pages they hand over",
+                mounted.mountpoint().display()
+            )
+        })
+        .ok();
+    let _ = root.set(live);
     Ok(mounted)
 }
 

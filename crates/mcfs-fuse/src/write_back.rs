@@ -57,6 +57,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// The live mount: where its root is and which device it has.
 pub struct MountRoot {
@@ -65,7 +66,13 @@ pub struct MountRoot {
 }
 
 /// Where the mount puts its root once it is live.
-pub type MountRootSlot = Arc<OnceLock<MountRoot>>;
+/// `None` inside: the mount went live but its root could not be examined.
+pub type MountRootSlot = Arc<OnceLock<Option<MountRoot>>>;
+
+/// How long a handover waits for the mount to go live: the kernel may send
+/// a sync point in the few milliseconds between the session's start and
+/// the daemon's `stat` of the new mount (`mount::mount_fs`).
+const LIVE_WAIT: Duration = Duration::from_secs(2);
 
 impl MountRoot {
     /// The mount at `path`, live now (its device is read through it).
@@ -100,8 +107,10 @@ impl WriteBack {
     pub fn run(&self, file: &Path) -> Option<io::Result<()>> {
         let mut process = self.process.lock();
         let asked = process.as_mut()?;
-        let Some(root) = self.mount.get() else {
-            return Some(Err(io::Error::other("the mount is not live yet")));
+        let root = match live(&self.mount) {
+            Some(Some(root)) => root,
+            Some(None) => return Some(Err(io::Error::other("the new mount's root could not be examined"))),
+            None => return Some(Err(io::Error::other("the mount is not live yet"))),
         };
         let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", root.path.display()));
         let answer = match asked.ask(root, file) {
@@ -264,6 +273,20 @@ impl Process {
         }
         self.requests.write_all(&request)?;
         self.answer()
+    }
+}
+
+/// The mount's root once it is live, waiting up to `LIVE_WAIT` for it.
+fn live(mount: &MountRootSlot) -> Option<&Option<MountRoot>> {
+    let since = Instant::now();
+    loop {
+        if let Some(root) = mount.get() {
+            return Some(root);
+        }
+        if since.elapsed() >= LIVE_WAIT {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -453,7 +476,7 @@ mod tests {
 
     fn live(path: &Path, dev: u64) -> MountRootSlot {
         let slot = MountRootSlot::default();
-        assert!(slot.set(MountRoot { path: path.to_path_buf(), dev }).is_ok());
+        assert!(slot.set(Some(MountRoot { path: path.to_path_buf(), dev })).is_ok());
         slot
     }
 
