@@ -112,7 +112,6 @@ impl WriteBack {
             Some(None) => return Some(Err(io::Error::other("the new mount's root could not be examined"))),
             None => return Some(Err(io::Error::other("the mount is not live yet"))),
         };
-        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", root.path.display()));
         let answer = match asked.ask(root, file) {
             Ok(answer) => answer,
             Err(e) => {
@@ -131,21 +130,26 @@ impl WriteBack {
                 tracing::debug!("{}: the writeback reported an error: {e}", root.path.join(file).display());
                 Ok(())
             }
-            Answer::NoRoot { errno } => Err(named(io::Error::from_raw_os_error(errno))),
-            Answer::NoFile { errno } => {
-                let e = io::Error::from_raw_os_error(errno);
-                Err(io::Error::new(e.kind(), format!("{}: {e}", root.path.join(file).display())))
-            }
+            Answer::NoRoot { errno } => Err(naming(errno, root.path.display())),
+            Answer::NoFile { errno } => Err(naming(errno, root.path.join(file).display())),
             Answer::NoProcess { errno } => {
-                let e = io::Error::from_raw_os_error(errno);
-                Err(io::Error::new(e.kind(), format!("cannot fork to write back {}: {e}", file.display())))
+                Err(naming(errno, format_args!("cannot fork to write back {}", file.display())))
             }
-            Answer::MountedOver => Err(named(io::Error::other("another file system is mounted over it"))),
-            Answer::BadRequest | Answer::Ready => {
-                Err(named(io::Error::other("the write-back process did not understand the request")))
+            Answer::MountedOver => {
+                Err(io::Error::other(format!("{}: another file system is mounted over it", root.path.display())))
             }
+            Answer::BadRequest | Answer::Ready => Err(io::Error::other(format!(
+                "{}: the write-back process did not understand the request",
+                root.path.display()
+            ))),
         })
     }
+}
+
+/// `errno` as an error that says what it concerns: "`what`: the error".
+fn naming(errno: i32, what: impl std::fmt::Display) -> io::Error {
+    let e = io::Error::from_raw_os_error(errno);
+    io::Error::new(e.kind(), format!("{what}: {e}"))
 }
 
 /// The forked process and the daemon's ends of its two pipes. Fields drop
