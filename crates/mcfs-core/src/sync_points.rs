@@ -59,8 +59,9 @@ thread_local! {
 
 /// Whether `app`'s open VCT must close now, between sync points: in
 /// operation mode what the policy says, or the VCT holds half
-/// `max_stale_bytes`; in sync-point mode only a limit reached, or half the
-/// byte limit once a limit closed one since the app's last sync point.
+/// `max_stale_bytes` of mostly new data; in sync-point mode only a limit
+/// reached, or half the byte limit once a limit closed one since the app's
+/// last sync point.
 ///
 /// Why half (operation mode, where a boundary may fall after any
 /// operation): a writer whose next write would take its app past
@@ -69,6 +70,12 @@ thread_local! {
 /// writer would wait for every commit of its data; closed at half, the
 /// background thread commits it while the writer fills the other half.
 /// The age limit has no writer waiting on it and keeps its full length.
+/// Why mostly new data: a VCT whose writes land mostly on its own pages
+/// (overwrites o at least half its bytes s) commits far fewer bytes than it
+/// counts, and closing it early would give up what staying open saves — the
+/// MobiFS benchmark's 8 MiB region rewritten 16 times reached the backing
+/// store three times instead of twice. Such a writer meets the limit with
+/// little to commit; the policy still closes it where it decides to.
 ///
 /// In sync-point mode half would put a boundary between sync points into
 /// the write of an app that writes less than the limit between them, which
@@ -86,7 +93,8 @@ pub(crate) fn closes_between_sync_points(st: &mut State, app: AppId, limits: &Li
         a.limit_closed_since_sync_point |= due;
         due
     } else {
-        a.policy.should_close(&a.open, limits, now) || half_full
+        let mostly_new = a.open.overwrite_bytes < a.open.bytes / 2;
+        a.policy.should_close(&a.open, limits, now) || (half_full && mostly_new)
     }
 }
 
