@@ -6,11 +6,11 @@
 use crate::app_metrics::AppMetrics;
 use crate::config::{Config, SyncMode, FIRST_APP_UID};
 use crate::policy::{self, StalenessLimit, TransactionPolicy};
-use crate::types::InoHasher;
+use crate::types::{Ino, InoHasher};
 use crate::vct::{AppId, OpenVct};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 #[derive(Default)]
 pub struct AppCounters {
@@ -33,7 +33,9 @@ pub struct App {
     /// point (`sync_points::closes_between_sync_points`).
     pub limit_closed_since_sync_point: bool,
     /// Bytes in the app's closed VCTs waiting for a checkpoint (kept by
-    /// `State`, so staleness costs no walk of the queue).
+    /// `State`, so staleness costs no walk of the queue). A change other
+    /// than a close (which moves `open.bytes` here) goes through
+    /// `Apps::closed_more` or `closed_less`, which keep the total.
     pub closed_bytes: u64,
     /// Decides when `open` closes; per app, as it may learn the app's writes.
     pub policy: Box<dyn TransactionPolicy>,
@@ -45,6 +47,10 @@ pub struct App {
 
 pub struct Apps {
     pub list: Vec<App>,
+    /// Every app's `open.bytes + closed_bytes`, summed as they change: the
+    /// simulator asks for it after every event (`bytes_at_risk`), and a
+    /// replay of many apps would walk them all each time.
+    at_risk: u64,
     /// Looked up on every call: hashed as the inode tables are (never iterated).
     by_uid: HashMap<u32, AppId, BuildHasherDefault<InoHasher>>,
     default_max_stale_bytes: u64,
@@ -57,6 +63,7 @@ impl Apps {
     pub fn new(config: &Config) -> Apps {
         let mut apps = Apps {
             list: Vec::new(),
+            at_risk: 0,
             by_uid: HashMap::default(),
             default_max_stale_bytes: config.max_stale_bytes,
             default_max_stale: crate::config::seconds(config.max_stale_seconds),
@@ -97,6 +104,32 @@ impl Apps {
             metrics: AppMetrics::default(),
         });
         self.list.len() - 1
+    }
+
+    /// Records `len` bytes written into page `page` of `ino` in `app`'s
+    /// open VCT (`OpenVct::record_write`, whose answer it gives).
+    pub fn record_write(&mut self, app: AppId, ino: Ino, page: u64, len: u64, now: SystemTime) -> bool {
+        self.at_risk += len;
+        self.list[app].open.record_write(ino, page, len, now)
+    }
+
+    /// `bytes` of `app`'s closed VCTs joined the queue (again, or grew).
+    pub fn closed_more(&mut self, app: AppId, bytes: u64) {
+        self.list[app].closed_bytes += bytes;
+        self.at_risk += bytes;
+    }
+
+    /// `bytes` of `app`'s closed VCTs left the queue (for a checkpoint).
+    pub fn closed_less(&mut self, app: AppId, bytes: u64) {
+        self.list[app].closed_bytes -= bytes;
+        self.at_risk -= bytes;
+    }
+
+    /// Bytes written by all apps and not committed yet: the sum over apps
+    /// of `checkpoint::stale_bytes`.
+    pub fn bytes_at_risk(&self) -> u64 {
+        debug_assert_eq!(self.at_risk, self.list.iter().map(|a| a.open.bytes + a.closed_bytes).sum::<u64>());
+        self.at_risk
     }
 
     /// The app of a uid, made on first sight.

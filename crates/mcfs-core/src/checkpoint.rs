@@ -515,8 +515,7 @@ impl Engine {
     /// Bytes written by all apps and not committed yet (what a crash now
     /// would lose); cheaper than `stats` for callers that sample it often.
     pub fn bytes_at_risk(&self) -> u64 {
-        let st = self.state.lock();
-        (0..st.apps.list.len()).map(|app| stale_bytes(&st, app)).sum()
+        self.state.lock().apps.bytes_at_risk()
     }
 
     /// Whether nothing waits to be committed: no uncommitted entry (data or

@@ -199,7 +199,7 @@ impl State {
                     Err(_) => self.load_page(store, ino, idx, owner)?,
                 }
             }
-            let new_in_vct = trailing.is_none() && self.apps.list[app].open.record_write(ino, idx, take as u64, now);
+            let new_in_vct = trailing.is_none() && self.apps.record_write(app, ino, idx, take as u64, now);
             let page = self.cache.write(ino, idx, owner, new_in_vct).expect("loaded");
             if !filled {
                 page[within..within + take].copy_from_slice(bytes);

@@ -216,7 +216,7 @@ impl State {
         closed.entries.retain(|e| !matches!(e, ClosedEntry::Other(LogEntry::SetTimes { ino: i, .. }) if *i == ino));
         closed.entries.push(ClosedEntry::Other(LogEntry::SetTimes { ino, atime, mtime }));
         closed.bytes += to - from;
-        self.apps.list[closed.app].closed_bytes += to - from;
+        self.apps.closed_more(closed.app, to - from);
     }
 }
 

@@ -321,6 +321,7 @@ impl State {
             }
         }
         self.apps.list[app].counters.vcts_closed += 1;
+        // Moved from the open VCT: the apps' total at risk stays.
         self.apps.list[app].closed_bytes += bytes;
         self.closed.push_back(ClosedVct { app, id, entries: closed, bytes, first_entry_at, deps, age: 0 });
     }
@@ -330,7 +331,7 @@ impl State {
         let (batch, waiting): (VecDeque<ClosedVct>, _) = self.closed.drain(..).partition(|v| chosen(v));
         self.closed = waiting;
         for v in &batch {
-            self.apps.list[v.app].closed_bytes -= v.bytes;
+            self.apps.closed_less(v.app, v.bytes);
         }
         batch.into()
     }
@@ -338,7 +339,7 @@ impl State {
     /// Puts a batch that could not be committed back at the front of the queue.
     pub fn requeue_closed(&mut self, batch: Vec<ClosedVct>) {
         for vct in batch.into_iter().rev() {
-            self.apps.list[vct.app].closed_bytes += vct.bytes;
+            self.apps.closed_more(vct.app, vct.bytes);
             self.closed.push_front(vct);
         }
     }
