@@ -43,6 +43,8 @@ pub struct App {
     pub metrics: AppMetrics,
     /// A system service (uid below 10000 or listed in `fasttrack.system_apps`): never preempted.
     pub system: bool,
+    /// Whether the app is in `Apps::recorded`.
+    recorded: bool,
 }
 
 pub struct Apps {
@@ -51,6 +53,12 @@ pub struct Apps {
     /// simulator asks for it after every event (`bytes_at_risk`), and a
     /// replay of many apps would walk them all each time.
     at_risk: u64,
+    /// The apps whose open VCT may hold entries (each once): every app an
+    /// entry was recorded for (`recording`) since `with_entries` last
+    /// found its VCT empty. The engine looks for the earliest staleness
+    /// deadline before every call; at most a few apps are writing at a time
+    /// of the many a long replay has seen.
+    recorded: Vec<AppId>,
     /// Looked up on every call: hashed as the inode tables are (never iterated).
     by_uid: HashMap<u32, AppId, BuildHasherDefault<InoHasher>>,
     default_max_stale_bytes: u64,
@@ -64,6 +72,7 @@ impl Apps {
         let mut apps = Apps {
             list: Vec::new(),
             at_risk: 0,
+            recorded: Vec::new(),
             by_uid: HashMap::default(),
             default_max_stale_bytes: config.max_stale_bytes,
             default_max_stale: crate::config::seconds(config.max_stale_seconds),
@@ -102,6 +111,7 @@ impl Apps {
             policy: policy::by_name(&self.policy_name).unwrap_or_else(|| Box::new(StalenessLimit)),
             counters: AppCounters::default(),
             metrics: AppMetrics::default(),
+            recorded: false,
         });
         self.list.len() - 1
     }
@@ -110,7 +120,32 @@ impl Apps {
     /// open VCT (`OpenVct::record_write`, whose answer it gives).
     pub fn record_write(&mut self, app: AppId, ino: Ino, page: u64, len: u64, now: SystemTime) -> bool {
         self.at_risk += len;
-        self.list[app].open.record_write(ino, page, len, now)
+        self.recording(app).record_write(ino, page, len, now)
+    }
+
+    /// `app`'s open VCT, to record an entry in (which sets its
+    /// `first_entry_at`): every recording goes through here, so that
+    /// `with_entries` knows the app.
+    pub fn recording(&mut self, app: AppId) -> &mut OpenVct {
+        let a = &mut self.list[app];
+        if !a.recorded {
+            a.recorded = true;
+            self.recorded.push(app);
+        }
+        &mut a.open
+    }
+
+    /// The apps whose open VCT holds entries (`first_entry_at` is set), in
+    /// no particular order; apps found empty leave the list.
+    pub fn with_entries(&mut self) -> impl Iterator<Item = &App> {
+        let list = &mut self.list;
+        self.recorded.retain(|&app| {
+            let a = &mut list[app];
+            a.recorded = a.open.first_entry_at.is_some();
+            a.recorded
+        });
+        debug_assert!(self.list.iter().all(|a| a.recorded || a.open.first_entry_at.is_none()));
+        self.recorded.iter().map(|&app| &self.list[app])
     }
 
     /// `bytes` of `app`'s closed VCTs joined the queue (again, or grew).

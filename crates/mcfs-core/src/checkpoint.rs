@@ -474,7 +474,7 @@ impl Engine {
 
     /// How long the background thread may sleep before the next `tick`.
     pub fn next_tick_in(&self) -> Duration {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         let now = self.clock.now();
         let over_ratio = over_background_ratio(&st);
         let waiting_for_idle = self.idle.lock().is_some() && !over_ratio;
@@ -501,7 +501,7 @@ impl Engine {
         // The earliest staleness deadline of any app (`limits_of`'s
         // `max_stale`, the window worked out once), one subtraction from now.
         let staleness_due =
-            st.apps.list.iter().filter_map(|a| Some(a.open.first_entry_at? + capped(a.max_stale, window))).min();
+            st.apps.with_entries().filter_map(|a| Some(a.open.first_entry_at? + capped(a.max_stale, window))).min();
         if let Some(due) = staleness_due {
             wait = wait.min(due.duration_since(now).unwrap_or_default());
         }

@@ -244,7 +244,7 @@ impl State {
         let app = inode.app;
         self.close_conflicting(app, &[ino]);
         let vct = self.apps.list[app].open.id;
-        self.apps.list[app].open.record_truncate(ino, size, now);
+        self.apps.recording(app).record_truncate(ino, size, now);
         let inode = self.inodes.get_mut(&ino).expect("checked");
         if size < inode.attr.size {
             self.cache.remove_from(ino, size.div_ceil(PAGE_SIZE));

@@ -235,7 +235,7 @@ impl State {
             self.note_move(app, *ino);
         }
         self.reserve_object(&entry);
-        self.apps.list[app].open.record(entry, now);
+        self.apps.recording(app).record(entry, now);
         crate::sync_points::after_changing_other_apps(self, app, touched);
     }
 
