@@ -497,7 +497,7 @@ impl Engine {
             return IDLE_POLL;
         }
         let window = low_battery_window(&st);
-        let mut wait = window.unwrap_or_else(|| crate::config::seconds(st.config.writeback_interval_seconds));
+        let mut wait = window.unwrap_or(st.periods.writeback_interval);
         // The earliest staleness deadline of any app (`limits_of`'s
         // `max_stale`, the window worked out once), one subtraction from now.
         let staleness_due =
@@ -599,7 +599,7 @@ pub(crate) fn limits_of(st: &State, app: AppId) -> Limits {
 
 /// The staleness window low battery imposes, if the battery is low.
 fn low_battery_window(st: &State) -> Option<Duration> {
-    st.low_battery().then(|| crate::config::seconds(st.config.low_battery_writeback_seconds))
+    st.low_battery().then_some(st.periods.low_battery_writeback)
 }
 
 /// An app's staleness bound `max_stale`, shortened to `window` if any.

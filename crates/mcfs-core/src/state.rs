@@ -16,7 +16,7 @@ use crate::backlog::{JournaledEntry, JournaledVct};
 use crate::cache::Cache;
 use crate::children::Children;
 use crate::committed::{Committed, Moving};
-use crate::config::{Config, SyncMode};
+use crate::config::{Config, Periods, SyncMode};
 use crate::inode::Inode;
 use crate::space::Space;
 use crate::split_writes::SplitWrites;
@@ -31,6 +31,8 @@ use std::time::SystemTime;
 
 pub struct State {
     pub config: Config,
+    /// `config`'s periods as `Duration`s.
+    pub periods: Periods,
     pub inodes: InoMap<Inode>,
     next_ino: Ino,
     next_vct: u64,
@@ -78,6 +80,7 @@ impl State {
         let apps = Apps::new(&config);
         let cache = Cache::new(&config);
         let mut state = State {
+            periods: Periods::of(&config),
             config,
             inodes: InoMap::default(),
             next_ino: ROOT_INO + 1,
