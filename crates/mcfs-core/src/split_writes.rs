@@ -221,7 +221,7 @@ impl State {
 }
 
 fn live(u: &Unfinished, now: SystemTime, wait: Duration) -> bool {
-    now.duration_since(u.at).unwrap_or_default() < wait
+    !crate::clock::aged(u.at, wait, now)
 }
 
 #[cfg(test)]
