@@ -6,11 +6,11 @@
 use crate::app_metrics::AppMetrics;
 use crate::config::{Config, SyncMode, FIRST_APP_UID};
 use crate::policy::{self, StalenessLimit, TransactionPolicy};
-use crate::types::InoHasher;
+use crate::types::{Ino, InoHasher};
 use crate::vct::{AppId, OpenVct};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 #[derive(Default)]
 pub struct AppCounters {
@@ -33,7 +33,9 @@ pub struct App {
     /// point (`sync_points::closes_between_sync_points`).
     pub limit_closed_since_sync_point: bool,
     /// Bytes in the app's closed VCTs waiting for a checkpoint (kept by
-    /// `State`, so staleness costs no walk of the queue).
+    /// `State`, so staleness costs no walk of the queue). A change other
+    /// than a close (which moves `open.bytes` here) goes through
+    /// `Apps::closed_more` or `closed_less`, which keep the total.
     pub closed_bytes: u64,
     /// Decides when `open` closes; per app, as it may learn the app's writes.
     pub policy: Box<dyn TransactionPolicy>,
@@ -41,10 +43,22 @@ pub struct App {
     pub metrics: AppMetrics,
     /// A system service (uid below 10000 or listed in `fasttrack.system_apps`): never preempted.
     pub system: bool,
+    /// Whether the app is in `Apps::recorded`.
+    recorded: bool,
 }
 
 pub struct Apps {
     pub list: Vec<App>,
+    /// Every app's `open.bytes + closed_bytes`, summed as they change: the
+    /// simulator asks for it after every event (`bytes_at_risk`), and a
+    /// replay of many apps would walk them all each time.
+    at_risk: u64,
+    /// The apps whose open VCT may hold entries (each once): every app an
+    /// entry was recorded for (`recording`) since `with_entries` last
+    /// found its VCT empty. The engine looks for the earliest staleness
+    /// deadline before every call; at most a few apps are writing at a time
+    /// of the many a long replay has seen.
+    recorded: Vec<AppId>,
     /// Looked up on every call: hashed as the inode tables are (never iterated).
     by_uid: HashMap<u32, AppId, BuildHasherDefault<InoHasher>>,
     default_max_stale_bytes: u64,
@@ -57,6 +71,8 @@ impl Apps {
     pub fn new(config: &Config) -> Apps {
         let mut apps = Apps {
             list: Vec::new(),
+            at_risk: 0,
+            recorded: Vec::new(),
             by_uid: HashMap::default(),
             default_max_stale_bytes: config.max_stale_bytes,
             default_max_stale: crate::config::seconds(config.max_stale_seconds),
@@ -95,8 +111,60 @@ impl Apps {
             policy: policy::by_name(&self.policy_name).unwrap_or_else(|| Box::new(StalenessLimit)),
             counters: AppCounters::default(),
             metrics: AppMetrics::default(),
+            recorded: false,
         });
         self.list.len() - 1
+    }
+
+    /// Records `len` bytes written into page `page` of `ino` in `app`'s
+    /// open VCT (`OpenVct::record_write`, whose answer it gives).
+    pub fn record_write(&mut self, app: AppId, ino: Ino, page: u64, len: u64, now: SystemTime) -> bool {
+        self.at_risk += len;
+        self.recording(app).record_write(ino, page, len, now)
+    }
+
+    /// `app`'s open VCT, to record an entry in (which sets its
+    /// `first_entry_at`): every recording goes through here, so that
+    /// `with_entries` knows the app.
+    pub fn recording(&mut self, app: AppId) -> &mut OpenVct {
+        let a = &mut self.list[app];
+        if !a.recorded {
+            a.recorded = true;
+            self.recorded.push(app);
+        }
+        &mut a.open
+    }
+
+    /// The apps whose open VCT holds entries (`first_entry_at` is set), in
+    /// no particular order; apps found empty leave the list.
+    pub fn with_entries(&mut self) -> impl Iterator<Item = &App> {
+        let list = &mut self.list;
+        self.recorded.retain(|&app| {
+            let a = &mut list[app];
+            a.recorded = a.open.first_entry_at.is_some();
+            a.recorded
+        });
+        debug_assert!(self.list.iter().all(|a| a.recorded || a.open.first_entry_at.is_none()));
+        self.recorded.iter().map(|&app| &self.list[app])
+    }
+
+    /// `bytes` of `app`'s closed VCTs joined the queue (again, or grew).
+    pub fn closed_more(&mut self, app: AppId, bytes: u64) {
+        self.list[app].closed_bytes += bytes;
+        self.at_risk += bytes;
+    }
+
+    /// `bytes` of `app`'s closed VCTs left the queue (for a checkpoint).
+    pub fn closed_less(&mut self, app: AppId, bytes: u64) {
+        self.list[app].closed_bytes -= bytes;
+        self.at_risk -= bytes;
+    }
+
+    /// Bytes written by all apps and not committed yet: the sum over apps
+    /// of `checkpoint::stale_bytes`.
+    pub fn bytes_at_risk(&self) -> u64 {
+        debug_assert_eq!(self.at_risk, self.list.iter().map(|a| a.open.bytes + a.closed_bytes).sum::<u64>());
+        self.at_risk
     }
 
     /// The app of a uid, made on first sight.

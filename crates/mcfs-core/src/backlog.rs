@@ -115,7 +115,7 @@ impl Engine {
         if newest.log_bytes + placed >= st.config.apply_backlog_bytes || pool_full {
             return Some(oldest.committed_at);
         }
-        Some(oldest.committed_at + crate::config::seconds(st.config.apply_backlog_seconds))
+        Some(oldest.committed_at + st.periods.apply_backlog)
     }
 
     /// The waiting transactions' journal bytes, which their ops hold in

@@ -71,7 +71,7 @@ pub fn select(st: &mut State, predictor: Option<&mut ScoredPredictor>, now: Syst
 /// time limit, or the app wants durable data now.
 fn must_go(st: &State, v: &ClosedVct, now: SystemTime) -> bool {
     let max_stale = limits_of(st, v.app).max_stale;
-    let too_old = v.first_entry_at.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= max_stale);
+    let too_old = v.first_entry_at.is_some_and(|t| crate::clock::aged(t, max_stale, now));
     too_old || st.mode_of(v.app) == SyncMode::Sync
 }
 

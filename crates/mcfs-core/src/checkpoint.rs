@@ -474,7 +474,7 @@ impl Engine {
 
     /// How long the background thread may sleep before the next `tick`.
     pub fn next_tick_in(&self) -> Duration {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         let now = self.clock.now();
         let over_ratio = over_background_ratio(&st);
         let waiting_for_idle = self.idle.lock().is_some() && !over_ratio;
@@ -497,11 +497,11 @@ impl Engine {
             return IDLE_POLL;
         }
         let window = low_battery_window(&st);
-        let mut wait = window.unwrap_or_else(|| crate::config::seconds(st.config.writeback_interval_seconds));
+        let mut wait = window.unwrap_or(st.periods.writeback_interval);
         // The earliest staleness deadline of any app (`limits_of`'s
         // `max_stale`, the window worked out once), one subtraction from now.
         let staleness_due =
-            st.apps.list.iter().filter_map(|a| Some(a.open.first_entry_at? + capped(a.max_stale, window))).min();
+            st.apps.with_entries().filter_map(|a| Some(a.open.first_entry_at? + capped(a.max_stale, window))).min();
         if let Some(due) = staleness_due {
             wait = wait.min(due.duration_since(now).unwrap_or_default());
         }
@@ -515,8 +515,7 @@ impl Engine {
     /// Bytes written by all apps and not committed yet (what a crash now
     /// would lose); cheaper than `stats` for callers that sample it often.
     pub fn bytes_at_risk(&self) -> u64 {
-        let st = self.state.lock();
-        (0..st.apps.list.len()).map(|app| stale_bytes(&st, app)).sum()
+        self.state.lock().apps.bytes_at_risk()
     }
 
     /// Whether nothing waits to be committed: no uncommitted entry (data or
@@ -600,7 +599,7 @@ pub(crate) fn limits_of(st: &State, app: AppId) -> Limits {
 
 /// The staleness window low battery imposes, if the battery is low.
 fn low_battery_window(st: &State) -> Option<Duration> {
-    st.low_battery().then(|| crate::config::seconds(st.config.low_battery_writeback_seconds))
+    st.low_battery().then_some(st.periods.low_battery_writeback)
 }
 
 /// An app's staleness bound `max_stale`, shortened to `window` if any.

@@ -23,6 +23,14 @@ pub trait Clock: Send + Sync {
     }
 }
 
+/// Whether `age` has passed from `since` to `now` (`now - since >= age`,
+/// a `now` before `since` counting as no time): an addition and a
+/// comparison, where working the duration out (`duration_since`) costs
+/// several times that, and the policies ask after every write.
+pub fn aged(since: SystemTime, age: Duration, now: SystemTime) -> bool {
+    age.is_zero() || since.checked_add(age).is_some_and(|due| now >= due)
+}
+
 /// The real clock.
 #[derive(Default)]
 pub struct SystemClock;
@@ -100,6 +108,27 @@ mod tests {
         // The coarse clock lags by at most a tick (1–10 ms); a second is
         // a bound no scheduler delay here reaches.
         assert!(before.duration_since(stamped).unwrap_or_default() < Duration::from_secs(1), "{stamped:?}");
+    }
+
+    #[test]
+    fn aged_is_the_age_compared_and_no_time_before_the_start() {
+        let t = UNIX_EPOCH + Duration::from_secs(100);
+        let s = Duration::from_secs;
+        let by_duration = |since: SystemTime, age: Duration, now: SystemTime| {
+            now.duration_since(since).unwrap_or_default() >= age
+        };
+        for (since, age, now) in [
+            (t, s(5), t + s(4)),
+            (t, s(5), t + s(5)),
+            (t, s(5), t + s(6)),
+            (t, s(5), t - s(1)),
+            (t, s(0), t - s(1)),
+            (t, s(0), t),
+            (t, Duration::MAX, t + s(1)),
+            (t, Duration::from_nanos(1), t + Duration::from_nanos(1)),
+        ] {
+            assert_eq!(aged(since, age, now), by_duration(since, age, now), "{since:?} {age:?} {now:?}");
+        }
     }
 
     #[test]

@@ -356,6 +356,26 @@ fn known(key: &str, value: &str, names: &[&str]) -> Result<(), String> {
     Err(format!("{key} \"{value}\" is unknown; known: {}", names.join(", ")))
 }
 
+/// The config's periods the engine asks for before every call, as
+/// `Duration`s worked out once (`seconds` converts a float: about 50
+/// instructions each time).
+#[derive(Clone, Copy, Debug)]
+pub struct Periods {
+    pub writeback_interval: Duration,
+    pub low_battery_writeback: Duration,
+    pub apply_backlog: Duration,
+}
+
+impl Periods {
+    pub fn of(config: &Config) -> Periods {
+        Periods {
+            writeback_interval: seconds(config.writeback_interval_seconds),
+            low_battery_writeback: seconds(config.low_battery_writeback_seconds),
+            apply_backlog: seconds(config.apply_backlog_seconds),
+        }
+    }
+}
+
 /// A number of seconds as a `Duration`, never panicking: NaN and negatives
 /// are zero, anything past `MAX_SECONDS` is `MAX_SECONDS` (validated
 /// configs never get there; computed values such as bytes / rate might).

@@ -199,7 +199,7 @@ impl State {
                     Err(_) => self.load_page(store, ino, idx, owner)?,
                 }
             }
-            let new_in_vct = trailing.is_none() && self.apps.list[app].open.record_write(ino, idx, take as u64, now);
+            let new_in_vct = trailing.is_none() && self.apps.record_write(app, ino, idx, take as u64, now);
             let page = self.cache.write(ino, idx, owner, new_in_vct).expect("loaded");
             if !filled {
                 page[within..within + take].copy_from_slice(bytes);
@@ -244,7 +244,7 @@ impl State {
         let app = inode.app;
         self.close_conflicting(app, &[ino]);
         let vct = self.apps.list[app].open.id;
-        self.apps.list[app].open.record_truncate(ino, size, now);
+        self.apps.recording(app).record_truncate(ino, size, now);
         let inode = self.inodes.get_mut(&ino).expect("checked");
         if size < inode.attr.size {
             self.cache.remove_from(ino, size.div_ceil(PAGE_SIZE));

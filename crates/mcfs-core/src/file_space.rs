@@ -291,13 +291,14 @@ impl State {
         // close, so with bytes written past today's end later) moves after it.
         let cleared = offset..end.min(size);
         if mode.zeroes() {
-            self.apps.list[app].open.record_zeroing(ino, (offset, end), size, entry, now);
+            self.apps.recording(app).record_zeroing(ino, (offset, end), size, entry, now);
             if !cleared.is_empty() {
                 self.zero_cached(ino, cleared.clone());
             }
         } else {
-            self.apps.list[app].open.record(entry, now);
-            self.apps.list[app].open.touch(ino);
+            let open = self.apps.recording(app);
+            open.record(entry, now);
+            open.touch(ino);
         }
         let inode = self.inode_mut(ino)?;
         if mode.zeroes() && !cleared.is_empty() {

@@ -82,7 +82,7 @@ impl State {
     /// answer is old or `need` comes close to it.
     fn backing_free(&mut self, backend: &dyn Backend, need: u64, now: SystemTime) -> u64 {
         if let Some((at, free)) = self.space.free {
-            let fresh = now.duration_since(at).is_ok_and(|age| age < FREE_TTL);
+            let fresh = now >= at && !crate::clock::aged(at, FREE_TTL, now);
             if fresh && need.saturating_mul(2) < free {
                 return free;
             }

@@ -216,12 +216,12 @@ impl State {
         closed.entries.retain(|e| !matches!(e, ClosedEntry::Other(LogEntry::SetTimes { ino: i, .. }) if *i == ino));
         closed.entries.push(ClosedEntry::Other(LogEntry::SetTimes { ino, atime, mtime }));
         closed.bytes += to - from;
-        self.apps.list[closed.app].closed_bytes += to - from;
+        self.apps.closed_more(closed.app, to - from);
     }
 }
 
 fn live(u: &Unfinished, now: SystemTime, wait: Duration) -> bool {
-    now.duration_since(u.at).unwrap_or_default() < wait
+    !crate::clock::aged(u.at, wait, now)
 }
 
 #[cfg(test)]

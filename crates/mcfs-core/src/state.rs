@@ -16,7 +16,7 @@ use crate::backlog::{JournaledEntry, JournaledVct};
 use crate::cache::Cache;
 use crate::children::Children;
 use crate::committed::{Committed, Moving};
-use crate::config::{Config, SyncMode};
+use crate::config::{Config, Periods, SyncMode};
 use crate::inode::Inode;
 use crate::space::Space;
 use crate::split_writes::SplitWrites;
@@ -31,6 +31,8 @@ use std::time::SystemTime;
 
 pub struct State {
     pub config: Config,
+    /// `config`'s periods as `Duration`s.
+    pub periods: Periods,
     pub inodes: InoMap<Inode>,
     next_ino: Ino,
     next_vct: u64,
@@ -78,6 +80,7 @@ impl State {
         let apps = Apps::new(&config);
         let cache = Cache::new(&config);
         let mut state = State {
+            periods: Periods::of(&config),
             config,
             inodes: InoMap::default(),
             next_ino: ROOT_INO + 1,
@@ -235,7 +238,7 @@ impl State {
             self.note_move(app, *ino);
         }
         self.reserve_object(&entry);
-        self.apps.list[app].open.record(entry, now);
+        self.apps.recording(app).record(entry, now);
         crate::sync_points::after_changing_other_apps(self, app, touched);
     }
 
@@ -321,6 +324,7 @@ impl State {
             }
         }
         self.apps.list[app].counters.vcts_closed += 1;
+        // Moved from the open VCT: the apps' total at risk stays.
         self.apps.list[app].closed_bytes += bytes;
         self.closed.push_back(ClosedVct { app, id, entries: closed, bytes, first_entry_at, deps, age: 0 });
     }
@@ -330,7 +334,7 @@ impl State {
         let (batch, waiting): (VecDeque<ClosedVct>, _) = self.closed.drain(..).partition(|v| chosen(v));
         self.closed = waiting;
         for v in &batch {
-            self.apps.list[v.app].closed_bytes -= v.bytes;
+            self.apps.closed_less(v.app, v.bytes);
         }
         batch.into()
     }
@@ -338,7 +342,7 @@ impl State {
     /// Puts a batch that could not be committed back at the front of the queue.
     pub fn requeue_closed(&mut self, batch: Vec<ClosedVct>) {
         for vct in batch.into_iter().rev() {
-            self.apps.list[vct.app].closed_bytes += vct.bytes;
+            self.apps.closed_more(vct.app, vct.bytes);
             self.closed.push_front(vct);
         }
     }

@@ -173,6 +173,9 @@ pub struct BinaryReader<R: Read> {
     /// Input offset of `chunk[0]`; `chunk_offset + at` is the position reported in errors.
     chunk_offset: u64,
     strings: Vec<Vec<u8>>,
+    /// The string-table index and text of the last event's app: consecutive events mostly come from one
+    /// app, whose name is then copied without checking its UTF-8 again.
+    last_app: Option<(u64, String)>,
     last_time_ns: u64,
     /// The version the header gave; `None` until it is read.
     version: Option<u32>,
@@ -200,6 +203,7 @@ impl<R: Read> BinaryReader<R> {
             end: 0,
             chunk_offset: 0,
             strings: Vec::new(),
+            last_app: None,
             last_time_ns: 0,
             version: None,
             done: false,
@@ -276,9 +280,27 @@ impl<R: Read> BinaryReader<R> {
 
     fn string(&mut self, what: &str) -> Result<Vec<u8>, Bad> {
         let id = self.varint(what)?;
-        usize::try_from(id).ok().and_then(|i| self.strings.get(i)).cloned().ok_or_else(|| {
+        self.defined(id, what).cloned()
+    }
+
+    fn defined(&self, id: u64, what: &str) -> Result<&Vec<u8>, Bad> {
+        usize::try_from(id).ok().and_then(|i| self.strings.get(i)).ok_or_else(|| {
             Bad::Msg(format!("{what}: string #{id} is not defined (table has {} entries)", self.strings.len()))
         })
+    }
+
+    fn app(&mut self) -> Result<String, Bad> {
+        let id = self.varint("app")?;
+        if let Some((last, app)) = &self.last_app {
+            if *last == id {
+                return Ok(app.clone());
+            }
+        }
+        let app = std::str::from_utf8(self.defined(id, "app")?)
+            .map_err(|_| Bad::Msg("app name is not valid UTF-8".into()))?
+            .to_owned();
+        self.last_app = Some((id, app.clone()));
+        Ok(app)
     }
 
     fn define_string(&mut self) -> Result<(), Bad> {
@@ -346,7 +368,7 @@ impl<R: Read> BinaryReader<R> {
         }
         let delta = self.varint("time")?;
         let time_ns = self.last_time_ns.wrapping_add(delta);
-        let app = String::from_utf8(self.string("app")?).map_err(|_| Bad::Msg("app name is not valid UTF-8".into()))?;
+        let app = self.app()?;
         let pid = u32::try_from(self.varint("pid")?).map_err(|_| Bad::Msg("pid does not fit in 32 bits".into()))?;
         let kind = match tag {
             tag::OPEN => EventKind::Open { path: self.string("path")? },

@@ -58,12 +58,16 @@ pub trait IntervalPredictor {
 pub struct IntervalHistory {
     k: usize,
     intervals: VecDeque<Duration>,
+    /// The shortest of `intervals`, found at each push: a predictor asks
+    /// for it several times per prediction, and predictions far outnumber
+    /// inputs (`prediction_score::evaluate` asks at every poll between two).
+    min: Option<Duration>,
 }
 
 impl IntervalHistory {
     /// `k` is clamped to at least 1.
     pub fn new(k: usize) -> Self {
-        IntervalHistory { k: k.max(1), intervals: VecDeque::new() }
+        IntervalHistory { k: k.max(1), intervals: VecDeque::new(), min: None }
     }
 
     pub fn push(&mut self, interval: Duration) {
@@ -71,10 +75,11 @@ impl IntervalHistory {
             self.intervals.pop_front();
         }
         self.intervals.push_back(interval);
+        self.min = self.intervals.iter().min().copied();
     }
 
     pub fn min(&self) -> Option<Duration> {
-        self.intervals.iter().min().copied()
+        self.min
     }
 
     pub fn mean(&self) -> Option<Duration> {

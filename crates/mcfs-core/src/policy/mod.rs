@@ -50,7 +50,7 @@ pub struct Limits {
 impl Limits {
     /// Whether `vct` has reached either bound: every policy closes then.
     pub fn reached(&self, vct: &OpenVct, now: SystemTime) -> bool {
-        let too_old = vct.first_entry_at.is_some_and(|t| now.duration_since(t).unwrap_or_default() >= self.max_stale);
+        let too_old = vct.first_entry_at.is_some_and(|t| crate::clock::aged(t, self.max_stale, now));
         vct.bytes >= self.max_stale_bytes || too_old
     }
 }

@@ -43,8 +43,18 @@ struct Timeline {
     device: Device,
     /// When the current issuer can issue its next request (0: at the clock's time).
     cursor_ns: u64,
-    /// The open call: its start and whether it issued anything.
-    call: Option<(u64, bool)>,
+    /// The open call, if any.
+    call: Call,
+}
+
+/// The call between `begin_call` and `end_call`. Its start is read off the clock at its first request,
+/// not at its beginning (the clock stands still during a call): most calls issue nothing, and reading
+/// the clock as virtual nanoseconds costs more than the rest of `begin_call` and `end_call` together.
+#[derive(Clone, Copy)]
+enum Call {
+    None,
+    Open,
+    Issued { start_ns: u64 },
 }
 
 impl DeviceTimeline {
@@ -59,12 +69,12 @@ impl RequestSink for DeviceTimeline {
         let now = self.now_ns();
         let mut t = self.state.lock();
         let at = t.cursor_ns.max(now);
+        if matches!(t.call, Call::Open) {
+            t.call = Call::Issued { start_ns: now };
+        }
         let service = t.device.submit(request, at);
         if request.blocks_issuer() {
             t.cursor_ns = service.done_ns;
-        }
-        if let Some((_, issued)) = &mut t.call {
-            *issued = true;
         }
     }
 }
@@ -91,7 +101,7 @@ impl<S: Store> SimBackend<S> {
     pub fn over(store: S, profile: DeviceProfile, clock: Arc<dyn Clock>) -> SimBackend<S> {
         let origin = clock.now();
         store.set_now(origin);
-        let state = Mutex::new(Timeline { device: Device::new(profile), cursor_ns: 0, call: None });
+        let state = Mutex::new(Timeline { device: Device::new(profile), cursor_ns: 0, call: Call::None });
         MeteredStore::with_sink(store, clock.clone(), DeviceTimeline { clock, origin, state })
     }
 
@@ -103,18 +113,19 @@ impl<S: Store> SimBackend<S> {
     /// Starts a call of one issuer (an engine call): its requests are issued from now on, one after the
     /// completion of each read or flush it waits for.
     pub fn begin_call(&self) {
-        let now = self.now_ns();
         let mut t = self.sink().state.lock();
-        t.cursor_ns = now;
-        t.call = Some((now, false));
+        t.cursor_ns = 0;
+        t.call = Call::Open;
     }
 
     /// Ends the call `begin_call` started and says what it cost.
     pub fn end_call(&self) -> CallCost {
         let mut t = self.sink().state.lock();
-        let cost = match t.call.take() {
-            Some((start, true)) => CallCost { issued_io: true, latency_ns: t.cursor_ns.saturating_sub(start) },
-            _ => CallCost::default(),
+        let cost = match std::mem::replace(&mut t.call, Call::None) {
+            Call::Issued { start_ns } => {
+                CallCost { issued_io: true, latency_ns: t.cursor_ns.saturating_sub(start_ns) }
+            }
+            Call::None | Call::Open => CallCost::default(),
         };
         t.cursor_ns = 0;
         cost
