@@ -114,9 +114,8 @@ mod tests {
     fn aged_is_the_age_compared_and_no_time_before_the_start() {
         let t = UNIX_EPOCH + Duration::from_secs(100);
         let s = Duration::from_secs;
-        let by_duration = |since: SystemTime, age: Duration, now: SystemTime| {
-            now.duration_since(since).unwrap_or_default() >= age
-        };
+        let by_duration =
+            |since: SystemTime, age: Duration, now: SystemTime| now.duration_since(since).unwrap_or_default() >= age;
         for (since, age, now) in [
             (t, s(5), t + s(4)),
             (t, s(5), t + s(5)),

@@ -15,8 +15,7 @@ use common::{ctl, mix, pattern, recover, recover_after_interrupted_recovery, Dae
 use rand::{Rng, SeedableRng};
 use std::fs::{self, File};
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
@@ -61,41 +60,18 @@ fn parse_version(content: &[u8]) -> Result<u64, String> {
     Ok(v)
 }
 
-/// Writes version `v` to `file.tmp` in `dir` (the mount's root, opened
-/// while mounted), fsyncs it and renames it over `file`. Everything goes
-/// through `dir`'s descriptor, not a path: the test lazily unmounts a killed
-/// daemon's mount, and a writer that met no error before that would go on
-/// by path in the directory beneath it (seen once: 50,000 "acknowledged"
-/// versions written to the root file system after the kill).
-fn replace(dir: &File, v: u64) -> std::io::Result<()> {
-    let (tmp, file) = (c"file.tmp", c"file");
-    let flags = libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY | libc::O_CLOEXEC;
-    // SAFETY: `dir` is an open descriptor and `tmp` a NUL-terminated name; the result is checked.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), tmp.as_ptr(), flags, 0o644) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor just opened and owned here alone.
-    let mut f = unsafe { File::from_raw_fd(fd) };
+fn replace(dir: &Path, v: u64) -> std::io::Result<()> {
+    let tmp = dir.join("file.tmp");
+    let mut f = File::create(&tmp)?;
     f.write_all(&version_content(v))?;
     f.sync_all()?;
     drop(f);
-    // SAFETY: as for openat: open descriptors and NUL-terminated names.
-    let renamed = unsafe { libc::renameat(dir.as_raw_fd(), tmp.as_ptr(), dir.as_raw_fd(), file.as_ptr()) };
-    if renamed < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// The mount's root directory, for `replace`.
-fn root(mnt: &Path) -> File {
-    File::open(mnt).unwrap_or_else(|e| panic!("open {}: {e}", mnt.display()))
+    fs::rename(&tmp, dir.join("file"))
 }
 
 /// Replaces the file with versions `first..` until an error (the daemon
 /// died); returns the last version whose rename returned.
-fn replace_until_error(dir: File, first: u64) -> u64 {
+fn replace_until_error(dir: PathBuf, first: u64) -> u64 {
     let mut acked = first - 1;
     for v in first..first + MAX_VERSIONS_PER_ROUND {
         if replace(&dir, v).is_err() {
@@ -133,19 +109,18 @@ fn rename_replacement_survives_sigkill(consistency: &str) {
 
     // Version 0 is committed before any kill: every recovery must find a version.
     let daemon = Daemon::foreground(&dirs, &[]);
-    replace(&root(&dirs.mnt), 0).expect("write version 0");
+    replace(&dirs.mnt, 0).expect("write version 0");
     ctl(&dirs, &["checkpoint"]);
     let mut daemon = Some(daemon);
 
     let mut seen = 0;
     for round in 1..=KILL_ROUNDS {
         let live = daemon.take().expect("a mounted daemon");
-        let (dir, first) = (root(&dirs.mnt), seen + 1);
-        let writer = thread::spawn(move || replace_until_error(dir, first));
+        let (mnt, first) = (dirs.mnt.clone(), seen + 1);
+        let writer = thread::spawn(move || replace_until_error(mnt, first));
         let delay = Duration::from_millis(rng.gen_range(30..1200));
         thread::sleep(delay);
-        live.kill();
-        let acked = writer.join().expect("writer thread");
+        let acked = live.kill_then(|| writer.join().expect("writer thread"));
 
         // Every other round, recovery itself is killed once first.
         let report = if round % 2 == 0 {
@@ -181,11 +156,9 @@ fn rename_replacement_survives_sigkill(consistency: &str) {
 
     // After a clean unmount the last acknowledged version is the one on disk.
     let last = seen + 3;
-    let dir = root(&dirs.mnt);
     for v in seen + 1..=last {
-        replace(&dir, v).expect("replace");
+        replace(&dirs.mnt, v).expect("replace");
     }
-    drop(dir);
     daemon.take().expect("a mounted daemon").unmount();
     let on_disk = fs::read(dirs.backing.join("file")).expect("file in the backing directory");
     assert_eq!(parse_version(&on_disk), Ok(last), "backing file after a clean unmount");

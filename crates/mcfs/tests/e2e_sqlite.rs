@@ -14,6 +14,7 @@ mod common;
 use common::{ctl, mix, pattern, recover, recover_after_interrupted_recovery, Daemon, Dirs};
 use rand::{Rng, SeedableRng};
 use rusqlite::{params, Connection};
+use std::fs;
 use std::path::Path;
 use std::thread;
 use std::time::Duration;
@@ -145,8 +146,7 @@ fn survives_sigkill(journal: Journal, consistency: &str, io_uring: &str, mode: M
         let writer = thread::spawn(move || insert_until_error(conn, first));
         let delay = Duration::from_millis(rng.gen_range(50..1500));
         thread::sleep(delay);
-        live.kill();
-        let acked = writer.join().expect("writer thread");
+        let acked = live.kill_then(|| writer.join().expect("writer thread"));
 
         // Every other round, recovery itself is killed once first.
         let report = if round % 2 == 0 {
@@ -154,6 +154,12 @@ fn survives_sigkill(journal: Journal, consistency: &str, io_uring: &str, mode: M
         } else {
             recover(&dirs)
         };
+        // A DELETE-mode commit's last step is its journal's unlink and, with
+        // EXTRA, the directory's sync; SQLite counts a directory it cannot
+        // open (the daemon died) as synced, so that commit may be
+        // acknowledged with its unlink not durable. Its journal is then
+        // still in the recovered tree, hot, and rolls the commit back.
+        let hot_journal = fs::metadata(dirs.backing.join("test.db-journal")).is_ok_and(|m| m.len() > 0);
         daemon = Some(Daemon::foreground(&dirs, &[]));
         let k = check_prefix(&db, journal);
         println!(
@@ -163,7 +169,11 @@ fn survives_sigkill(journal: Journal, consistency: &str, io_uring: &str, mode: M
         assert!(k >= survived, "round {round}: {survived} rows had survived an earlier crash, now only {k}");
         assert!(k <= acked + 1, "round {round}: {k} rows present but only {acked} were inserted");
         if mode == Mode::Sync {
-            assert!(k >= acked, "round {round}: sync mode acknowledged {acked} rows, only {k} survived");
+            let unlink_lost = hot_journal && k + 1 == acked;
+            assert!(
+                k >= acked || unlink_lost,
+                "round {round}: sync mode acknowledged {acked} rows, only {k} survived (journal hot: {hot_journal})"
+            );
         }
         survived = k;
     }

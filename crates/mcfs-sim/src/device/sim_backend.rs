@@ -122,9 +122,7 @@ impl<S: Store> SimBackend<S> {
     pub fn end_call(&self) -> CallCost {
         let mut t = self.sink().state.lock();
         let cost = match std::mem::replace(&mut t.call, Call::None) {
-            Call::Issued { start_ns } => {
-                CallCost { issued_io: true, latency_ns: t.cursor_ns.saturating_sub(start_ns) }
-            }
+            Call::Issued { start_ns } => CallCost { issued_io: true, latency_ns: t.cursor_ns.saturating_sub(start_ns) },
             Call::None | Call::Open => CallCost::default(),
         };
         t.cursor_ns = 0;

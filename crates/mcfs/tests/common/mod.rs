@@ -385,13 +385,26 @@ impl Daemon {
     }
 
     /// SIGKILLs the daemon and detaches the dead mount it leaves, as a crash would.
-    pub fn kill(mut self) {
+    pub fn kill(self) {
+        self.kill_then(|| ());
+    }
+
+    /// SIGKILLs the foreground daemon, runs `meanwhile` (joining an app that
+    /// was writing, which now meets the dead mount's errors), then detaches
+    /// the mount and returns what `meanwhile` did. An app still running
+    /// after the detach would go on, by path, in the directory beneath the
+    /// mount point: seen in CI, a DELETE-mode commit whose journal unlink
+    /// and directory sync landed there was acknowledged although mcfs never
+    /// saw them, and a rename writer wrote 50,000 versions there.
+    pub fn kill_then<T>(mut self, meanwhile: impl FnOnce() -> T) -> T {
         let mut child = self.child.take().expect("only a foreground daemon can be killed");
         child.kill().expect("SIGKILL the daemon");
         let status = child.wait().expect("reap the daemon");
         assert!(status.code().is_none(), "the daemon exited ({status}) before it was killed:\n{}", self.log_text());
+        let done = meanwhile();
         lazy_unmount(&self.mnt).unwrap_or_else(|e| panic!("{e}"));
         assert!(!fuse_mounted(&self.mnt), "{} is still mounted after fusermount3 -u -z", self.mnt.display());
+        done
     }
 
     /// `mcfs umount`: checkpoint everything, unmount, wait for the daemon.
