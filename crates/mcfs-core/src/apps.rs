@@ -43,8 +43,8 @@ pub struct App {
     pub metrics: AppMetrics,
     /// A system service (uid below 10000 or listed in `fasttrack.system_apps`): never preempted.
     pub system: bool,
-    /// Whether the app is in `Apps::recorded`.
-    recorded: bool,
+    /// Whether the app is in `Apps::entry_holders`.
+    listed: bool,
 }
 
 pub struct Apps {
@@ -58,7 +58,7 @@ pub struct Apps {
     /// found its VCT empty. The engine looks for the earliest staleness
     /// deadline before every call; at most a few apps are writing at a time
     /// of the many a long replay has seen.
-    recorded: Vec<AppId>,
+    entry_holders: Vec<AppId>,
     /// Looked up on every call: hashed as the inode tables are (never iterated).
     by_uid: HashMap<u32, AppId, BuildHasherDefault<InoHasher>>,
     default_max_stale_bytes: u64,
@@ -72,7 +72,7 @@ impl Apps {
         let mut apps = Apps {
             list: Vec::new(),
             at_risk: 0,
-            recorded: Vec::new(),
+            entry_holders: Vec::new(),
             by_uid: HashMap::default(),
             default_max_stale_bytes: config.max_stale_bytes,
             default_max_stale: crate::config::seconds(config.max_stale_seconds),
@@ -111,7 +111,7 @@ impl Apps {
             policy: policy::by_name(&self.policy_name).unwrap_or_else(|| Box::new(StalenessLimit)),
             counters: AppCounters::default(),
             metrics: AppMetrics::default(),
-            recorded: false,
+            listed: false,
         });
         self.list.len() - 1
     }
@@ -128,9 +128,9 @@ impl Apps {
     /// `with_entries` knows the app.
     pub fn recording(&mut self, app: AppId) -> &mut OpenVct {
         let a = &mut self.list[app];
-        if !a.recorded {
-            a.recorded = true;
-            self.recorded.push(app);
+        if !a.listed {
+            a.listed = true;
+            self.entry_holders.push(app);
         }
         &mut a.open
     }
@@ -139,13 +139,13 @@ impl Apps {
     /// no particular order; apps found empty leave the list.
     pub fn with_entries(&mut self) -> impl Iterator<Item = &App> {
         let list = &mut self.list;
-        self.recorded.retain(|&app| {
+        self.entry_holders.retain(|&app| {
             let a = &mut list[app];
-            a.recorded = a.open.first_entry_at.is_some();
-            a.recorded
+            a.listed = a.open.first_entry_at.is_some();
+            a.listed
         });
-        debug_assert!(self.list.iter().all(|a| a.recorded || a.open.first_entry_at.is_none()));
-        self.recorded.iter().map(|&app| &self.list[app])
+        debug_assert!(self.list.iter().all(|a| a.listed || a.open.first_entry_at.is_none()));
+        self.entry_holders.iter().map(|&app| &self.list[app])
     }
 
     /// `bytes` of `app`'s closed VCTs joined the queue (again, or grew).
