@@ -28,7 +28,9 @@
 //! as a mark instead (the simulator's replays write a known function of the
 //! file offset), and consecutive marks as one run (`PageRuns`): memory grows
 //! with the runs' count, not the pages' bytes nor their number, and every
-//! call answers as if the bytes were kept.
+//! call answers as if the bytes were kept. Such a store also takes a write
+//! of its content as an extent (`write_known_at`, for the journal's
+//! `WriteKnown`): whole pages marked without being compared.
 
 use super::error::{path_error, two_path_error};
 use super::page_runs::PageRuns;
