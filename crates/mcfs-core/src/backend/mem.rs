@@ -206,7 +206,6 @@ impl FileData {
         if len == 0 {
             return Ok(());
         }
-        let mut part = [0; PAGE_SIZE as usize];
         let mut at = offset;
         while at < end {
             let (index, _, n) = page_span(at, usize::try_from(end - at).unwrap_or(usize::MAX));
@@ -217,6 +216,8 @@ impl FileData {
                 }
                 self.mark_known(index);
             } else {
+                // Made only for a partial page: most runs are whole pages.
+                let mut part = [0; PAGE_SIZE as usize];
                 (known.fill)(at, &mut part[..n]);
                 self.write(at, &part[..n], max_size)?;
             }
