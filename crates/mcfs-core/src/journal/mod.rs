@@ -156,11 +156,12 @@ enum TxnState {
     Building {
         seq: u64,
         slot: usize,
-        /// The payload not streamed yet: records, less the `tails` when the
-        /// store takes pieces.
+        /// The payload not streamed yet: records, less their tails unless
+        /// the sink is `Joined`.
         buf: Vec<u8>,
+        /// Where the tails go (`Pieces`; the `Extent` sink needs only their length).
         tails: Vec<Tail>,
-        /// Bytes of `tails`' data.
+        /// Bytes of the tails left out of `buf`.
         tail_bytes: usize,
         flushed: u64,
         crc: u32,
