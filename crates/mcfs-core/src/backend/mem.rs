@@ -208,18 +208,17 @@ impl FileData {
         }
         let mut at = offset;
         while at < end {
-            let (index, _, n) = page_span(at, usize::try_from(end - at).unwrap_or(usize::MAX));
+            let (index, within, n) = page_span(at, usize::try_from(end - at).unwrap_or(usize::MAX));
+            // What `write` does with a whole page that holds the content, and
+            // with part of a page (which stays unkept if it was), the bytes
+            // made in place.
             if n == PAGE_SIZE as usize {
-                // What `write` does with a whole page that holds the content.
                 if self.is_unkept(index) {
                     self.unkept.remove(index);
                 }
                 self.mark_known(index);
-            } else {
-                // Made only for a partial page: most runs are whole pages.
-                let mut part = [0; PAGE_SIZE as usize];
-                (known.fill)(at, &mut part[..n]);
-                self.write(at, &part[..n], max_size)?;
+            } else if !self.is_unkept(index) {
+                (known.fill)(at, &mut self.page_mut(index)[within..within + n]);
             }
             at += n as u64;
         }
