@@ -738,7 +738,8 @@ fn write_transaction(
 /// Writes `run` in place, or appends it to the journal.
 fn hand_over(journal: &mut Journal, in_place: &mut InPlace, run: WriteRun) -> std::io::Result<()> {
     if !in_place.place(&run.path, run.offset, &run.pieces)? {
-        journal.append(run.into_op())?;
+        let known = journal.known_content();
+        journal.append(run.into_op(known))?;
     }
     Ok(())
 }

@@ -232,10 +232,10 @@ impl<'a> InPlace<'a> {
                 break;
             }
             match op {
-                JournalOp::Write { path, offset, data } => match place.object(path) {
+                JournalOp::Write { path, .. } | JournalOp::WriteKnown { path, .. } => match place.object(path) {
                     Ok(Some(object)) => {
                         let end = place.waiting_ends.entry(object).or_default();
-                        *end = (*end).max(offset + data.len() as u64);
+                        *end = (*end).max(op.written().map_or(0, |(_, _, written_end)| written_end));
                     }
                     Ok(None) => {}
                     Err(_) => place.open = false,
@@ -266,6 +266,14 @@ impl<'a> InPlace<'a> {
         match &op {
             JournalOp::Write { path, offset, data } => {
                 Ok(if self.place(path, *offset, &[data])? { None } else { Some(op) })
+            }
+            // Made only of a run the journal keeps (`WriteRun::into_op`), not
+            // routed here; journaled all the same, as a write `place` declines.
+            JournalOp::WriteKnown { path, offset, len } => {
+                if let Some(object) = self.object(path)? {
+                    self.journaled.range(object, *offset, offset.saturating_add(*len));
+                }
+                Ok(Some(op))
             }
             JournalOp::SetLen { path, .. } | JournalOp::Fallocate { path, .. } => {
                 if let Some(object) = self.object(path)? {

@@ -28,13 +28,15 @@
 //! as a mark instead (the simulator's replays write a known function of the
 //! file offset), and consecutive marks as one run (`PageRuns`): memory grows
 //! with the runs' count, not the pages' bytes nor their number, and every
-//! call answers as if the bytes were kept.
+//! call answers as if the bytes were kept. Such a store also takes a write
+//! of its content as an extent (`write_known_at`, for the journal's
+//! `WriteKnown`): whole pages marked without being compared.
 
 use super::error::{path_error, two_path_error};
 use super::page_runs::PageRuns;
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
-use super::{errno_of, Backend, BackendAttr, BackendLimits};
+use super::{errno_of, Backend, BackendAttr, BackendLimits, KnownContent};
 use crate::acl::{self, Acl};
 use crate::types::{FallocMode, FileKind, FsStats, InoMap, PAGE_SIZE};
 use parking_lot::Mutex;
@@ -49,15 +51,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 type InodeId = u64;
 type Page = [u8; PAGE_SIZE as usize];
-
-/// Content of files a store can recreate (`MemBackend::with_known_content`):
-/// `fill` writes the bytes of file offsets `offset..offset + buf.len()`,
-/// `matches` says whether `data` holds them.
-#[derive(Clone, Copy, Debug)]
-pub struct KnownContent {
-    pub fill: fn(offset: u64, buf: &mut [u8]),
-    pub matches: fn(offset: u64, data: &[u8]) -> bool,
-}
 
 /// The known content of page `index` (zeros without one).
 fn known_page(known: Option<KnownContent>, index: u64) -> Page {
@@ -203,15 +196,50 @@ impl FileData {
         Ok(())
     }
 
+    /// Writes `len` bytes of the known content at `offset` (see
+    /// `Backend::write_known_at`): as `write` of the bytes `fill` gives for
+    /// them, but a whole page is marked without them being made or compared.
+    /// `EOPNOTSUPP` without known content.
+    fn write_known(&mut self, offset: u64, len: u64, max_size: u64) -> Result<(), i32> {
+        let known = self.known.ok_or(libc::EOPNOTSUPP)?;
+        let end = end_within(offset, len, max_size)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let mut at = offset;
+        while at < end {
+            let (index, within, n) = page_span(at, usize::try_from(end - at).unwrap_or(usize::MAX));
+            // What `write` does with a whole page that holds the content, and
+            // with part of a page (which stays unkept if it was), the bytes
+            // made in place.
+            if n == PAGE_SIZE as usize {
+                if self.is_unkept(index) {
+                    self.unkept.remove(index);
+                }
+                self.mark_known(index);
+            } else if !self.is_unkept(index) {
+                (known.fill)(at, &mut self.page_mut(index)[within..within + n]);
+            }
+            at += n as u64;
+        }
+        self.size = self.size.max(end);
+        Ok(())
+    }
+
     /// Marks page `index` as holding the known content if `piece` is all of
     /// it and is that content.
     fn keep_as_known(&mut self, index: u64, piece: &[u8]) -> bool {
         if piece.len() != PAGE_SIZE as usize || !self.known.is_some_and(|k| (k.matches)(index * PAGE_SIZE, piece)) {
             return false;
         }
+        self.mark_known(index);
+        true
+    }
+
+    /// Page `index` holds the known content, as a mark.
+    fn mark_known(&mut self, index: u64) {
         self.pages.remove(&index);
         self.known_pages.insert(index);
-        true
     }
 
     /// Stores a whole page: in place if nothing shares its bytes, else as
@@ -1013,6 +1041,29 @@ impl MemBackend {
         })
     }
 
+    /// A write of `len` bytes at `offset` of the regular file at `path`
+    /// that `write` (`FileData::write_unkept` or `write_known`) makes from
+    /// the extent alone, checked for room as `write_at` is.
+    fn write_extent(
+        &self,
+        path: &Path,
+        offset: u64,
+        len: u64,
+        write: fn(&mut FileData, u64, u64, u64) -> Result<(), i32>,
+    ) -> io::Result<()> {
+        self.on_inode("write", path, |tree, id| {
+            tree.get(id).must_be_regular()?;
+            let room = usize::try_from(len).map_err(|_| libc::EFBIG)?;
+            tree.room_for(id, offset, room)?;
+            let max_size = tree.limits.limits.max_file_size;
+            tree.data_mut(id, |data| write(data, offset, len, max_size))?;
+            if len > 0 {
+                tree.modified(id);
+            }
+            Ok(())
+        })
+    }
+
     /// `on_inode` for extended attribute calls, with Linux's checks: the
     /// name's length (`ERANGE`) before the lookup, `check_xattr` after it.
     fn on_xattr<T>(
@@ -1092,17 +1143,15 @@ impl Backend for MemBackend {
     }
 
     fn write_unkept_at(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
-        self.on_inode("write", path, |tree, id| {
-            tree.get(id).must_be_regular()?;
-            let room = usize::try_from(len).map_err(|_| libc::EFBIG)?;
-            tree.room_for(id, offset, room)?;
-            let max_size = tree.limits.limits.max_file_size;
-            tree.data_mut(id, |data| data.write_unkept(offset, len, max_size))?;
-            if len > 0 {
-                tree.modified(id);
-            }
-            Ok(())
-        })
+        self.write_extent(path, offset, len, FileData::write_unkept)
+    }
+
+    fn known_content(&self) -> Option<KnownContent> {
+        self.tree.lock().known
+    }
+
+    fn write_known_at(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        self.write_extent(path, offset, len, FileData::write_known)
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {
@@ -1246,21 +1295,13 @@ impl Backend for MemBackend {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_content::{ramp, RAMP};
     use super::*;
 
-    /// The known content of the known-content test: byte `o` is `o mod 251`.
-    fn ramp(offset: u64, buf: &mut [u8]) {
-        buf.iter_mut().zip(offset..).for_each(|(b, o)| *b = (o % 251) as u8);
-    }
-
-    const RAMP: KnownContent = KnownContent {
-        fill: ramp,
-        matches: |offset, data| data.iter().zip(offset..).all(|(b, o)| *b == (o % 251) as u8),
-    };
-
     /// Random writes (of the known content or not, aligned or not), truncations, punched and zeroed
-    /// ranges on a plain store and on one made `with_known_content`: every read, extent list, stat and
-    /// snapshot agrees, and the second keeps marks for the known whole pages. Seed: `MCFS_SEED`.
+    /// ranges on a plain store and on two made `with_known_content`, the third handed each write of the
+    /// known content as its extent (`write_known_at`): every read, extent list, stat and snapshot agrees,
+    /// and the second and third keep marks for the known whole pages. Seed: `MCFS_SEED`.
     #[test]
     fn known_content_is_kept_as_marks_and_answers_as_bytes() {
         let seed: u64 = std::env::var("MCFS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
@@ -1272,47 +1313,83 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        let (plain, marked) = (MemBackend::new(), MemBackend::with_known_content(RAMP));
+        let (plain, marked, extent) =
+            (MemBackend::new(), MemBackend::with_known_content(RAMP), MemBackend::with_known_content(RAMP));
         let f = Path::new("f");
-        for s in [&plain, &marked] {
+        for s in [&plain, &marked, &extent] {
             s.create(f, FileKind::File, 0o644, 0).unwrap();
         }
         let marks = |s: &MemBackend| {
             let tree = s.tree.lock();
             tree.inodes.values().map(|i| i.data.known_pages.len()).sum::<u64>()
         };
-        let mut most_marks = 0;
+        let (mut most_marks, mut extents_written) = (0, 0);
         for step in 0..400 {
             let (offset, len) = (next(64) * 1024 + next(3) * 7, 1 + next(5) * 4096 + next(2) * next(4096));
             let mut data = vec![0u8; len as usize];
             ramp(offset, &mut data);
-            if next(4) == 0 {
+            let known = next(4) != 0;
+            if !known {
                 data[next(len) as usize] ^= 1;
             }
             let op = next(6);
-            for s in [&plain, &marked] {
+            for (i, s) in [&plain, &marked, &extent].into_iter().enumerate() {
                 match op {
                     0 => s.set_len(f, offset).unwrap(),
                     1 => s.fallocate(f, FallocMode::PunchHole, offset, len).unwrap(),
                     2 => s.fallocate(f, FallocMode::ZeroRange { keep_size: false }, offset, len).unwrap(),
+                    _ if i == 2 && known => {
+                        s.write_known_at(f, offset, len).unwrap();
+                        extents_written += 1;
+                    }
                     _ => s.write_at(f, offset, &data).unwrap(),
                 }
             }
-            let mut bufs = [vec![0u8; 100_000], vec![0u8; 100_000]];
-            let reads: Vec<usize> =
-                [&plain, &marked].iter().zip(&mut bufs).map(|(s, b)| s.read_at(f, 0, b).unwrap()).collect();
-            assert_eq!((reads[0], &bufs[0]), (reads[1], &bufs[1]), "seed {seed}, step {step}");
-            assert_eq!(plain.data_extents(f).unwrap(), marked.data_extents(f).unwrap(), "seed {seed}, step {step}");
-            let (a, b) = (plain.stat(f).unwrap(), marked.stat(f).unwrap());
-            assert_eq!((a.size, a.blocks, a.mtime), (b.size, b.blocks, b.mtime), "seed {seed}, step {step}");
-            for s in [&plain, &marked] {
+            for s in [&marked, &extent] {
+                let mut bufs = [vec![0u8; 100_000], vec![0u8; 100_000]];
+                let reads: Vec<usize> =
+                    [&plain, s].iter().zip(&mut bufs).map(|(s, b)| s.read_at(f, 0, b).unwrap()).collect();
+                assert_eq!((reads[0], &bufs[0]), (reads[1], &bufs[1]), "seed {seed}, step {step}");
+                assert_eq!(plain.data_extents(f).unwrap(), s.data_extents(f).unwrap(), "seed {seed}, step {step}");
+                let (a, b) = (plain.stat(f).unwrap(), s.stat(f).unwrap());
+                assert_eq!((a.size, a.blocks, a.mtime), (b.size, b.blocks, b.mtime), "seed {seed}, step {step}");
+            }
+            for s in [&plain, &marked, &extent] {
                 s.tree.lock().check_used_blocks().unwrap_or_else(|e| panic!("seed {seed}, step {step}: {e}"));
             }
             most_marks = most_marks.max(marks(&marked));
+            assert_eq!(marks(&extent), marks(&marked), "seed {seed}, step {step}: the same pages are marks");
         }
-        assert!(plain.snapshot() == marked.snapshot(), "seed {seed}");
+        assert!(plain.snapshot() == marked.snapshot() && plain.snapshot() == extent.snapshot(), "seed {seed}");
         assert!(most_marks > 0, "seed {seed}: some whole pages were the ramp");
+        assert!(extents_written > 0, "seed {seed}: some writes went as extents");
         assert_eq!(marks(&plain), 0, "a plain store keeps bytes");
+    }
+
+    /// `write_known_at` over unkept pages (whole and in part), past the end and at the largest file:
+    /// what `write_at` of the content's bytes does; a store without known content refuses it.
+    #[test]
+    fn known_extents_write_as_the_bytes_would() {
+        let (bytes, extent) = (MemBackend::with_known_content(RAMP), MemBackend::with_known_content(RAMP));
+        let f = Path::new("f");
+        let max = BackendLimits::EXT4.max_file_size;
+        let writes = [(3 * 4096 + 10, 2 * 4096), (4096 - 5, 10), (9 * 4096, 0), (40_000, 5), (max - 4, 8)];
+        for mem in [&bytes, &extent] {
+            mem.create(f, FileKind::File, 0o644, 0).unwrap();
+            mem.write_unkept_at(f, 100, 6 * 4096).unwrap();
+        }
+        for (offset, len) in writes {
+            let mut data = vec![0u8; len as usize];
+            ramp(offset, &mut data);
+            let by_bytes = bytes.write_at(f, offset, &data).map_err(|e| errno_of(&e));
+            assert_eq!(extent.write_known_at(f, offset, len).map_err(|e| errno_of(&e)), by_bytes, "{offset}+{len}");
+            assert!(bytes.snapshot() == extent.snapshot(), "{offset}+{len}");
+            assert_eq!(bytes.stat(f).unwrap(), extent.stat(f).unwrap(), "{offset}+{len}");
+        }
+        let plain = MemBackend::new();
+        plain.create(f, FileKind::File, 0o644, 0).unwrap();
+        assert_eq!(errno_of(&plain.write_known_at(f, 0, 4096).unwrap_err()), libc::EOPNOTSUPP);
+        assert!(plain.known_content().is_none() && extent.known_content().is_some());
     }
 
     /// A file of known content written in pieces costs one run of marks, whatever its length; a page

@@ -23,7 +23,7 @@ pub mod snapshot;
 pub use dir::DirBackend;
 pub use error::{errno_of, BackendError};
 pub use limits::BackendLimits;
-pub use mem::{mem_epoch, KnownContent, MemBackend, MemLimits};
+pub use mem::{mem_epoch, MemBackend, MemLimits};
 pub use mutation::Mutation;
 pub use recording::{CrashState, Op, RecordingBackend};
 pub use snapshot::{ContentDigest, SnapshotEntry, TreeSnapshot};
@@ -52,6 +52,15 @@ pub struct BackendAttr {
     pub ctime: SystemTime,
     /// 512-byte blocks allocated (`st_blocks`).
     pub blocks: u64,
+}
+
+/// Content of files a store can recreate (`MemBackend::with_known_content`,
+/// `Backend::known_content`): `fill` writes the bytes of file offsets
+/// `offset..offset + buf.len()`, `matches` says whether `data` holds them.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownContent {
+    pub fill: fn(offset: u64, buf: &mut [u8]),
+    pub matches: fn(offset: u64, data: &[u8]) -> bool,
 }
 
 pub trait Backend: Send + Sync {
@@ -94,6 +103,20 @@ pub trait Backend: Send + Sync {
     /// with `EIO` (and a write of part of it leaves it so). For a store that
     /// does not keep the journal's payload; others refuse (`EOPNOTSUPP`).
     fn write_unkept_at(&self, _path: &Path, _offset: u64, _len: u64) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    }
+    /// The content this store recreates from file offsets alone, if any
+    /// (`KnownContent`; the simulator's data-less store). With it and
+    /// without `keeps_journal_payload`, the journal holds a write of that
+    /// content as its extent (`Mutation::WriteKnown`), not as its bytes.
+    fn known_content(&self) -> Option<KnownContent> {
+        None
+    }
+    /// Writes `len` bytes of the `known_content` at `offset` of an existing
+    /// file: the same as `write_at` of the bytes its `fill` gives for them,
+    /// without anyone making or comparing them. A store without known
+    /// content refuses (`EOPNOTSUPP`).
+    fn write_known_at(&self, _path: &Path, _offset: u64, _len: u64) -> io::Result<()> {
         Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
     }
     /// Sets the size of an existing file.
@@ -146,4 +169,20 @@ pub trait Backend: Send + Sync {
 /// True for "no such file" errors, which replay treats as "already done".
 pub fn is_not_found(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOENT) || e.kind() == io::ErrorKind::NotFound
+}
+
+/// Known content for tests (`MemBackend::with_known_content`): byte `o` of
+/// every file is `o mod 251`, as in the simulator's replays.
+#[cfg(test)]
+pub(crate) mod test_content {
+    use super::KnownContent;
+
+    pub(crate) fn ramp(offset: u64, buf: &mut [u8]) {
+        buf.iter_mut().zip(offset..).for_each(|(b, o)| *b = (o % 251) as u8);
+    }
+
+    pub(crate) const RAMP: KnownContent = KnownContent {
+        fill: ramp,
+        matches: |offset, data| data.iter().zip(offset..).all(|(b, o)| *b == (o % 251) as u8),
+    };
 }

@@ -5,7 +5,7 @@ use crate::types::{FallocMode, FileKind};
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// One change to the backing store: a call of one of `Backend`'s mutating
@@ -17,6 +17,16 @@ pub enum Mutation {
         path: PathBuf,
         offset: u64,
         data: Vec<u8>,
+    },
+    /// A `Write` of `len` bytes of the store's known content
+    /// (`Backend::known_content`) at `offset`, without the bytes: made only
+    /// for a store that keeps no journal payload (`WriteRun::into_op`), so
+    /// the journal never encodes one into a log that keeps payloads, and
+    /// decoding never gives one.
+    WriteKnown {
+        path: PathBuf,
+        offset: u64,
+        len: u64,
     },
     SetLen {
         path: PathBuf,
@@ -85,6 +95,7 @@ impl Mutation {
     pub fn apply(&self, to: &dyn Backend) -> io::Result<()> {
         match self {
             Mutation::Write { path, offset, data } => to.write_at(path, *offset, data),
+            Mutation::WriteKnown { path, offset, len } => to.write_known_at(path, *offset, *len),
             Mutation::SetLen { path, size } => to.set_len(path, *size),
             Mutation::Create { path, kind, perm, rdev } => to.create(path, *kind, *perm, *rdev),
             Mutation::Symlink { target, path } => to.symlink(target, path),
@@ -118,15 +129,34 @@ impl Mutation {
 
     /// File data this op writes in place.
     pub fn data_len(&self) -> u64 {
+        self.written().map_or(0, |(_, offset, end)| end - offset)
+    }
+
+    /// The file a write (`Write` or `WriteKnown`) writes and its byte range
+    /// `offset..end`; `None` for other ops.
+    pub fn written(&self) -> Option<(&Path, u64, u64)> {
         match self {
-            Mutation::Write { data, .. } => data.len() as u64,
-            _ => 0,
+            Mutation::Write { path, offset, data } => Some((path, *offset, offset + data.len() as u64)),
+            Mutation::WriteKnown { path, offset, len } => Some((path, *offset, offset + len)),
+            _ => None,
+        }
+    }
+
+    /// Makes bytes `start..end` of a write (within its range, `written`) on
+    /// `to`: what this op does there; `EINVAL` for other ops.
+    pub fn apply_part(&self, to: &dyn Backend, start: u64, end: u64) -> io::Result<()> {
+        match self {
+            Mutation::Write { path, offset, data } => {
+                to.write_at(path, start, &data[(start - offset) as usize..(end - offset) as usize])
+            }
+            Mutation::WriteKnown { path, .. } => to.write_known_at(path, start, end - start),
+            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         }
     }
 
     pub fn name(&self) -> &'static str {
         match self {
-            Mutation::Write { .. } => "write",
+            Mutation::Write { .. } | Mutation::WriteKnown { .. } => "write",
             Mutation::SetLen { .. } => "truncate",
             Mutation::Create { .. } => "create",
             Mutation::Symlink { .. } => "symlink",
@@ -152,8 +182,8 @@ impl fmt::Display for Mutation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.name();
         match self {
-            Mutation::Write { path, offset, data } => {
-                write!(f, "{name} {} @{offset}+{}", path.display(), data.len())
+            Mutation::Write { path, offset, .. } | Mutation::WriteKnown { path, offset, .. } => {
+                write!(f, "{name} {} @{offset}+{}", path.display(), self.data_len())
             }
             Mutation::SetLen { path, size } => write!(f, "{name} {} to {size}", path.display()),
             Mutation::Fallocate { path, offset, len, .. } => write!(f, "{name} {} @{offset}+{len}", path.display()),

@@ -317,16 +317,17 @@ impl Applier<'_> {
 }
 
 impl Applier<'_> {
-    /// Writes only `pieces` of write `op`: a later write of the run covers
-    /// the rest (`coalesce`).
+    /// Writes only `pieces` of write `op` (`Write` or `WriteKnown`): a later
+    /// write of the run covers the rest (`coalesce`).
     fn write_pieces(&mut self, op: &JournalOp, pieces: &[(u64, u64)]) -> io::Result<()> {
-        let JournalOp::Write { path, offset, data } = op else { return misdispatched(op) };
+        if op.written().is_none() {
+            return misdispatched(op);
+        }
         let mut written = 0;
         for &(start, end) in pieces {
-            let bytes = &data[(start - offset) as usize..(end - offset) as usize];
             self.unsynced = true;
-            match self.backend.write_at(path, start, bytes) {
-                Ok(()) => written += bytes.len() as u64,
+            match op.apply_part(self.backend, start, end) {
+                Ok(()) => written += end - start,
                 Err(e) if is_not_found(&e) => {
                     self.report.skipped_missing += 1;
                     break;
@@ -335,7 +336,7 @@ impl Applier<'_> {
             }
         }
         self.report.data_bytes += written;
-        self.report.coalesced_bytes += data.len() as u64 - pieces.iter().map(|(s, e)| e - s).sum::<u64>();
+        self.report.coalesced_bytes += op.data_len() - pieces.iter().map(|(s, e)| e - s).sum::<u64>();
         Ok(())
     }
 }

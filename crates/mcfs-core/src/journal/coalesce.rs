@@ -12,7 +12,7 @@
 //! (docs/JOURNAL.md, "Coalescing").
 
 use super::group::{touches, LINKED_FROM};
-use super::{JournalOp, RunTxn, TxnOps};
+use super::{RunTxn, TxnOps};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::path::Path;
@@ -94,22 +94,18 @@ pub fn plan(run: &[RunTxn], starts: &[Option<u64>]) -> Plan {
     for (pos, txn) in run.iter().enumerate().rev() {
         let (TxnOps::Held(ops), Some(start)) = (&txn.ops, starts[pos]) else { continue };
         for (index, op) in ops.iter().enumerate().skip(start as usize).rev() {
-            match op {
-                JournalOp::Write { path, offset, data } if !data.is_empty() => {
-                    let end = offset + data.len() as u64;
-                    let covered = later.entry(path.as_os_str()).or_default();
-                    if covered.overlaps(*offset, end) {
-                        plan.trimmed.insert((pos, index as u64), covered.uncovered(*offset, end));
-                    }
-                    covered.add(*offset, end);
+            // A write, of bytes held or of known content alike.
+            if let Some((path, offset, end)) = op.written().filter(|(_, offset, end)| end > offset) {
+                let covered = later.entry(path.as_os_str()).or_default();
+                if covered.overlaps(offset, end) {
+                    plan.trimmed.insert((pos, index as u64), covered.uncovered(offset, end));
                 }
-                op if op.is_namespace() => {
-                    // The existing name of a link keeps naming its object.
-                    for (path, _) in touches(op).into_iter().flatten().filter(|(_, t)| *t != LINKED_FROM) {
-                        later.retain(|written, _| !related(Path::new(written), path));
-                    }
+                covered.add(offset, end);
+            } else if op.is_namespace() {
+                // The existing name of a link keeps naming its object.
+                for (path, _) in touches(op).into_iter().flatten().filter(|(_, t)| *t != LINKED_FROM) {
+                    later.retain(|written, _| !related(Path::new(written), path));
                 }
-                _ => {}
             }
         }
     }
@@ -125,6 +121,7 @@ fn related(a: &Path, b: &Path) -> bool {
 mod tests {
     use super::*;
     use crate::journal::scenarios::held_run;
+    use crate::journal::JournalOp;
     use crate::types::FileKind;
 
     fn w(path: &str, offset: u64, len: usize) -> JournalOp {

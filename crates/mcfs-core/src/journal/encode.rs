@@ -1,8 +1,11 @@
 //! Byte format of the journal file: the transaction header (the commit record)
 //! and the op records of the payload. Pure encoding and decoding, no I/O.
 //!
-//! Invariant: `decode_op(encode_op(op)) == op` for every op, and no input —
-//! torn, corrupt or foreign — makes a decoder panic; it returns an error.
+//! Invariant: `decode_op(encode_op(op)) == op` for every op but a
+//! `WriteKnown`, which holds no bytes to encode: `encode_op` and
+//! `encode_op_head` refuse it, only `encode_op_extent` (for a log that keeps
+//! no payload) measures it, and decoding never gives one. No input — torn,
+//! corrupt or foreign — makes a decoder panic; it returns an error.
 
 use super::JournalOp;
 use crate::types::{FallocMode, FileKind};
@@ -143,25 +146,40 @@ pub fn encode_op(op: &JournalOp, out: &mut Vec<u8>) -> io::Result<()> {
 }
 
 /// The bytes a record of `op` ends with that `encode_op_head` leaves out: a
-/// write's data (its last field), nothing for other ops.
-pub fn record_tail(op: &JournalOp) -> &[u8] {
+/// write's data (its last field), nothing for other ops; `None` for a
+/// `WriteKnown`, which does not hold them.
+pub fn record_tail(op: &JournalOp) -> Option<&[u8]> {
     match op {
-        JournalOp::Write { data, .. } => data,
-        _ => &[],
+        JournalOp::Write { data, .. } => Some(data),
+        JournalOp::WriteKnown { .. } => None,
+        _ => Some(&[]),
     }
 }
 
 /// Appends the record of `op` to `out` without its `record_tail`, which the
 /// caller writes right after it (the journal hands a write's data to the store
 /// as it is instead of copying it into the record buffer); the length prefix
-/// counts the tail. Returns the tail. Errors as `encode_op`.
+/// counts the tail. Returns the tail. Errors as `encode_op`, and `EINVAL`
+/// for a `WriteKnown`: its record cannot be written whole.
 pub fn encode_op_head<'op>(op: &'op JournalOp, out: &mut Vec<u8>) -> io::Result<&'op [u8]> {
+    let tail = record_tail(op).ok_or_else(|| {
+        super::journal_error(libc::EINVAL, format!("{op}: holds no bytes, for a journal that keeps its payload"))
+    })?;
+    encode_op_extent(op, out)?;
+    Ok(tail)
+}
+
+/// Appends the record of `op` to `out` without its tail, as `encode_op_head`
+/// does, and returns the tail's length: all a journal that keeps no payload
+/// needs (`Backend::keeps_journal_payload`), which writes only the records'
+/// extent. A `WriteKnown` measures as a `Write` of its bytes.
+pub fn encode_op_extent(op: &JournalOp, out: &mut Vec<u8>) -> io::Result<u64> {
     let start = out.len();
     out.extend_from_slice(&[0; RECORD_LEN_BYTES as usize]);
     let mut w = FieldWriter { out, too_big: false };
     match op {
-        JournalOp::Write { path, offset, data } => {
-            w.tag(TAG_WRITE).path(path).u64(*offset).len_of(data);
+        JournalOp::Write { path, offset, .. } | JournalOp::WriteKnown { path, offset, .. } => {
+            w.tag(TAG_WRITE).path(path).u64(*offset).len(op.data_len());
         }
         JournalOp::SetLen { path, size } => {
             w.tag(TAG_SET_LEN).path(path).u64(*size);
@@ -204,12 +222,12 @@ pub fn encode_op_head<'op>(op: &'op JournalOp, out: &mut Vec<u8>) -> io::Result<
         }
     }
     let too_big = w.too_big;
-    let tail = record_tail(op);
-    let body_len = u32::try_from(out.len() - start - RECORD_LEN_BYTES as usize + tail.len());
+    let tail_len = op.data_len();
+    let body_len = u32::try_from((out.len() - start) as u64 - RECORD_LEN_BYTES + tail_len);
     match body_len {
         Ok(len) if !too_big => {
             out[start..start + RECORD_LEN_BYTES as usize].copy_from_slice(&len.to_le_bytes());
-            Ok(tail)
+            Ok(tail_len)
         }
         _ => {
             out.truncate(start);
@@ -237,15 +255,15 @@ impl FieldWriter<'_> {
         self
     }
     fn bytes(&mut self, v: &[u8]) -> &mut Self {
-        self.len_of(v);
+        self.len(v.len() as u64);
         if !self.too_big {
             self.out.extend_from_slice(v);
         }
         self
     }
-    /// The length prefix of a variable-size field alone.
-    fn len_of(&mut self, v: &[u8]) -> &mut Self {
-        match u32::try_from(v.len()) {
+    /// The length prefix of a variable-size field of `len` bytes alone.
+    fn len(&mut self, len: u64) -> &mut Self {
+        match u32::try_from(len) {
             Ok(len) => self.u32(len),
             Err(_) => {
                 self.too_big = true;
@@ -496,10 +514,31 @@ mod tests {
             let (mut whole, mut head) = (Vec::new(), Vec::new());
             encode_op(&op, &mut whole).unwrap();
             let tail = encode_op_head(&op, &mut head).unwrap();
-            assert_eq!(tail, record_tail(&op), "{op:?}");
+            assert_eq!(Some(tail), record_tail(&op), "{op:?}");
+            let mut extent_head = Vec::new();
+            assert_eq!(encode_op_extent(&op, &mut extent_head).unwrap(), tail.len() as u64, "{op:?}");
+            assert_eq!(extent_head, head, "{op:?}");
             head.extend_from_slice(tail);
             assert_eq!(head, whole, "{op:?}");
         }
+    }
+
+    /// A write of known content measures as the write of its bytes, and only
+    /// the extent encoder takes it: it has no bytes for a whole record.
+    #[test]
+    fn a_known_write_has_the_extent_of_its_bytes_and_no_record() {
+        let write = JournalOp::Write { path: "a/b".into(), offset: 1 << 40, data: vec![3; 5000] };
+        let known = JournalOp::WriteKnown { path: "a/b".into(), offset: 1 << 40, len: 5000 };
+        let (mut write_head, mut known_head) = (Vec::new(), Vec::new());
+        let tail = encode_op_extent(&write, &mut write_head).unwrap();
+        assert_eq!(encode_op_extent(&known, &mut known_head).unwrap(), tail);
+        assert_eq!(known_head, write_head);
+        assert_eq!(record_tail(&known), None);
+        let mut out = vec![9];
+        for refused in [encode_op(&known, &mut out), encode_op_head(&known, &mut out).map(drop)] {
+            assert_eq!(crate::backend::errno_of(&refused.unwrap_err()), libc::EINVAL);
+        }
+        assert_eq!(out, [9], "nothing appended");
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub fn touches(op: &JournalOp) -> [Option<(&Path, Touch)>; 2] {
         JournalOp::RemoveFile { path } | JournalOp::RemoveDir { path } => one(path, UNBOUND),
         JournalOp::SetOwner { path, .. } => one(path, OWNER),
         JournalOp::Write { path, .. }
+        | JournalOp::WriteKnown { path, .. }
         | JournalOp::SetPerm { path, .. }
         | JournalOp::SetLen { path, .. }
         | JournalOp::SetTimes { path, .. }

@@ -42,9 +42,9 @@ pub use recovery::{recover, recovered_copy, RecoveryReport};
 pub use segment::{POOL_SEGMENTS, READY_BYTES as SEGMENT_READY_BYTES};
 
 use crate::backend::error::BackendError;
-use crate::backend::{is_not_found, Backend};
+use crate::backend::{is_not_found, Backend, KnownContent};
 use crate::types::FileKind;
-use encode::{encode_op, encode_op_head, TxnHeader};
+use encode::{encode_op, encode_op_extent, encode_op_head, TxnHeader};
 use progress::ProgressFile;
 use recovery::{check_consistent, inspect_log};
 use std::collections::BTreeMap;
@@ -156,11 +156,12 @@ enum TxnState {
     Building {
         seq: u64,
         slot: usize,
-        /// The payload not streamed yet: records, less the `tails` when the
-        /// store takes pieces.
+        /// The payload not streamed yet: records, less their tails unless
+        /// the sink is `Joined`.
         buf: Vec<u8>,
+        /// Where the tails go (`Pieces`; the `Extent` sink needs only their length).
         tails: Vec<Tail>,
-        /// Bytes of `tails`' data.
+        /// Bytes of the tails left out of `buf`.
         tail_bytes: usize,
         flushed: u64,
         crc: u32,
@@ -183,7 +184,8 @@ enum PayloadSink {
     Pieces,
     /// Its extent alone, with no checksum: the store keeps none of it
     /// (`Backend::keeps_journal_payload`), so its commit records carry
-    /// `payload_crc` 0 and its log cannot be recovered.
+    /// `payload_crc` 0 and its log cannot be recovered. Only this sink takes
+    /// a `JournalOp::WriteKnown` (`Journal::known_content`).
     Extent,
 }
 
@@ -250,6 +252,8 @@ pub struct Journal {
     /// doubling, each checkpoint).
     spare_buf: Vec<u8>,
     sink: PayloadSink,
+    /// The store's known content if the sink is `Extent` (`known_content`).
+    known: Option<KnownContent>,
 }
 
 impl Journal {
@@ -297,6 +301,7 @@ impl Journal {
         crate::in_place::forget(b)?;
         progress.reset(b)?;
         let sink = PayloadSink::of(b);
+        let known = if sink == PayloadSink::Extent { b.known_content() } else { None };
         Ok(Journal {
             last_seq: None,
             backend,
@@ -311,7 +316,16 @@ impl Journal {
             unapplied: Vec::new(),
             spare_buf: Vec::new(),
             sink,
+            known,
         })
+    }
+
+    /// The content a write of which may be appended as a `JournalOp::
+    /// WriteKnown`, its bytes left out: the store's (`Backend::
+    /// known_content`) if it keeps no journal payload, else none — the
+    /// payload of a log that keeps it is made of the ops' bytes.
+    pub fn known_content(&self) -> Option<KnownContent> {
+        self.known
     }
 
     /// Data bytes `apply` writes between two calls of its `between_segments`.
@@ -403,15 +417,16 @@ impl Journal {
         let TxnState::Building { buf, tails, tail_bytes, ops, .. } = &mut self.txn else {
             return Err(misuse("append outside a transaction"));
         };
-        let encoded = if self.sink == PayloadSink::Joined {
-            encode_op(&op, buf)
-        } else {
-            encode_op_head(&op, buf).map(|tail| {
+        // A `WriteKnown` has no bytes for the first two to write: they refuse it.
+        let encoded = match self.sink {
+            PayloadSink::Joined => encode_op(&op, buf),
+            PayloadSink::Pieces => encode_op_head(&op, buf).map(|tail| {
                 if !tail.is_empty() {
                     *tail_bytes += tail.len();
                     tails.push(Tail { at: buf.len(), op: ops.len() });
                 }
-            })
+            }),
+            PayloadSink::Extent => encode_op_extent(&op, buf).map(|tail| *tail_bytes += tail as usize),
         };
         let mut result = encoded.map(|()| ops.push(op));
         if result.is_ok() && buf.len() + *tail_bytes >= STREAM_CHUNK {
@@ -605,7 +620,8 @@ fn payload_pieces<'a>(buf: &'a [u8], tails: &[Tail], ops: &'a [JournalOp]) -> Ve
     let mut from = 0;
     for tail in tails {
         pieces.push(&buf[from..tail.at]);
-        pieces.push(encode::record_tail(&ops[tail.op]));
+        // Always there: only `encode_op_head` makes a `Tail`, and it refuses an op without one.
+        pieces.push(encode::record_tail(&ops[tail.op]).unwrap_or_default());
         from = tail.at;
     }
     pieces.push(&buf[from..]);

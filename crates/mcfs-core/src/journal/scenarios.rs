@@ -542,6 +542,7 @@ pub fn apply_directly(b: &MemBackend, ops: &[JournalOp]) -> TreeSnapshot {
 pub fn apply_op(b: &dyn Backend, op: &JournalOp) -> io::Result<()> {
     match op {
         JournalOp::Write { path, offset, data } => b.write_at(path, *offset, data),
+        JournalOp::WriteKnown { path, offset, len } => b.write_known_at(path, *offset, *len),
         JournalOp::SetLen { path, size } => b.set_len(path, *size),
         JournalOp::Create { path, kind, perm, rdev } => b.create(path, *kind, *perm, *rdev),
         JournalOp::Symlink { path, target } => b.symlink(target, path),

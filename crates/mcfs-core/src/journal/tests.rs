@@ -168,6 +168,68 @@ fn journal_over_a_store_without_payloads_writes_their_extent_and_applies_its_ops
     assert_eq!(crate::backend::errno_of(&e), libc::EOPNOTSUPP);
 }
 
+/// Over a store that recreates known content and keeps no journal payload, a
+/// write of that content goes in as its extent (`WriteKnown`) and applies,
+/// coalesced with writes of other bytes, to the tree, reports and journal
+/// bytes its bytes would give; a journal that keeps its payload offers no
+/// known content and refuses such an op.
+#[test]
+fn journal_over_a_data_less_store_takes_writes_of_known_content_as_their_extent() {
+    use crate::backend::test_content::{ramp, RAMP};
+    let write = |path: &str, offset: u64, len: usize, known: bool| {
+        let mut data = vec![0; len];
+        ramp(offset, &mut data);
+        if !known {
+            data[len / 2] ^= 1;
+        }
+        JournalOp::Write { path: path.into(), offset, data }
+    };
+    // Overlapping across transactions (coalesced), aligned or not, another file between.
+    let txns: Vec<Vec<JournalOp>> = vec![
+        vec![write("a", 0, 3 * 4096, true), write("a", 10_000, 5000, false), write("c", 4096, 4096, true)],
+        vec![write("a", 4096 - 7, 4096, true), write("a", 20_000, 9000, true)],
+        vec![write("a", 8192, 8192, false), write("a", 16_000, 8000, true), write("c", 0, 100, true)],
+    ];
+    let extent_of = |op: &JournalOp| match op {
+        JournalOp::Write { path, offset, data } if (RAMP.matches)(*offset, data) => {
+            JournalOp::WriteKnown { path: path.clone(), offset: *offset, len: data.len() as u64 }
+        }
+        op => op.clone(),
+    };
+    let expected = apply_directly(&mem_with_base(), &txns.concat());
+    let mut outcomes = Vec::new();
+    for extents in [false, true] {
+        let b = Arc::new(MemBackend::with_known_content(RAMP).without_journal_payloads());
+        base_tree(&b);
+        let mut j = Journal::open(b.clone()).unwrap();
+        assert!(j.known_content().is_some());
+        for (i, ops) in txns.iter().enumerate() {
+            let ops: Vec<JournalOp> = if extents { ops.iter().map(extent_of).collect() } else { ops.clone() };
+            commit(&mut j, i as u64 + 1, &ops);
+        }
+        let report = j.apply(&mut || {}).unwrap();
+        assert_eq!(tree_of(&b), expected, "extents: {extents}");
+        assert!(report.coalesced_bytes > 0, "extents: {extents}: {report:?}");
+        outcomes.push((report, j.bytes_written()));
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+    // Keeping payloads, whether the store takes pieces or joins them: no
+    // known content offered, and such an op is refused, not logged.
+    let known_keeping = Arc::new(MemBackend::with_known_content(RAMP));
+    base_tree(&known_keeping);
+    let extent = extent_of(&txns[0][0]);
+    assert!(matches!(extent, JournalOp::WriteKnown { .. }));
+    for b in [known_keeping as Arc<dyn Backend>, Arc::new(FaultyBackend::new(mem_with_base()))] {
+        let mut j = Journal::open(b).unwrap();
+        assert!(j.known_content().is_none());
+        j.begin(1).unwrap();
+        assert_eq!(crate::backend::errno_of(&j.append(extent.clone()).unwrap_err()), libc::EINVAL);
+        j.abort().unwrap();
+    }
+    let e = encode::encode_op(&extent, &mut Vec::new()).unwrap_err();
+    assert_eq!(crate::backend::errno_of(&e), libc::EINVAL);
+}
+
 #[test]
 fn journal_recover_replays_a_committed_txn_that_was_not_applied() {
     for (name, ops) in scenarios() {

@@ -3,8 +3,8 @@
 //! device timeline of `SimBackend`, or the FastTrack scenario's tap that tags it and sets it aside.
 //!
 //! Mapping (docs/DEVICE_MODEL.md): `read_at` reads the bytes it returns that the store holds data for
-//! (never-written ranges and holes are free); `write_at`, `write_pieces_at` and `write_unkept_at` write their
-//! bytes;
+//! (never-written ranges and holes are free); `write_at`, `write_pieces_at`, `write_unkept_at` and
+//! `write_known_at` write their bytes;
 //! every call that changes metadata (create, symlink, link, remove, rename, set_len, set_owner, set_perm,
 //! set_times, set_xattr, remove_xattr, fallocate) writes one metadata block; `sync` is a flush. `stat`,
 //! `list_dir`, `read_link`, `get_xattr`, `list_xattr`, `data_extents` and `statfs` are served from the OS's
@@ -13,7 +13,7 @@
 //! Invariant: the sink sees the requests in the order the backend is called, each after its call
 //! succeeded on the store; calls that write are stamped with the clock's time.
 
-use mcfs_core::backend::{BackendAttr, BackendLimits};
+use mcfs_core::backend::{BackendAttr, BackendLimits, KnownContent};
 use mcfs_core::{Backend, Clock, DirBackend, FallocMode, FileKind, FsStats, MemBackend};
 use mcfs_device::Request;
 use std::ffi::{OsStr, OsString};
@@ -65,6 +65,17 @@ impl<S: Store, K: RequestSink> MeteredStore<S, K> {
         MeteredStore { store, clock, sink }
     }
 
+    /// Runs a call that writes `len` bytes on the store (stamped with the clock's time); on success, issues
+    /// one write request of `len` bytes, as `write_at` of that many would.
+    fn write(&self, len: u64, op: impl FnOnce(&S) -> io::Result<()>) -> io::Result<()> {
+        self.store.set_now(self.clock.now());
+        op(&self.store)?;
+        if len > 0 {
+            self.sink.issue(Request::Write(len));
+        }
+        Ok(())
+    }
+
     /// The files, to inspect.
     pub fn store(&self) -> &S {
         &self.store
@@ -108,13 +119,8 @@ impl<S: Store, K: RequestSink> Backend for MeteredStore<S, K> {
 
     /// One write request of the pieces' joined length, as `write_at` of their joined bytes would issue.
     fn write_pieces_at(&self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<()> {
-        self.store.set_now(self.clock.now());
-        self.store.write_pieces_at(path, offset, pieces)?;
         let len: usize = pieces.iter().map(|p| p.len()).sum();
-        if len > 0 {
-            self.sink.issue(Request::Write(len as u64));
-        }
-        Ok(())
+        self.write(len as u64, |s| s.write_pieces_at(path, offset, pieces))
     }
 
     fn takes_pieces(&self) -> bool {
@@ -127,12 +133,16 @@ impl<S: Store, K: RequestSink> Backend for MeteredStore<S, K> {
 
     /// One write request of `len` bytes, as `write_at` of that many would issue.
     fn write_unkept_at(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
-        self.store.set_now(self.clock.now());
-        self.store.write_unkept_at(path, offset, len)?;
-        if len > 0 {
-            self.sink.issue(Request::Write(len));
-        }
-        Ok(())
+        self.write(len, |s| s.write_unkept_at(path, offset, len))
+    }
+
+    fn known_content(&self) -> Option<KnownContent> {
+        self.store.known_content()
+    }
+
+    /// One write request of `len` bytes, as `write_at` of those bytes would issue.
+    fn write_known_at(&self, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+        self.write(len, |s| s.write_known_at(path, offset, len))
     }
 
     fn set_len(&self, path: &Path, size: u64) -> io::Result<()> {

@@ -88,7 +88,8 @@ impl SimBackend {
     /// `new`, but data-less: a whole page holding the replay's pattern (`crate::pattern`, what every
     /// replay writes) is kept as a mark, not as its bytes, and reads back the same. Memory grows with the
     /// pages' count. The journal's payload is not kept at all (`Backend::keeps_journal_payload`: a replay
-    /// never reads it back), so it is neither copied nor checksummed; anything else (partial pages, the
+    /// never reads it back), so it is neither copied nor checksummed, and a journaled run of the pattern is
+    /// held as its extent (`Backend::known_content`, `write_known_at`); anything else (partial pages, the
     /// journal's commit and progress records) keeps its bytes.
     pub fn dataless(profile: DeviceProfile, clock: Arc<dyn Clock>) -> SimBackend {
         let known = KnownContent { fill: pattern::fill, matches: pattern::matches };
