@@ -12,6 +12,7 @@
 //! it only for a run that also holds other bytes.
 
 use crate::backend::{Backend, KnownContent};
+use crate::cache::ZERO_PAGE;
 use crate::journal::JournalOp;
 use crate::types::PAGE_SIZE;
 use std::io;
@@ -29,49 +30,53 @@ pub enum PagePart<'e> {
     Known(usize),
 }
 
-impl PagePart<'_> {
-    fn len(&self) -> usize {
-        match self {
-            PagePart::Bytes(bytes) => bytes.len(),
-            PagePart::Known(len) => *len,
-        }
-    }
-}
-
 pub struct WriteRun<'e> {
     pub path: PathBuf,
     pub offset: u64,
-    /// The pages' parts, in file order, their bytes borrowed.
-    pieces: Vec<PagePart<'e>>,
+    /// The pages' bytes, in file order, borrowed; a part without bytes
+    /// (`PagePart::Known`) holds its place with zeros (`ZERO_PAGE`) and is
+    /// listed in `known_parts`.
+    pieces: Vec<&'e [u8]>,
+    /// Indexes in `pieces` of the parts without bytes, in order (none but
+    /// over a store with known content: a run with bytes only allocates
+    /// nothing more).
+    known_parts: Vec<usize>,
     len: usize,
 }
 
 /// What a run hands the store.
-enum Content<'r> {
+enum Content<'r, 'e> {
     /// Its extent: every byte is the store's known content.
     Known,
-    /// Its bytes, piece by piece (no piece is `PagePart::Known`).
-    Pieces(Vec<&'r [u8]>),
-    /// Its bytes joined, `PagePart::Known` ones made from the known content.
+    /// Its bytes, piece by piece (no part without bytes).
+    Pieces(&'r [&'e [u8]]),
+    /// Its bytes joined, the parts without bytes made from the known content.
     Joined(Vec<u8>),
 }
 
 impl<'e> WriteRun<'e> {
-    /// Adds `piece`, to be written at `offset` of `path`, to `run` if it
+    /// Adds `part`, to be written at `offset` of `path`, to `run` if it
     /// comes right after it and fits; otherwise it starts a new run and the
     /// one it did not join is given back.
-    pub fn add(run: &mut Option<WriteRun<'e>>, path: &Path, offset: u64, piece: PagePart<'e>) -> Option<WriteRun<'e>> {
-        let len = piece.len();
+    pub fn add(run: &mut Option<WriteRun<'e>>, path: &Path, offset: u64, part: PagePart<'e>) -> Option<WriteRun<'e>> {
+        let (bytes, is_known) = match part {
+            PagePart::Bytes(bytes) => (bytes, false),
+            PagePart::Known(len) => (&ZERO_PAGE[..len], true),
+        };
         if let Some(r) = run.as_mut() {
-            if r.path == path && offset == r.offset + r.len as u64 && r.len + len <= MAX_RUN_BYTES {
-                r.pieces.push(piece);
-                r.len += len;
+            if r.path == path && offset == r.offset + r.len as u64 && r.len + bytes.len() <= MAX_RUN_BYTES {
+                if is_known {
+                    r.known_parts.push(r.pieces.len());
+                }
+                r.pieces.push(bytes);
+                r.len += bytes.len();
                 return None;
             }
         }
         let mut pieces = Vec::with_capacity(MAX_RUN_BYTES / PAGE_SIZE as usize);
-        pieces.push(piece);
-        run.replace(WriteRun { path: path.to_path_buf(), offset, pieces, len })
+        pieces.push(bytes);
+        let known_parts = if is_known { vec![0] } else { Vec::new() };
+        run.replace(WriteRun { path: path.to_path_buf(), offset, pieces, known_parts, len: bytes.len() })
     }
 
     /// Bytes in the run.
@@ -80,12 +85,12 @@ impl<'e> WriteRun<'e> {
     }
 
     /// Writes the run at its place in `backend`, in one call, copying
-    /// nothing unless it mixes pieces without bytes and others; `known` is
+    /// nothing unless it mixes parts without bytes and others; `known` is
     /// the journal's (`Journal::known_content`).
     pub fn write_to(&self, backend: &dyn Backend, known: Option<KnownContent>) -> io::Result<()> {
         match self.content(known) {
             Content::Known => backend.write_known_at(&self.path, self.offset, self.len()),
-            Content::Pieces(pieces) => backend.write_pieces_at(&self.path, self.offset, &pieces),
+            Content::Pieces(pieces) => backend.write_pieces_at(&self.path, self.offset, pieces),
             Content::Joined(bytes) => backend.write_at(&self.path, self.offset, &bytes),
         }
     }
@@ -109,34 +114,32 @@ impl<'e> WriteRun<'e> {
         }
     }
 
-    fn content(&self, known: Option<KnownContent>) -> Content<'_> {
+    fn content(&self, known: Option<KnownContent>) -> Content<'_, 'e> {
         let mut at = self.offset;
-        let all_known = self.pieces.iter().all(|piece| {
-            let is_known = match piece {
-                PagePart::Known(_) => true,
-                PagePart::Bytes(bytes) => known.is_some_and(|k| (k.matches)(at, bytes)),
-            };
+        let mut known_parts = self.known_parts.iter().peekable();
+        let all_known = self.pieces.iter().enumerate().all(|(i, piece)| {
+            let is_known = known_parts.next_if_eq(&&i).is_some() || known.is_some_and(|k| (k.matches)(at, piece));
             at += piece.len() as u64;
             is_known
         });
         if all_known {
             return Content::Known;
         }
-        let bytes: Option<Vec<&[u8]>> =
-            self.pieces.iter().map(|piece| if let PagePart::Bytes(b) = piece { Some(*b) } else { None }).collect();
-        if let Some(pieces) = bytes {
-            return Content::Pieces(pieces);
+        if self.known_parts.is_empty() {
+            return Content::Pieces(&self.pieces);
         }
         let fill = known.expect("a page kept without its bytes over a store with known content").fill;
-        let mut joined = vec![0; self.len];
-        let mut at = 0;
-        for piece in &self.pieces {
-            let into = &mut joined[at..at + piece.len()];
-            match piece {
-                PagePart::Bytes(bytes) => into.copy_from_slice(bytes),
-                PagePart::Known(_) => fill(self.offset + at as u64, into),
-            }
-            at += piece.len();
+        let mut joined = self.pieces.concat();
+        let mut starts = self.pieces.iter().scan(0, |at, piece| {
+            let start = *at;
+            *at += piece.len();
+            Some(start..*at)
+        });
+        let mut last = 0;
+        for &part in &self.known_parts {
+            let range = starts.nth(part - last).expect("a part of the run");
+            last = part + 1;
+            fill(self.offset + range.start as u64, &mut joined[range]);
         }
         Content::Joined(joined)
     }
