@@ -706,7 +706,7 @@ fn write_transaction(
             if step() == Step::GiveWay {
                 return Ok(Step::GiveWay);
             }
-            if let Some(done) = WriteRun::add(&mut run, page.path, page.offset, page.bytes) {
+            if let Some(done) = WriteRun::add(&mut run, page.path, page.offset, page.piece) {
                 hand_over(journal, in_place, done)?;
             }
             // The page is (part of) the run, appended next if journaled.
@@ -737,8 +737,8 @@ fn write_transaction(
 
 /// Writes `run` in place, or appends it to the journal.
 fn hand_over(journal: &mut Journal, in_place: &mut InPlace, run: WriteRun) -> std::io::Result<()> {
-    if !in_place.place(&run.path, run.offset, &run.pieces)? {
-        let known = journal.known_content();
+    let known = journal.known_content();
+    if !in_place.place(&run, known)? {
         journal.append(run.into_op(known))?;
     }
     Ok(())

@@ -9,6 +9,7 @@ use crate::committed::{orphan_path, CommittedTree};
 use crate::journal::JournalOp;
 use crate::types::*;
 use crate::vct::{ClosedEntry, LogEntry};
+use crate::write_run::PagePart;
 use crate::STATE_DIR;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -71,7 +72,7 @@ pub fn born_and_gone<'e>(entries: impl Iterator<Item = &'e ClosedEntry>, live: &
 pub struct PageWrite<'c, 'e> {
     pub path: &'c Path,
     pub offset: u64,
-    pub bytes: &'e [u8],
+    pub piece: PagePart<'e>,
 }
 
 pub struct Compiler<'a> {
@@ -110,7 +111,8 @@ impl<'a> Compiler<'a> {
         match entry {
             ClosedEntry::Write { ino, page, data, len, .. } => {
                 let path = self.written_path(*ino)?;
-                Some(PageWrite { path, offset: page * PAGE_SIZE, bytes: &data.bytes()[..*len] })
+                let piece = data.bytes().map_or(PagePart::Known(*len), |bytes| PagePart::Bytes(&bytes[..*len]));
+                Some(PageWrite { path, offset: page * PAGE_SIZE, piece })
             }
             ClosedEntry::Other(e) => {
                 self.last_written = None;

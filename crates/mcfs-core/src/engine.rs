@@ -167,7 +167,10 @@ impl Engine {
         let anticipation = if clock.moves_by_itself() { fasttrack.anticipation_ms } else { 0 };
         let dispatch = Dispatcher::new(Arc::clone(&clock), Duration::from_millis(fasttrack.aging_ms), switches)
             .with_anticipation(Duration::from_millis(anticipation));
-        let mut state = State::new(config, root_inode);
+        // Pages a store recreates from their offsets (the simulator's
+        // data-less one: the journal hands it their extents) are cached
+        // without their bytes.
+        let mut state = State::new(config, root_inode, journal.known_content());
         let app = state.app_of_uid(root.uid);
         state.inodes.get_mut(&ROOT_INO).expect("root").app = app;
         Ok(Engine {

@@ -15,7 +15,7 @@
 //! that last brought it in, read or wrote it (`State::accessor`).
 
 use crate::app_status::IoClass;
-use crate::cache::{PageBuf, Reclaim, Scope, Source, MAX_FILL_PAGES};
+use crate::cache::{NewPage, PageBuf, Reclaim, Scope, Source, MAX_FILL_PAGES, ZERO_PAGE};
 use crate::inode::Inode;
 use crate::split_writes::Piece;
 use crate::state::{State, Store};
@@ -82,7 +82,7 @@ impl State {
         if idx * PAGE_SIZE >= backing_shown(inode) {
             // Zeros (what `fetch` would make), without a fetch: an append's new page.
             self.make_room_now(1, owner, Source::Backing);
-            self.cache.insert(ino, idx, Arc::new([0; PAGE_SIZE as usize]), owner, Source::Backing);
+            self.cache.insert(ino, idx, NewPage::Zeros, owner, Source::Backing);
             return Ok(());
         }
         let miss = Miss::new(inode, ino, idx, 1, (idx + 1) * PAGE_SIZE);
@@ -116,7 +116,12 @@ impl State {
             let idx = at / PAGE_SIZE;
             let within = (at % PAGE_SIZE) as usize;
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
-            let Some(page) = self.cache.read(ino, idx, owner) else {
+            // A sink that only counts is handed zeros: a page kept without its bytes is not made for it.
+            let page = match out.keeps_bytes() {
+                true => self.cache.read(ino, idx, owner),
+                false => self.cache.note_read(ino, idx, owner).then_some(&ZERO_PAGE),
+            };
+            let Some(page) = page else {
                 let last_page = (end - 1) / PAGE_SIZE;
                 let run = (idx..=last_page).take_while(|i| !self.cache.contains(ino, *i)).count() as u64;
                 let run_end = end.min((idx + run) * PAGE_SIZE);
@@ -138,7 +143,7 @@ impl State {
         let Ok(owner) = self.accessor(miss.ino) else { return false };
         self.make_room_now(pages.len() as u64, owner, Source::Backing);
         for (idx, data) in (miss.first..).zip(pages) {
-            self.cache.insert(miss.ino, idx, data, owner, Source::Backing);
+            self.cache.insert(miss.ino, idx, NewPage::Owned(data), owner, Source::Backing);
         }
         true
     }
@@ -193,17 +198,16 @@ impl State {
                 match <&PageBuf>::try_from(bytes) {
                     Ok(whole) => {
                         self.make_room_now(1, owner, Source::Write);
-                        self.cache.insert(ino, idx, Arc::new(*whole), owner, Source::Write);
+                        self.cache.insert(ino, idx, NewPage::Copy(whole), owner, Source::Write);
                         filled = true;
                     }
                     Err(_) => self.load_page(store, ino, idx, owner)?,
                 }
             }
             let new_in_vct = trailing.is_none() && self.apps.record_write(app, ino, idx, take as u64, now);
-            let page = self.cache.write(ino, idx, owner, new_in_vct).expect("loaded");
-            if !filled {
-                page[within..within + take].copy_from_slice(bytes);
-            }
+            // A page filled above holds its bytes already.
+            let bytes = if filled { &bytes[..0] } else { bytes };
+            assert!(self.cache.write(ino, idx, owner, new_in_vct, within, bytes), "loaded");
             self.reserve_page(ino, idx);
             at += take as u64;
         }
@@ -249,8 +253,8 @@ impl State {
         if size < inode.attr.size {
             self.cache.remove_from(ino, size.div_ceil(PAGE_SIZE));
             let within = (size % PAGE_SIZE) as usize;
-            if let Some(page) = self.cache.modify(ino, size / PAGE_SIZE).filter(|_| within != 0) {
-                page[within..].fill(0);
+            if within != 0 {
+                self.cache.zero(ino, size / PAGE_SIZE, within..PAGE_SIZE as usize);
             }
             inode.pending_truncates.push((vct, size));
             inode.backing_valid_len = inode.backing_valid_len.min(size);
@@ -273,6 +277,9 @@ pub(crate) trait ReadSink {
     fn append(&mut self, bytes: &[u8]);
     /// Room for `more` bytes to come.
     fn reserve(&mut self, more: usize);
+    /// Whether the sink keeps the bytes (else it counts them and is given
+    /// zeros in their place).
+    fn keeps_bytes(&self) -> bool;
     /// The buffer a streamed read goes into (`Miss::streamed`); none for a
     /// sink that keeps nothing, which never streams.
     fn buffer(&mut self) -> Option<&mut Vec<u8>>;
@@ -289,6 +296,10 @@ impl ReadSink for Vec<u8> {
 
     fn reserve(&mut self, more: usize) {
         Vec::reserve(self, more);
+    }
+
+    fn keeps_bytes(&self) -> bool {
+        true
     }
 
     fn buffer(&mut self) -> Option<&mut Vec<u8>> {
@@ -311,6 +322,10 @@ impl ReadSink for ReadCount {
     }
 
     fn reserve(&mut self, _more: usize) {}
+
+    fn keeps_bytes(&self) -> bool {
+        false
+    }
 
     fn buffer(&mut self) -> Option<&mut Vec<u8>> {
         None

@@ -328,12 +328,10 @@ impl State {
         let whole = whole_pages(range.clone());
         self.cache.remove_range(ino, whole.clone());
         for idx in touched_pages(range.clone()).filter(|idx| !whole.contains(idx)) {
-            if let Some(page) = self.cache.modify(ino, idx) {
-                let start = idx * PAGE_SIZE;
-                let from = range.start.max(start) - start;
-                let to = range.end.min(start + PAGE_SIZE) - start;
-                page[from as usize..to as usize].fill(0);
-            }
+            let start = idx * PAGE_SIZE;
+            let from = range.start.max(start) - start;
+            let to = range.end.min(start + PAGE_SIZE) - start;
+            self.cache.zero(ino, idx, from as usize..to as usize);
         }
     }
 

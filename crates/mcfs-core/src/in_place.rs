@@ -17,9 +17,10 @@
 //! would land over newer bytes). docs/JOURNAL.md, "Appends written in
 //! place", has the argument.
 
-use crate::backend::{is_not_found, Backend};
+use crate::backend::{is_not_found, Backend, KnownContent};
 use crate::journal::JournalOp;
 use crate::types::FileKind;
+use crate::write_run::WriteRun;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::io;
@@ -265,7 +266,8 @@ impl<'a> InPlace<'a> {
         }
         match &op {
             JournalOp::Write { path, offset, data } => {
-                Ok(if self.place(path, *offset, &[data])? { None } else { Some(op) })
+                let write = |backend: &dyn Backend| backend.write_at(path, *offset, data);
+                Ok(if self.place_with(path, *offset, data.len() as u64, write)? { None } else { Some(op) })
             }
             // Made only of a run the journal keeps (`WriteRun::into_op`), not
             // routed here; journaled all the same, as a write `place` declines.
@@ -290,20 +292,31 @@ impl<'a> InPlace<'a> {
         }
     }
 
-    /// Writes `pieces`, joined, at `offset` of `path` in place if they may
-    /// go there (see the module comment); false if they are to be journaled.
-    pub(crate) fn place(&mut self, path: &Path, offset: u64, pieces: &[&[u8]]) -> io::Result<bool> {
+    /// Writes `run` in place if it may go there (see the module comment);
+    /// false if it is to be journaled. `known`: the journal's
+    /// (`WriteRun::write_to`).
+    pub(crate) fn place(&mut self, run: &WriteRun, known: Option<KnownContent>) -> io::Result<bool> {
+        self.place_with(&run.path, run.offset, run.len(), |backend| run.write_to(backend, known))
+    }
+
+    /// `place` for `len` bytes at `offset` of `path`, which `write` writes.
+    fn place_with(
+        &mut self,
+        path: &Path,
+        offset: u64,
+        len: u64,
+        write: impl FnOnce(&dyn Backend) -> io::Result<()>,
+    ) -> io::Result<bool> {
         if !self.open {
             return Ok(false);
         }
         let Some(object) = self.object(path)? else { return Ok(false) };
-        let len: u64 = pieces.iter().map(|piece| piece.len() as u64).sum();
         let end = offset.saturating_add(len);
         if self.journaled.overlaps(object, offset, end) || !self.may_place(object, path, offset, len)? {
             self.journaled.range(object, offset, end);
             return Ok(false);
         }
-        self.backend.write_pieces_at(path, offset, pieces)?;
+        write(self.backend)?;
         self.data_bytes += len;
         Ok(true)
     }

@@ -11,7 +11,7 @@
 
 use crate::app_status::{AppStatus, IoClass};
 use crate::apps::Apps;
-use crate::backend::{Backend, BackendAttr};
+use crate::backend::{Backend, BackendAttr, KnownContent};
 use crate::backlog::{JournaledEntry, JournaledVct};
 use crate::cache::Cache;
 use crate::children::Children;
@@ -76,9 +76,11 @@ impl Store<'_> {
 }
 
 impl State {
-    pub fn new(config: Config, root: Inode) -> State {
+    /// The engine's state; its cache keeps pages of the store's `known`
+    /// content without their bytes (`Cache::new`).
+    pub fn new(config: Config, root: Inode, known: Option<KnownContent>) -> State {
         let apps = Apps::new(&config);
-        let cache = Cache::new(&config);
+        let cache = Cache::new(&config, known);
         let mut state = State {
             periods: Periods::of(&config),
             config,

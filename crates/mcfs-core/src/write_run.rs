@@ -6,32 +6,68 @@
 //! (`Backend::write_pieces_at`); only a run the journal keeps is joined
 //! into an op of its own — unless the store can recreate its bytes and the
 //! journal keeps no payload (the simulator's data-less store): then the op
-//! holds the run's extent alone (`JournalOp::WriteKnown`).
+//! holds the run's extent alone (`JournalOp::WriteKnown`), and the store is
+//! handed the extent in place too. Over such a store the cache keeps pages
+//! of that content without their bytes (`Page::Known`): they are made from
+//! it only for a run that also holds other bytes.
 
-use crate::backend::KnownContent;
+use crate::backend::{Backend, KnownContent};
+use crate::cache::ZERO_PAGE;
 use crate::journal::JournalOp;
 use crate::types::PAGE_SIZE;
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// The longest run: the journal's stream chunk, so a commit still looks for
 /// waiting foreground work that often.
 pub const MAX_RUN_BYTES: usize = 256 << 10;
 
+/// A page's part of a run.
+#[derive(Clone, Copy, Debug)]
+pub enum PagePart<'e> {
+    Bytes(&'e [u8]),
+    /// This many bytes of the store's known content (`Page::Known`).
+    Known(usize),
+}
+
 pub struct WriteRun<'e> {
     pub path: PathBuf,
     pub offset: u64,
-    /// The bytes, in file order, each borrowed from its page.
-    pub pieces: Vec<&'e [u8]>,
+    /// The pages' bytes, in file order, borrowed; a part without bytes
+    /// (`PagePart::Known`) holds its place with zeros (`ZERO_PAGE`) and is
+    /// listed in `known_parts`.
+    pieces: Vec<&'e [u8]>,
+    /// Indexes in `pieces` of the parts without bytes, in order (none but
+    /// over a store with known content: a run with bytes only allocates
+    /// nothing more).
+    known_parts: Vec<usize>,
     len: usize,
 }
 
+/// What a run hands the store.
+enum Content<'r, 'e> {
+    /// Its extent: every byte is the store's known content.
+    Known,
+    /// Its bytes, piece by piece (no part without bytes).
+    Pieces(&'r [&'e [u8]]),
+    /// Its bytes joined, the parts without bytes made from the known content.
+    Joined(Vec<u8>),
+}
+
 impl<'e> WriteRun<'e> {
-    /// Adds `bytes`, to be written at `offset` of `path`, to `run` if they
-    /// come right after it and fit; otherwise they start a new run and the
-    /// one they did not join is given back.
-    pub fn add(run: &mut Option<WriteRun<'e>>, path: &Path, offset: u64, bytes: &'e [u8]) -> Option<WriteRun<'e>> {
+    /// Adds `part`, to be written at `offset` of `path`, to `run` if it
+    /// comes right after it and fits; otherwise it starts a new run and the
+    /// one it did not join is given back.
+    pub fn add(run: &mut Option<WriteRun<'e>>, path: &Path, offset: u64, part: PagePart<'e>) -> Option<WriteRun<'e>> {
+        let (bytes, is_known) = match part {
+            PagePart::Bytes(bytes) => (bytes, false),
+            PagePart::Known(len) => (&ZERO_PAGE[..len], true),
+        };
         if let Some(r) = run.as_mut() {
             if r.path == path && offset == r.offset + r.len as u64 && r.len + bytes.len() <= MAX_RUN_BYTES {
+                if is_known {
+                    r.known_parts.push(r.pieces.len());
+                }
                 r.pieces.push(bytes);
                 r.len += bytes.len();
                 return None;
@@ -39,7 +75,24 @@ impl<'e> WriteRun<'e> {
         }
         let mut pieces = Vec::with_capacity(MAX_RUN_BYTES / PAGE_SIZE as usize);
         pieces.push(bytes);
-        run.replace(WriteRun { path: path.to_path_buf(), offset, pieces, len: bytes.len() })
+        let known_parts = if is_known { vec![0] } else { Vec::new() };
+        run.replace(WriteRun { path: path.to_path_buf(), offset, pieces, known_parts, len: bytes.len() })
+    }
+
+    /// Bytes in the run.
+    pub fn len(&self) -> u64 {
+        self.len as u64
+    }
+
+    /// Writes the run at its place in `backend`, in one call, copying
+    /// nothing unless it mixes parts without bytes and others; `known` is
+    /// the journal's (`Journal::known_content`).
+    pub fn write_to(&self, backend: &dyn Backend, known: Option<KnownContent>) -> io::Result<()> {
+        match self.content(known) {
+            Content::Known => backend.write_known_at(&self.path, self.offset, self.len()),
+            Content::Pieces(pieces) => backend.write_pieces_at(&self.path, self.offset, pieces),
+            Content::Joined(bytes) => backend.write_at(&self.path, self.offset, &bytes),
+        }
     }
 
     /// The run as a journal op, which keeps its bytes until it is applied:
@@ -49,20 +102,46 @@ impl<'e> WriteRun<'e> {
     /// store is handed the extent at apply: that copy was made only to be
     /// compared with the content there and dropped.
     pub fn into_op(self, known: Option<KnownContent>) -> JournalOp {
-        if known.is_some_and(|known| self.holds(known)) {
-            return JournalOp::WriteKnown { path: self.path, offset: self.offset, len: self.len as u64 };
+        let data = match self.content(known) {
+            Content::Known => None,
+            Content::Pieces(pieces) => Some(pieces.concat()),
+            Content::Joined(bytes) => Some(bytes),
+        };
+        let (path, offset) = (self.path, self.offset);
+        match data {
+            Some(data) => JournalOp::Write { path, offset, data },
+            None => JournalOp::WriteKnown { path, offset, len: self.len as u64 },
         }
-        JournalOp::Write { path: self.path, offset: self.offset, data: self.pieces.concat() }
     }
 
-    /// Whether every piece is `known` content for its offsets.
-    fn holds(&self, known: KnownContent) -> bool {
+    fn content(&self, known: Option<KnownContent>) -> Content<'_, 'e> {
         let mut at = self.offset;
-        self.pieces.iter().all(|piece| {
-            let matches = (known.matches)(at, piece);
+        let mut known_parts = self.known_parts.iter().peekable();
+        let all_known = self.pieces.iter().enumerate().all(|(i, piece)| {
+            let is_known = known_parts.next_if_eq(&&i).is_some() || known.is_some_and(|k| (k.matches)(at, piece));
             at += piece.len() as u64;
-            matches
-        })
+            is_known
+        });
+        if all_known {
+            return Content::Known;
+        }
+        if self.known_parts.is_empty() {
+            return Content::Pieces(&self.pieces);
+        }
+        let fill = known.expect("a page kept without its bytes over a store with known content").fill;
+        let mut joined = self.pieces.concat();
+        let mut starts = self.pieces.iter().scan(0, |at, piece| {
+            let start = *at;
+            *at += piece.len();
+            Some(start..*at)
+        });
+        let mut last = 0;
+        for &part in &self.known_parts {
+            let range = starts.nth(part - last).expect("a part of the run");
+            last = part + 1;
+            fill(self.offset + range.start as u64, &mut joined[range]);
+        }
+        Content::Joined(joined)
     }
 }
 
@@ -82,7 +161,9 @@ mod tests {
         let mut run = None;
         let mut out: Vec<JournalOp> = writes
             .iter()
-            .filter_map(|(path, offset, bytes)| WriteRun::add(&mut run, Path::new(path), *offset, bytes))
+            .filter_map(|(path, offset, bytes)| {
+                WriteRun::add(&mut run, Path::new(path), *offset, PagePart::Bytes(bytes))
+            })
             .map(|done| done.into_op(known))
             .collect();
         out.extend(run.map(|last| last.into_op(known)));
@@ -143,5 +224,35 @@ mod tests {
         // One byte not the content: joined, as for a store without it.
         assert_eq!(runs_knowing(&other_run, Some(RAMP)), vec![write("f", 50, [first, &other].concat())]);
         assert_eq!(runs(&known_run), vec![write("f", 50, bytes.clone())]);
+    }
+
+    /// Pages kept without their bytes (`PagePart::Known`) join runs as any
+    /// page does: alone they are the extent; beside other bytes they are
+    /// made from the known content, in the op and in place alike.
+    #[test]
+    fn pages_without_bytes_join_runs_and_are_made_only_beside_other_bytes() {
+        let mut content = vec![0u8; 3 * 4096];
+        (RAMP.fill)(0, &mut content);
+        let other = [9u8; 4096];
+        let run_of = |pieces: &[PagePart<'static>]| {
+            let mut run = None;
+            for (at, piece) in pieces.iter().enumerate() {
+                assert!(WriteRun::add(&mut run, Path::new("f"), at as u64 * 4096, *piece).is_none(), "one run");
+            }
+            run.expect("a run")
+        };
+        let known = JournalOp::WriteKnown { path: PathBuf::from("f"), offset: 0, len: 2 * 4096 };
+        assert_eq!(run_of(&[PagePart::Known(4096), PagePart::Known(4096)]).into_op(Some(RAMP)), known);
+        let other: &'static [u8] = Box::leak(Box::new(other));
+        let mixed = run_of(&[PagePart::Known(4096), PagePart::Bytes(other), PagePart::Known(4096)]);
+        let want = [&content[..4096], other, &content[8192..]].concat();
+        assert_eq!(mixed.into_op(Some(RAMP)), write("f", 0, want.clone()));
+        let mixed = run_of(&[PagePart::Known(4096), PagePart::Bytes(other), PagePart::Known(4096)]);
+        let store = crate::backend::MemBackend::with_known_content(RAMP);
+        store.create(Path::new("f"), crate::types::FileKind::File, 0o644, 0).expect("create");
+        mixed.write_to(&store, Some(RAMP)).expect("in place");
+        let mut read = vec![0; want.len()];
+        assert_eq!(store.read_at(Path::new("f"), 0, &mut read).expect("read"), want.len());
+        assert_eq!(read, want);
     }
 }

@@ -552,3 +552,42 @@ fn names_with_a_slash_or_nul_are_refused_and_sizes_past_off_t_too() {
     let huge = SetAttr { size: Some(u64::MAX), ..SetAttr::default() };
     assert_eq!(f.engine.setattr(ME, ino, &huge).map(|a| a.size), Err(Errno::EFBIG));
 }
+
+/// Byte `o` of a file is `o mod 251`: the known content of the store below
+/// (the simulator's replays write it, `mcfs_sim::pattern`).
+fn ramp_fill(offset: u64, buf: &mut [u8]) {
+    buf.iter_mut().zip(offset..).for_each(|(b, o)| *b = (o % 251) as u8);
+}
+
+fn ramp_matches(offset: u64, data: &[u8]) -> bool {
+    data.iter().zip(offset..).all(|(b, o)| *b == (o % 251) as u8)
+}
+
+/// Over a store that recreates the ramp (and keeps no journal payload, as
+/// the simulator's data-less one), the cache holds pages of the ramp
+/// without their bytes (`Page::Known` in `cache/tier.rs`): whatever is written over
+/// them, cut off or zeroed, every byte reads back as written, from the
+/// cache and from the store after the checkpoint.
+#[test]
+fn over_a_store_of_known_content_every_byte_reads_back_as_written() {
+    let known = mcfs_core::backend::KnownContent { fill: ramp_fill, matches: ramp_matches };
+    let backend = Arc::new(MemBackend::with_known_content(known).without_journal_payloads());
+    let engine = Engine::start(backend.clone(), Arc::new(ManualClock::new()), Config::default()).expect("starts");
+    let ino = engine.create(ME, ROOT_INO, OsStr::new("f"), 0o644, true).expect("create").ino;
+    let mut want = vec![0; 5 * 4096];
+    ramp_fill(0, &mut want);
+    engine.write(Some(ME), ino, 0, &want).unwrap();
+    engine.write(Some(ME), ino, 5000, b"xyz").unwrap(); // other bytes into a page of the ramp
+    want[5000..5003].copy_from_slice(b"xyz");
+    engine.write(Some(ME), ino, 8192, &want[8192..12288]).unwrap(); // the ramp over itself
+    engine.setattr(ME, ino, &SetAttr { size: Some(4 * 4096 + 100), ..SetAttr::default() }).unwrap();
+    want.truncate(4 * 4096 + 100);
+    engine.setattr(ME, ino, &SetAttr { size: Some(5 * 4096), ..SetAttr::default() }).unwrap();
+    want.resize(5 * 4096, 0); // the cut-off part reads as zeros
+    assert_eq!(engine.read(ino, 0, 6 * 4096).unwrap(), want, "from the cache");
+    engine.checkpoint().unwrap();
+    assert_eq!(engine.read(ino, 0, 6 * 4096).unwrap(), want, "from the cache, after the checkpoint");
+    let mut stored = vec![0xee; 6 * 4096];
+    let n = backend.read_at(Path::new("f"), 0, &mut stored).expect("f is stored");
+    assert_eq!(&stored[..n], &want[..], "from the store");
+}

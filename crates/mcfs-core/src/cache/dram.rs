@@ -1,33 +1,51 @@
 //! The DRAM tier: page slots in memory, shared with the versions closed VCTs
 //! hold through reference counts. Writing a slot a version still shares
 //! copies it first (copy-on-write); writing one nobody else holds changes it
-//! in place.
+//! in place. Over a store with known content, pages of it are held without
+//! their bytes (`Page::Known`), shared and counted alike.
 //!
 //! Invariant: `versions` counts the page copies only versions hold — a slot
 //! freed or copied away from while shared adds one, the release of the last
 //! holder of such a copy removes it.
 
-use super::tier::{Durability, PageBuf, PageVersion, Slot, Tier, TierId};
+use super::tier::{Durability, NewPage, Page, PageBuf, PageVersion, Slot, Tier, TierId};
+use crate::backend::KnownContent;
 use crate::types::PAGE_SIZE;
+use std::ops::Range;
 use std::sync::Arc;
 
 pub struct Dram {
     id: TierId,
     capacity: u64,
-    slots: Vec<Option<Arc<PageBuf>>>,
+    slots: Vec<Option<Page>>,
     /// Free entries of `slots`, reused first.
     free: Vec<u64>,
     used: u64,
     versions: u64,
+    /// The store's known content, if any: pages of it are kept as `Page::Known`.
+    known: Option<KnownContent>,
+    /// Where a `Page::Known` is read into.
+    scratch: Box<PageBuf>,
 }
 
 impl Dram {
-    pub fn new(id: TierId, capacity: u64) -> Dram {
-        Dram { id, capacity, slots: Vec::new(), free: Vec::new(), used: 0, versions: 0 }
+    pub fn new(id: TierId, capacity: u64, known: Option<KnownContent>) -> Dram {
+        let scratch = Box::new([0; PAGE_SIZE as usize]);
+        Dram { id, capacity, slots: Vec::new(), free: Vec::new(), used: 0, versions: 0, known, scratch }
     }
 
-    fn slot(&self, slot: Slot) -> &Arc<PageBuf> {
+    fn slot(&self, slot: Slot) -> &Page {
         self.slots[slot.0 as usize].as_ref().expect("a slot in use")
+    }
+
+    /// The slot's page to change (`Page::write` unshares it); a version
+    /// frozen from it keeps its own.
+    fn page_mut(&mut self, slot: Slot) -> &mut Page {
+        let page = self.slots[slot.0 as usize].as_mut().expect("a slot in use");
+        if page.shared() {
+            self.versions += 1; // the version keeps the old content alone now
+        }
+        page
     }
 }
 
@@ -52,7 +70,15 @@ impl Tier for Dram {
         self.used
     }
 
-    fn store(&mut self, data: Arc<PageBuf>) -> Slot {
+    fn store(&mut self, page: NewPage, offset: u64) -> Slot {
+        let data = match page {
+            NewPage::Owned(bytes) if self.known.is_some_and(|k| (k.matches)(offset, &bytes[..])) => {
+                Page::Known(Arc::new(()))
+            }
+            NewPage::Owned(bytes) => Page::Bytes(bytes),
+            NewPage::Copy(bytes) => Page::of(bytes, offset, self.known),
+            NewPage::Zeros => Page::Bytes(Arc::new([0; PAGE_SIZE as usize])),
+        };
         self.used += 1;
         match self.free.pop() {
             Some(at) => {
@@ -66,21 +92,24 @@ impl Tier for Dram {
         }
     }
 
-    fn load(&self, slot: Slot) -> &PageBuf {
-        self.slot(slot)
+    fn read(&mut self, slot: Slot, offset: u64) -> &PageBuf {
+        let page = self.slots[slot.0 as usize].as_ref().expect("a slot in use");
+        page.bytes(offset, self.known, &mut self.scratch)
     }
 
-    fn load_mut(&mut self, slot: Slot) -> &mut PageBuf {
-        let data = self.slots[slot.0 as usize].as_mut().expect("a slot in use");
-        if Arc::get_mut(data).is_none() {
-            self.versions += 1; // the version keeps the old bytes alone now
-        }
-        Arc::make_mut(data)
+    fn write(&mut self, slot: Slot, offset: u64, within: usize, bytes: &[u8]) {
+        let known = self.known;
+        self.page_mut(slot).write(offset, within, bytes, known);
+    }
+
+    fn zero(&mut self, slot: Slot, offset: u64, range: Range<usize>) {
+        let known = self.known;
+        self.page_mut(slot).zero(offset, range, known);
     }
 
     fn free(&mut self, slot: Slot) {
-        let data = self.slots[slot.0 as usize].take().expect("a slot in use");
-        if Arc::strong_count(&data) > 1 {
+        let page = self.slots[slot.0 as usize].take().expect("a slot in use");
+        if page.shared() {
             self.versions += 1;
         }
         self.used -= 1;
@@ -88,12 +117,11 @@ impl Tier for Dram {
     }
 
     fn freeze(&mut self, slot: Slot) -> PageVersion {
-        PageVersion::shared(self.id, Arc::clone(self.slot(slot)))
+        PageVersion::shared(self.id, self.slot(slot).clone())
     }
 
     fn release(&mut self, version: PageVersion) {
-        let data = version.into_shared();
-        if Arc::strong_count(&data) == 1 {
+        if !version.into_shared().shared() {
             debug_assert!(self.versions > 0, "a version released that the DRAM tier did not count");
             self.versions -= 1;
         }
@@ -103,20 +131,21 @@ impl Tier for Dram {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::test_content::RAMP;
 
-    fn page(byte: u8) -> Arc<PageBuf> {
-        Arc::new([byte; PAGE_SIZE as usize])
+    fn page(byte: u8) -> NewPage<'static> {
+        NewPage::Owned(Arc::new([byte; PAGE_SIZE as usize]))
     }
 
     #[test]
     fn writing_a_frozen_slot_copies_it_and_the_copy_counts_until_released() {
-        let mut dram = Dram::new(0, 1 << 20);
-        let slot = dram.store(page(7));
+        let mut dram = Dram::new(0, 1 << 20, None);
+        let slot = dram.store(page(7), 0);
         let version = dram.freeze(slot);
-        dram.load_mut(slot)[0] = 9;
-        assert_eq!((version.bytes()[0], dram.load(slot)[0]), (7, 9), "the version keeps its bytes");
+        dram.write(slot, 0, 0, &[9]);
+        assert_eq!((version.bytes().unwrap()[0], dram.read(slot, 0)[0]), (7, 9), "the version keeps its bytes");
         assert_eq!(dram.used_bytes(), 2 * PAGE_SIZE);
-        dram.load_mut(slot)[1] = 9;
+        dram.write(slot, 0, 1, &[9]);
         assert_eq!(dram.used_bytes(), 2 * PAGE_SIZE, "an unshared slot is written in place");
         dram.release(version);
         assert_eq!(dram.used_bytes(), PAGE_SIZE);
@@ -124,17 +153,69 @@ mod tests {
 
     #[test]
     fn a_freed_slot_a_version_holds_counts_until_released_and_is_reused() {
-        let mut dram = Dram::new(0, 1 << 20);
-        let slot = dram.store(page(1));
+        let mut dram = Dram::new(0, 1 << 20, None);
+        let slot = dram.store(page(1), 0);
         let version = dram.freeze(slot);
         dram.free(slot);
         assert_eq!((dram.slots_used(), dram.used_bytes()), (0, PAGE_SIZE));
-        assert_eq!(dram.store(page(2)), slot, "the free slot is reused");
+        assert_eq!(dram.store(page(2), 0), slot, "the free slot is reused");
         dram.release(version);
         assert_eq!(dram.used_bytes(), PAGE_SIZE);
         // A version released while its slot is live frees nothing.
         let version = dram.freeze(slot);
         dram.release(version);
         assert_eq!(dram.used_bytes(), PAGE_SIZE);
+    }
+
+    /// The same calls on a tier over a store with known content and on one
+    /// without: the same memory counted after each (the engine's decisions
+    /// rest on it), the same bytes read, and pages of the content kept
+    /// without their bytes (`Known`) — their versions hand on no bytes.
+    #[test]
+    fn pages_of_known_content_are_counted_and_read_as_pages_with_bytes() {
+        let known = |offset: u64| {
+            let mut bytes = [0; PAGE_SIZE as usize];
+            (RAMP.fill)(offset, &mut bytes);
+            bytes
+        };
+        let (at0, at1) = (known(0), known(PAGE_SIZE));
+        let (mut plain, mut marked) = (Dram::new(0, 1 << 20, None), Dram::new(0, 1 << 20, Some(RAMP)));
+        let (mut plain_versions, mut marked_versions) = (Vec::new(), Vec::new());
+        type Step<'a> = &'a dyn Fn(&mut Dram, &mut Vec<PageVersion>);
+        let steps: [(&str, Step); 9] = [
+            ("a whole page of the content", &|t, _| assert_eq!(t.store(NewPage::Copy(&at1), PAGE_SIZE), Slot(0))),
+            ("zeros", &|t, _| assert_eq!(t.store(NewPage::Zeros, 0), Slot(1))),
+            ("freeze", &|t, v| v.push(t.freeze(Slot(0)))),
+            ("the content written again", &|t, _| t.write(Slot(0), PAGE_SIZE, 100, &at1[100..200])),
+            ("freeze", &|t, v| v.push(t.freeze(Slot(0)))),
+            ("other bytes", &|t, _| t.write(Slot(0), PAGE_SIZE, 5, &[1, 2])),
+            ("the content over zeros", &|t, _| t.write(Slot(1), 0, 0, &at0)),
+            ("release", &|t, v| t.release(v.remove(0))),
+            ("free", &|t, _| t.free(Slot(1))),
+        ];
+        for (what, step) in steps {
+            step(&mut plain, &mut plain_versions);
+            step(&mut marked, &mut marked_versions);
+            assert_eq!(plain.used_bytes(), marked.used_bytes(), "after {what}");
+            assert_eq!(plain.slots_used(), marked.slots_used(), "after {what}");
+            assert_eq!(plain.read(Slot(0), PAGE_SIZE), marked.read(Slot(0), PAGE_SIZE), "after {what}");
+        }
+        assert!(plain_versions[0].bytes().is_some());
+        assert_eq!(marked_versions[0].bytes(), None, "the version before other bytes came: the content, no bytes");
+        let mut expected = at1;
+        expected[5..7].copy_from_slice(&[1, 2]);
+        assert_eq!(marked.read(Slot(0), PAGE_SIZE), &expected, "other bytes: the page has its bytes now");
+    }
+
+    #[test]
+    fn a_whole_page_of_known_content_read_from_the_store_keeps_no_bytes() {
+        let mut dram = Dram::new(0, 1 << 20, Some(RAMP));
+        let mut bytes = [0; PAGE_SIZE as usize];
+        (RAMP.fill)(3 * PAGE_SIZE, &mut bytes);
+        let slot = dram.store(NewPage::Owned(Arc::new(bytes)), 3 * PAGE_SIZE);
+        assert_eq!(dram.freeze(slot).bytes(), None);
+        assert_eq!(dram.read(slot, 3 * PAGE_SIZE), &bytes);
+        let zeros = dram.store(NewPage::Owned(Arc::new([0; PAGE_SIZE as usize])), 0);
+        assert_eq!(dram.freeze(zeros).bytes(), Some(&[0; PAGE_SIZE as usize]), "not the content: kept as bytes");
     }
 }

@@ -28,14 +28,14 @@ mod tier;
 
 pub use placement::{PlacementPolicy, PLACEMENT_NAMES};
 pub use replacement::{Ask, PageKey, ReplacementPolicy, Scope, Victim, REPLACEMENT_NAMES};
-pub use tier::{Durability, PageBuf, PageVersion, Slot, Tier, TierId};
+pub use tier::{Durability, NewPage, PageBuf, PageVersion, Slot, Tier, TierId, ZERO_PAGE};
 
+use crate::backend::KnownContent;
 use crate::config::Config;
 use crate::types::{Ino, InoMap, PAGE_SIZE};
 use crate::vct::AppId;
 use std::collections::{btree_map, BTreeMap};
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Pages one fill from the backing store brings in at most (128 KiB): what
 /// clean pages may take the cache past its capacity by (a fill that may not
@@ -137,12 +137,13 @@ fn usage_of(usage: &mut Vec<AppUsage>, app: AppId) -> &mut AppUsage {
 
 impl Cache {
     /// The cache the config names: its policies, and a DRAM tier of
-    /// `cache_size` bytes.
-    pub fn new(config: &Config) -> Cache {
+    /// `cache_size` bytes, which keeps pages of the store's `known` content
+    /// without their bytes (`tier`).
+    pub fn new(config: &Config, known: Option<KnownContent>) -> Cache {
         let replacement = replacement::by_name(&config.cache.replacement);
         let placement = placement::by_name(&config.cache.placement);
         Cache::with(
-            vec![Box::new(dram::Dram::new(0, config.cache_size))],
+            vec![Box::new(dram::Dram::new(0, config.cache_size, known))],
             replacement.expect("Config::validate checks cache.replacement"),
             placement.expect("Config::validate checks cache.placement"),
         )
@@ -188,10 +189,10 @@ impl Cache {
 
     /// Inserts an unpinned page owned by `owner` in the tier placement
     /// picks for `source`; a page already there stays as it is.
-    pub fn insert(&mut self, ino: Ino, idx: u64, data: Arc<PageBuf>, owner: AppId, source: Source) {
+    pub fn insert(&mut self, ino: Ino, idx: u64, data: NewPage, owner: AppId, source: Source) {
         let tier = self.target(source);
         let btree_map::Entry::Vacant(vacant) = self.pages.entry(ino).or_default().entry(idx) else { return };
-        let slot = self.tiers[tier as usize].store(data);
+        let slot = self.tiers[tier as usize].store(data, idx * PAGE_SIZE);
         self.tick += 1;
         self.next_id += 1;
         let mut sharers = AppSet::default();
@@ -216,28 +217,40 @@ impl Cache {
         self.tick += 1;
         let entry = self.pages.get_mut(&ino)?.get_mut(&idx)?;
         note_use(&mut *self.replacement, &mut self.usage, PageKey { ino, idx }, entry, owner, self.tick);
-        Some(self.tiers[entry.tier as usize].load(entry.slot))
+        Some(self.tiers[entry.tier as usize].read(entry.slot, idx * PAGE_SIZE))
     }
 
-    /// A write by `owner` (as `read`), pinned once more if `pin` (a VCT
-    /// takes it): the page's bytes to change.
-    pub fn write(&mut self, ino: Ino, idx: u64, owner: AppId, pin: bool) -> Option<&mut PageBuf> {
+    /// `read` for a caller that counts the bytes and needs none of them
+    /// (the simulator's replay): whether the page is cached.
+    pub fn note_read(&mut self, ino: Ino, idx: u64, owner: AppId) -> bool {
         self.tick += 1;
-        let entry = self.pages.get_mut(&ino)?.get_mut(&idx)?;
+        let Some(entry) = self.pages.get_mut(&ino).and_then(|m| m.get_mut(&idx)) else { return false };
+        note_use(&mut *self.replacement, &mut self.usage, PageKey { ino, idx }, entry, owner, self.tick);
+        true
+    }
+
+    /// A write by `owner` (as `read`) of `bytes` at `within` of the page,
+    /// pinned once more if `pin` (a VCT takes it); false if the page is not
+    /// cached.
+    pub fn write(&mut self, ino: Ino, idx: u64, owner: AppId, pin: bool, within: usize, bytes: &[u8]) -> bool {
+        self.tick += 1;
+        let Some(entry) = self.pages.get_mut(&ino).and_then(|m| m.get_mut(&idx)) else { return false };
         let page = PageKey { ino, idx };
         // Pinned first, the use of a page leaving reclaim's lists does not list it again.
         if pin {
             pin_entry(&mut *self.replacement, &mut self.usage, &mut self.pinned, page, entry);
         }
         note_use(&mut *self.replacement, &mut self.usage, page, entry, owner, self.tick);
-        Some(self.tiers[entry.tier as usize].load_mut(entry.slot))
+        self.tiers[entry.tier as usize].write(entry.slot, idx * PAGE_SIZE, within, bytes);
+        true
     }
 
-    /// The page's bytes to change, without a use (zeroing what a truncate
-    /// or punched hole cleared).
-    pub fn modify(&mut self, ino: Ino, idx: u64) -> Option<&mut PageBuf> {
-        let entry = self.pages.get_mut(&ino)?.get_mut(&idx)?;
-        Some(self.tiers[entry.tier as usize].load_mut(entry.slot))
+    /// Zeros bytes `range` of the page if it is cached, without a use (what
+    /// a truncate or punched hole cleared).
+    pub fn zero(&mut self, ino: Ino, idx: u64, range: Range<usize>) {
+        if let Some(entry) = self.pages.get_mut(&ino).and_then(|m| m.get_mut(&idx)) {
+            self.tiers[entry.tier as usize].zero(entry.slot, idx * PAGE_SIZE, range);
+        }
     }
 
     /// Whether page `id` (the slot a VCT pinned) is still cached unpinned.
@@ -337,9 +350,10 @@ impl Cache {
             return false;
         }
         let from = &mut self.tiers[entry.tier as usize];
-        let data = Arc::new(*from.load(entry.slot));
+        let offset = page.idx * PAGE_SIZE;
+        let data = *from.read(entry.slot, offset);
         from.free(entry.slot);
-        entry.slot = self.tiers[to as usize].store(data);
+        entry.slot = self.tiers[to as usize].store(NewPage::Copy(&data), offset);
         entry.tier = to;
         true
     }

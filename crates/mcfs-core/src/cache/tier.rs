@@ -1,16 +1,119 @@
 //! A tier: a store of page slots the cache places pages in (DRAM today; an
 //! NVM tier and a compressed second-level store are meant to plug in here).
-//! A slot holds one page's bytes. Closing a VCT freezes a slot's current
-//! bytes as a `PageVersion`; a later write to that slot must leave the
-//! version as it was (DRAM copies the page on write).
+//! A slot holds one page. Closing a VCT freezes a slot's current content as
+//! a `PageVersion`; a later write to that slot must leave the version as it
+//! was (DRAM copies the page on write).
+//!
+//! Over a store that recreates content from file offsets alone (the
+//! simulator's data-less one, `Backend::known_content`), a page wholly of
+//! that content is held as `Page::Known`, without its bytes: it is made from
+//! the bytes when they are needed (a read, or a write of other bytes), and
+//! its versions hand on the extent alone (`PageVersion::bytes` is `None`).
+//! A tier counts such a page as it counts one with bytes, so the engine
+//! decides the same either way.
 //!
 //! Invariant: `used_bytes` is `PAGE_SIZE` times the slots in use plus the
 //! versions only closed VCTs still hold.
 
+use crate::backend::KnownContent;
 use crate::types::PAGE_SIZE;
+use std::ops::Range;
 use std::sync::Arc;
 
 pub type PageBuf = [u8; PAGE_SIZE as usize];
+
+/// What a reader that only counts bytes is handed (`Cache::note_read`).
+pub static ZERO_PAGE: PageBuf = [0; PAGE_SIZE as usize];
+
+/// What a slot or a version holds, shared between them until either
+/// changes (copy-on-write): a page's bytes, or the fact that the page is
+/// the store's known content (see the module comment).
+#[derive(Clone, Debug)]
+pub enum Page {
+    Bytes(Arc<PageBuf>),
+    Known(Arc<()>),
+}
+
+impl Page {
+    /// The page for `bytes` at file offset `offset`: `Known` if they are
+    /// `known` content.
+    pub fn of(bytes: &PageBuf, offset: u64, known: Option<KnownContent>) -> Page {
+        match known.is_some_and(|k| (k.matches)(offset, bytes)) {
+            true => Page::Known(Arc::new(())),
+            false => Page::Bytes(Arc::new(*bytes)),
+        }
+    }
+
+    /// Whether another holder shares it.
+    pub fn shared(&self) -> bool {
+        match self {
+            Page::Bytes(bytes) => Arc::strong_count(bytes) > 1,
+            Page::Known(known) => Arc::strong_count(known) > 1,
+        }
+    }
+
+    /// The bytes at file offset `offset`, made in `scratch` if `Known`.
+    pub fn bytes<'a>(&'a self, offset: u64, known: Option<KnownContent>, scratch: &'a mut PageBuf) -> &'a PageBuf {
+        match self {
+            Page::Bytes(bytes) => bytes,
+            Page::Known(_) => {
+                fill_known(known, offset, scratch);
+                scratch
+            }
+        }
+    }
+
+    /// Writes `bytes` at `within` of the page at file offset `offset`,
+    /// unsharing it first (even for no bytes). A `Known` page stays so if
+    /// they are that content, else gets its bytes; a page wholly rewritten
+    /// with it becomes `Known`.
+    pub fn write(&mut self, offset: u64, within: usize, bytes: &[u8], known: Option<KnownContent>) {
+        let is_known = bytes.is_empty() || known.is_some_and(|k| (k.matches)(offset + within as u64, bytes));
+        match self {
+            Page::Known(token) if is_known => {
+                if Arc::strong_count(token) > 1 {
+                    *token = Arc::new(());
+                }
+            }
+            _ if bytes.len() == PAGE_SIZE as usize && is_known => *self = Page::Known(Arc::new(())),
+            _ => self.bytes_mut(offset, known)[within..within + bytes.len()].copy_from_slice(bytes),
+        }
+    }
+
+    /// Zeros bytes `range` of the page at file offset `offset`, unsharing
+    /// it first.
+    pub fn zero(&mut self, offset: u64, range: Range<usize>, known: Option<KnownContent>) {
+        self.bytes_mut(offset, known)[range].fill(0);
+    }
+
+    /// The bytes to change, unshared; a `Known` page gets them.
+    fn bytes_mut(&mut self, offset: u64, known: Option<KnownContent>) -> &mut PageBuf {
+        if let Page::Known(_) = self {
+            let mut bytes = [0; PAGE_SIZE as usize];
+            fill_known(known, offset, &mut bytes);
+            *self = Page::Bytes(Arc::new(bytes));
+        }
+        match self {
+            Page::Bytes(bytes) => Arc::make_mut(bytes),
+            Page::Known(_) => unreachable!("given its bytes above"),
+        }
+    }
+}
+
+/// A `Known` page exists only where there is known content.
+fn fill_known(known: Option<KnownContent>, offset: u64, buf: &mut PageBuf) {
+    (known.expect("a known page over a store with known content").fill)(offset, buf);
+}
+
+/// The content a new slot starts with (`Tier::store`).
+pub enum NewPage<'a> {
+    /// Bytes in a page of their own (read from the backing store).
+    Owned(Arc<PageBuf>),
+    /// Bytes to copy (a whole page a write brings in; a page changing tiers).
+    Copy(&'a PageBuf),
+    /// Zeros (an append's new page).
+    Zeros,
+}
 
 /// Index of a tier in the cache's tier list.
 pub type TierId = u8;
@@ -37,11 +140,15 @@ pub trait Tier: Send {
     fn used_bytes(&self) -> u64;
     /// Slots in use (for `Cache::check_invariants`).
     fn slots_used(&self) -> u64;
-    /// Puts a page's bytes in a new slot.
-    fn store(&mut self, data: Arc<PageBuf>) -> Slot;
-    fn load(&self, slot: Slot) -> &PageBuf;
-    /// The slot's bytes for writing; a version frozen from it keeps its bytes.
-    fn load_mut(&mut self, slot: Slot) -> &mut PageBuf;
+    /// Puts a page at file offset `offset` in a new slot.
+    fn store(&mut self, page: NewPage, offset: u64) -> Slot;
+    /// The slot's bytes; `offset` is its page's file offset.
+    fn read(&mut self, slot: Slot, offset: u64) -> &PageBuf;
+    /// Writes `bytes` at `within` of the slot (`Page::write`); a version
+    /// frozen from it keeps its content.
+    fn write(&mut self, slot: Slot, offset: u64, within: usize, bytes: &[u8]);
+    /// Zeros bytes `range` of the slot, as `write` does.
+    fn zero(&mut self, slot: Slot, offset: u64, range: Range<usize>);
     /// The slot is no longer in the cache (versions frozen from it stay).
     fn free(&mut self, slot: Slot);
     /// The slot's current bytes, frozen for a closed VCT.
@@ -66,29 +173,32 @@ pub struct PageVersion {
 
 #[derive(Clone, Debug)]
 enum Held {
-    /// Bytes shared with the live slot until either changes (copy-on-write).
-    Shared(Arc<PageBuf>),
+    /// Shared with the live slot until either changes (copy-on-write).
+    Shared(Page),
 }
 
 impl PageVersion {
-    pub(super) fn shared(tier: TierId, bytes: Arc<PageBuf>) -> PageVersion {
-        PageVersion { tier, held: Held::Shared(bytes) }
+    pub(super) fn shared(tier: TierId, page: Page) -> PageVersion {
+        PageVersion { tier, held: Held::Shared(page) }
     }
 
     pub fn tier(&self) -> TierId {
         self.tier
     }
 
-    pub fn bytes(&self) -> &PageBuf {
+    /// The version's bytes; `None` for a `Page::Known`, whose bytes are the
+    /// store's known content.
+    pub fn bytes(&self) -> Option<&PageBuf> {
         match &self.held {
-            Held::Shared(bytes) => bytes,
+            Held::Shared(Page::Bytes(bytes)) => Some(bytes),
+            Held::Shared(Page::Known(_)) => None,
         }
     }
 
-    /// The shared bytes, for the tier that made the version.
-    pub(super) fn into_shared(self) -> Arc<PageBuf> {
+    /// The shared page, for the tier that made the version.
+    pub(super) fn into_shared(self) -> Page {
         match self.held {
-            Held::Shared(bytes) => bytes,
+            Held::Shared(page) => page,
         }
     }
 }
