@@ -64,6 +64,8 @@ pub struct Apps {
     default_max_stale_bytes: u64,
     default_max_stale: Duration,
     policy_name: String,
+    /// Whether the policy may act on an empty VCT (`to_ask`).
+    ask_every_app: bool,
     system_apps: Vec<String>,
 }
 
@@ -77,6 +79,7 @@ impl Apps {
             default_max_stale_bytes: config.max_stale_bytes,
             default_max_stale: crate::config::seconds(config.max_stale_seconds),
             policy_name: config.transaction_policy.clone(),
+            ask_every_app: policy::by_name(&config.transaction_policy).is_none_or(|p| p.heeds_empty_vcts()),
             system_apps: config.fasttrack.system_apps.clone(),
         };
         for a in &config.apps {
@@ -138,6 +141,26 @@ impl Apps {
     /// The apps whose open VCT holds entries (`first_entry_at` is set), in
     /// no particular order; apps found empty leave the list.
     pub fn with_entries(&mut self) -> impl Iterator<Item = &App> {
+        self.prune_entry_holders();
+        self.entry_holders.iter().map(|&app| &self.list[app])
+    }
+
+    /// The apps the background step asks their policy about, in id order
+    /// (closing VCTs in that order numbers them so): every app, or only
+    /// those whose VCT holds entries if the policy says an empty VCT
+    /// changes nothing (`TransactionPolicy::heeds_empty_vcts`).
+    pub fn to_ask(&mut self) -> Vec<AppId> {
+        if self.ask_every_app {
+            return (0..self.list.len()).collect();
+        }
+        self.prune_entry_holders();
+        let mut apps = self.entry_holders.clone();
+        apps.sort_unstable();
+        apps
+    }
+
+    /// Drops the listed apps whose VCT holds no entry now.
+    fn prune_entry_holders(&mut self) {
         let list = &mut self.list;
         self.entry_holders.retain(|&app| {
             let a = &mut list[app];
@@ -145,7 +168,6 @@ impl Apps {
             a.listed
         });
         debug_assert!(self.list.iter().all(|a| a.listed || a.open.first_entry_at.is_none()));
-        self.entry_holders.iter().map(|&app| &self.list[app])
     }
 
     /// `bytes` of `app`'s closed VCTs joined the queue (again, or grew).
@@ -227,5 +249,26 @@ mod tests {
         let t0 = UNIX_EPOCH + Duration::from_secs(1);
         open.record_write(1, 0, 4096, t0);
         assert!(policy.should_close(open, &limits, t0 + *max_stale));
+    }
+
+    /// The background step asks only the apps holding entries, in id
+    /// order, when the policy says an empty VCT changes nothing; every app
+    /// when it may (`fixed-interval` starts its periods on any ask).
+    #[test]
+    fn the_apps_to_ask_are_the_writers_in_id_order_unless_the_policy_heeds_empty_vcts() {
+        let now = UNIX_EPOCH + Duration::from_secs(1);
+        for (policy, every) in [("staleness-limit", false), ("tpl", false), ("fixed-interval", true)] {
+            let config = Config { transaction_policy: policy.to_string(), ..Config::default() };
+            let mut apps = Apps::new(&config);
+            let ids: Vec<AppId> = (0..5).map(|uid| apps.of_uid(10001 + uid)).collect();
+            apps.record_write(ids[3], 1, 0, 4096, now);
+            apps.record_write(ids[1], 2, 0, 4096, now);
+            let want = if every { ids.clone() } else { vec![ids[1], ids[3]] };
+            assert_eq!(apps.to_ask(), want, "{policy}");
+            // App 3's VCT empties (closed): it leaves the writers.
+            apps.list[ids[3]].open = OpenVct::default();
+            let want = if every { ids.clone() } else { vec![ids[1]] };
+            assert_eq!(apps.to_ask(), want, "{policy}, after app 3's VCT closed");
+        }
     }
 }

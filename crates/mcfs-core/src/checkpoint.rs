@@ -442,7 +442,7 @@ impl Engine {
         }
         let selection = {
             let mut st = self.state.lock();
-            for app in 0..st.apps.list.len() {
+            for app in st.apps.to_ask() {
                 self.policy_closes(&mut st, app);
             }
             if over_background_ratio(&st) {

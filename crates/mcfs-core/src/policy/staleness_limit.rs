@@ -16,6 +16,11 @@ impl TransactionPolicy for StalenessLimit {
     fn may_close(&self, vct: &OpenVct, limits: &Limits, now: SystemTime) -> bool {
         limits.reached(vct, now)
     }
+
+    /// An empty VCT reaches no limit (both are at least 1).
+    fn heeds_empty_vcts(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

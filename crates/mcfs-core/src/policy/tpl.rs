@@ -107,6 +107,13 @@ impl TransactionPolicy for TradeoffPointLocation {
         let peak = self.sample(vct) && self.at_peak();
         peak || limits.reached(vct, now)
     }
+
+    /// An empty VCT adds no point and reaches no limit; the reset a new
+    /// VCT's id brings (`sample`) comes with the first ask after it all the
+    /// same.
+    fn heeds_empty_vcts(&self) -> bool {
+        false
+    }
 }
 
 /// Slope of the least-squares line through `points`; `None` when all x are
@@ -287,5 +294,30 @@ mod tests {
         assert_eq!(p.window, 2);
         assert_eq!(p.step, 1);
         assert_eq!(p.flat_per_mib, 1.0);
+    }
+
+    /// Asked about each new VCT while it is empty or not, the policy
+    /// closes at the same writes: it need not be asked about an app that
+    /// holds no entry (`heeds_empty_vcts`).
+    #[test]
+    fn asks_about_empty_vcts_change_no_later_answer() {
+        let run = |ask_empty: bool| {
+            let mut p = per_page();
+            let mut answers = Vec::new();
+            for id in 1..=3 {
+                let mut v = OpenVct::new(id);
+                if ask_empty {
+                    assert!(!p.should_close(&v, &roomy(), t0()), "an empty VCT never closes");
+                }
+                for page in std::iter::repeat_n(0, 40).chain(1..=40) {
+                    answers.push(write(&mut p, &mut v, page, &roomy()));
+                }
+            }
+            answers
+        };
+        assert!(!per_page().heeds_empty_vcts());
+        let answers = run(false);
+        assert!(answers.contains(&true), "the pattern closes somewhere");
+        assert_eq!(run(true), answers);
     }
 }
