@@ -64,7 +64,7 @@ pub struct Apps {
     default_max_stale_bytes: u64,
     default_max_stale: Duration,
     policy_name: String,
-    /// Whether the policy may act on an empty VCT (`to_ask`).
+    /// Whether the policy may act on an empty VCT (`polled_at_tick`).
     ask_every_app: bool,
     system_apps: Vec<String>,
 }
@@ -149,7 +149,7 @@ impl Apps {
     /// (closing VCTs in that order numbers them so): every app, or only
     /// those whose VCT holds entries if the policy says an empty VCT
     /// changes nothing (`TransactionPolicy::heeds_empty_vcts`).
-    pub fn to_ask(&mut self) -> Vec<AppId> {
+    pub fn polled_at_tick(&mut self) -> Vec<AppId> {
         if self.ask_every_app {
             return (0..self.list.len()).collect();
         }
@@ -264,11 +264,11 @@ mod tests {
             apps.record_write(ids[3], 1, 0, 4096, now);
             apps.record_write(ids[1], 2, 0, 4096, now);
             let want = if every { ids.clone() } else { vec![ids[1], ids[3]] };
-            assert_eq!(apps.to_ask(), want, "{policy}");
+            assert_eq!(apps.polled_at_tick(), want, "{policy}");
             // App 3's VCT empties (closed): it leaves the writers.
             apps.list[ids[3]].open = OpenVct::default();
             let want = if every { ids.clone() } else { vec![ids[1]] };
-            assert_eq!(apps.to_ask(), want, "{policy}, after app 3's VCT closed");
+            assert_eq!(apps.polled_at_tick(), want, "{policy}, after app 3's VCT closed");
         }
     }
 }

@@ -442,7 +442,7 @@ impl Engine {
         }
         let selection = {
             let mut st = self.state.lock();
-            for app in st.apps.to_ask() {
+            for app in st.apps.polled_at_tick() {
                 self.policy_closes(&mut st, app);
             }
             if over_background_ratio(&st) {

@@ -75,7 +75,7 @@ pub trait TransactionPolicy: Send + Sync {
     /// Whether `should_close` may change the policy's state, or answer yes,
     /// for a VCT that holds no entry: the background step asks about every
     /// app's VCT if so, else only about those holding entries (a long
-    /// replay sees many apps, few of them writing at a time; `Apps::to_ask`).
+    /// replay sees many apps, few of them writing at a time; `Apps::polled_at_tick`).
     /// Yes unless a policy knows better.
     fn heeds_empty_vcts(&self) -> bool {
         true
