@@ -22,7 +22,8 @@ use std::sync::Arc;
 
 pub type PageBuf = [u8; PAGE_SIZE as usize];
 
-/// What a reader that only counts bytes is handed (`Cache::note_read`).
+/// Zeros: what a reader that only counts bytes is handed (`Cache::note_read`),
+/// and what holds a place in a write run for a part without bytes (`WriteRun`).
 pub static ZERO_PAGE: PageBuf = [0; PAGE_SIZE as usize];
 
 /// What a slot or a version holds, shared between them until either
