@@ -35,9 +35,10 @@ fn pieces(offset: u64, len: usize) -> impl Iterator<Item = &'static [u8]> {
 /// Longest piece `slice` gives.
 pub const MAX_SLICE: usize = 1 << 20;
 
-/// The pattern from offset 0, `MAX_SLICE` and one period long, built on first use.
+/// The pattern from offset 0, `MAX_SLICE` and one period long, built on first use (`long_ramp`).
+static LONG_RAMP: OnceLock<Box<[u8]>> = OnceLock::new();
+
 fn long_ramp() -> &'static [u8] {
-    static LONG_RAMP: OnceLock<Box<[u8]>> = OnceLock::new();
     // One period repeated (`repeat` copies by doubling): a division per byte cost about 17 M instructions,
     // once per process but a cost of every replay's first write.
     LONG_RAMP.get_or_init(|| {
@@ -63,7 +64,16 @@ pub fn fill(offset: u64, buf: &mut [u8]) {
 
 /// Whether `data` holds the pattern bytes of file offsets `offset..offset + data.len()`.
 pub fn matches(offset: u64, data: &[u8]) -> bool {
-    data.chunks(SPAN).zip(pieces(offset, data.len())).all(|(got, want)| got == want)
+    is_slice_at(offset, data) || data.chunks(SPAN).zip(pieces(offset, data.len())).all(|(got, want)| got == want)
+}
+
+/// Whether `data` is a part of the long ramp starting at `offset`'s phase: then it holds the pattern of
+/// `offset..` without a look at its bytes (the ramp never changes). A replay's writes are such parts
+/// (`slice`), so the cache and the store know them as the pattern without comparing 4 KiB a page.
+fn is_slice_at(offset: u64, data: &[u8]) -> bool {
+    let Some(ramp) = LONG_RAMP.get() else { return false };
+    let start = (data.as_ptr() as usize).wrapping_sub(ramp.as_ptr() as usize);
+    data.len() <= ramp.len() && start <= ramp.len() - data.len() && start % PERIOD == (offset % PERIOD as u64) as usize
 }
 
 #[cfg(test)]
@@ -84,6 +94,20 @@ mod tests {
         assert!(matches(1_000_003, &whole) && matches(1_000_003 + 5000, &whole[5000..]));
         whole[9_999] ^= 1;
         assert!(!matches(1_000_003, &whole) && !matches(1_000_004, &whole[..10]));
+    }
+
+    #[test]
+    fn a_slice_of_the_ramp_matches_only_at_its_own_phase() {
+        let piece = slice(1_000_003, 3 * SPAN + 17);
+        assert!(is_slice_at(1_000_003, piece) && matches(1_000_003, piece));
+        assert!(is_slice_at(1_000_003 + 5000, &piece[5000..]), "a part of a slice, at its offset");
+        assert!(is_slice_at(1_000_003 + 251, piece), "a period later, the same bytes");
+        for wrong in [1_000_004, 1_000_002, 0] {
+            assert!(!is_slice_at(wrong, piece) && !matches(wrong, piece), "offset {wrong}");
+        }
+        let copy = piece.to_vec();
+        assert!(!is_slice_at(1_000_003, &copy) && matches(1_000_003, &copy), "a copy is compared");
+        assert!(is_slice_at(7, slice(7, MAX_SLICE)) && matches(7, &[]));
     }
 
     #[test]
