@@ -5,6 +5,7 @@
 //! which this step advances entry by entry, so each operation's paths are the
 //! ones the backing store will have when that operation is applied.
 
+use crate::cache::VersionContent;
 use crate::committed::{orphan_path, CommittedTree};
 use crate::journal::JournalOp;
 use crate::types::*;
@@ -111,7 +112,10 @@ impl<'a> Compiler<'a> {
         match entry {
             ClosedEntry::Write { ino, page, data, len, .. } => {
                 let path = self.written_path(*ino)?;
-                let piece = data.bytes().map_or(PagePart::Known(*len), |bytes| PagePart::Bytes(&bytes[..*len]));
+                let piece = match data.content() {
+                    VersionContent::Bytes(bytes) => PagePart::Bytes(&bytes[..*len]),
+                    VersionContent::Known(known) => PagePart::Known { known: known.min(*len), len: *len },
+                };
                 Some(PageWrite { path, offset: page * PAGE_SIZE, piece })
             }
             ClosedEntry::Other(e) => {

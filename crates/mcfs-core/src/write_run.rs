@@ -26,8 +26,12 @@ pub const MAX_RUN_BYTES: usize = 256 << 10;
 #[derive(Clone, Copy, Debug)]
 pub enum PagePart<'e> {
     Bytes(&'e [u8]),
-    /// This many bytes of the store's known content (`Page::Known`).
-    Known(usize),
+    /// `len` bytes of a page kept without its bytes (`Page::Known`): the
+    /// store's known content up to `known`, zeros after it.
+    Known {
+        known: usize,
+        len: usize,
+    },
 }
 
 pub struct WriteRun<'e> {
@@ -37,10 +41,11 @@ pub struct WriteRun<'e> {
     /// (`PagePart::Known`) holds its place with zeros (`ZERO_PAGE`) and is
     /// listed in `known_parts`.
     pieces: Vec<&'e [u8]>,
-    /// Indexes in `pieces` of the parts without bytes, in order (none but
-    /// over a store with known content: a run with bytes only allocates
-    /// nothing more).
-    known_parts: Vec<usize>,
+    /// The parts without bytes, in order, as their index in `pieces` and
+    /// the length of the known content that starts them (none but over a
+    /// store with known content: a run with bytes only allocates nothing
+    /// more).
+    known_parts: Vec<(usize, usize)>,
     len: usize,
 }
 
@@ -59,14 +64,14 @@ impl<'e> WriteRun<'e> {
     /// comes right after it and fits; otherwise it starts a new run and the
     /// one it did not join is given back.
     pub fn add(run: &mut Option<WriteRun<'e>>, path: &Path, offset: u64, part: PagePart<'e>) -> Option<WriteRun<'e>> {
-        let (bytes, is_known) = match part {
-            PagePart::Bytes(bytes) => (bytes, false),
-            PagePart::Known(len) => (&ZERO_PAGE[..len], true),
+        let (bytes, known) = match part {
+            PagePart::Bytes(bytes) => (bytes, None),
+            PagePart::Known { known, len } => (&ZERO_PAGE[..len], Some(known)),
         };
         if let Some(r) = run.as_mut() {
             if r.path == path && offset == r.offset + r.len as u64 && r.len + bytes.len() <= MAX_RUN_BYTES {
-                if is_known {
-                    r.known_parts.push(r.pieces.len());
+                if let Some(known) = known {
+                    r.known_parts.push((r.pieces.len(), known));
                 }
                 r.pieces.push(bytes);
                 r.len += bytes.len();
@@ -75,7 +80,7 @@ impl<'e> WriteRun<'e> {
         }
         let mut pieces = Vec::with_capacity(MAX_RUN_BYTES / PAGE_SIZE as usize);
         pieces.push(bytes);
-        let known_parts = if is_known { vec![0] } else { Vec::new() };
+        let known_parts = known.map_or_else(Vec::new, |known| vec![(0, known)]);
         run.replace(WriteRun { path: path.to_path_buf(), offset, pieces, known_parts, len: bytes.len() })
     }
 
@@ -118,7 +123,10 @@ impl<'e> WriteRun<'e> {
         let mut at = self.offset;
         let mut known_parts = self.known_parts.iter().peekable();
         let all_known = self.pieces.iter().enumerate().all(|(i, piece)| {
-            let is_known = known_parts.next_if_eq(&&i).is_some() || known.is_some_and(|k| (k.matches)(at, piece));
+            let is_known = match known_parts.next_if(|(part, _)| *part == i) {
+                Some((_, known)) => *known == piece.len(),
+                None => known.is_some_and(|k| (k.matches)(at, piece)),
+            };
             at += piece.len() as u64;
             is_known
         });
@@ -136,10 +144,10 @@ impl<'e> WriteRun<'e> {
             Some(start..*at)
         });
         let mut last = 0;
-        for &part in &self.known_parts {
+        for &(part, known) in &self.known_parts {
             let range = starts.nth(part - last).expect("a part of the run");
             last = part + 1;
-            fill(self.offset + range.start as u64, &mut joined[range]);
+            fill(self.offset + range.start as u64, &mut joined[range.start..range.start + known]);
         }
         Content::Joined(joined)
     }
@@ -241,18 +249,43 @@ mod tests {
             }
             run.expect("a run")
         };
+        const WHOLE: PagePart = PagePart::Known { known: 4096, len: 4096 };
         let known = JournalOp::WriteKnown { path: PathBuf::from("f"), offset: 0, len: 2 * 4096 };
-        assert_eq!(run_of(&[PagePart::Known(4096), PagePart::Known(4096)]).into_op(Some(RAMP)), known);
+        assert_eq!(run_of(&[WHOLE, WHOLE]).into_op(Some(RAMP)), known);
         let other: &'static [u8] = Box::leak(Box::new(other));
-        let mixed = run_of(&[PagePart::Known(4096), PagePart::Bytes(other), PagePart::Known(4096)]);
+        let mixed = run_of(&[WHOLE, PagePart::Bytes(other), WHOLE]);
         let want = [&content[..4096], other, &content[8192..]].concat();
         assert_eq!(mixed.into_op(Some(RAMP)), write("f", 0, want.clone()));
-        let mixed = run_of(&[PagePart::Known(4096), PagePart::Bytes(other), PagePart::Known(4096)]);
+        let mixed = run_of(&[WHOLE, PagePart::Bytes(other), WHOLE]);
         let store = crate::backend::MemBackend::with_known_content(RAMP);
         store.create(Path::new("f"), crate::types::FileKind::File, 0o644, 0).expect("create");
         mixed.write_to(&store, Some(RAMP)).expect("in place");
         let mut read = vec![0; want.len()];
         assert_eq!(store.read_at(Path::new("f"), 0, &mut read).expect("read"), want.len());
         assert_eq!(read, want);
+    }
+
+    /// An append's page is the known content up to where the appends
+    /// reached, zeros after it: within that it is the extent; past it (the
+    /// file grew by a hole) it is joined, the rest zeros.
+    #[test]
+    fn a_page_known_up_to_a_point_is_the_extent_within_it_and_zeros_after() {
+        let run_of = |parts: &[PagePart<'static>]| {
+            let mut run = None;
+            for (at, part) in parts.iter().enumerate() {
+                assert!(WriteRun::add(&mut run, Path::new("f"), at as u64 * 4096, *part).is_none(), "one run");
+            }
+            run.expect("a run")
+        };
+        let whole = PagePart::Known { known: 4096, len: 4096 };
+        let appended = run_of(&[whole, PagePart::Known { known: 100, len: 100 }]);
+        assert_eq!(
+            appended.into_op(Some(RAMP)),
+            JournalOp::WriteKnown { path: PathBuf::from("f"), offset: 0, len: 4196 }
+        );
+        let mut want = vec![0u8; 4096 + 300];
+        (RAMP.fill)(0, &mut want[..4096 + 100]);
+        let holed = run_of(&[whole, PagePart::Known { known: 100, len: 300 }]);
+        assert_eq!(holed.into_op(Some(RAMP)), write("f", 0, want));
     }
 }

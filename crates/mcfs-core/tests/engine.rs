@@ -566,7 +566,7 @@ fn ramp_matches(offset: u64, data: &[u8]) -> bool {
 /// Over a store that recreates the ramp (and keeps no journal payload, as
 /// the simulator's data-less one), the cache holds pages of the ramp
 /// without their bytes (`Page::Known` in `cache/tier.rs`): whatever is written over
-/// them, cut off or zeroed, every byte reads back as written, from the
+/// them, cut off, zeroed or appended to, every byte reads back as written, from the
 /// cache and from the store after the checkpoint.
 #[test]
 fn over_a_store_of_known_content_every_byte_reads_back_as_written() {
@@ -584,6 +584,14 @@ fn over_a_store_of_known_content_every_byte_reads_back_as_written() {
     want.truncate(4 * 4096 + 100);
     engine.setattr(ME, ino, &SetAttr { size: Some(5 * 4096), ..SetAttr::default() }).unwrap();
     want.resize(5 * 4096, 0); // the cut-off part reads as zeros
+    for (at, len) in [(5 * 4096, 100), (5 * 4096 + 100, 50), (5 * 4096 + 300, 20)] {
+        // Appends, the last after a hole.
+        let mut appended = vec![0; len];
+        ramp_fill(at, &mut appended);
+        engine.write(Some(ME), ino, at, &appended).unwrap();
+        want.resize(at as usize, 0);
+        want.extend_from_slice(&appended);
+    }
     assert_eq!(engine.read(ino, 0, 6 * 4096).unwrap(), want, "from the cache");
     engine.checkpoint().unwrap();
     assert_eq!(engine.read(ino, 0, 6 * 4096).unwrap(), want, "from the cache, after the checkpoint");

@@ -12,7 +12,6 @@ use super::tier::{Durability, NewPage, Page, PageBuf, PageVersion, Slot, Tier, T
 use crate::backend::KnownContent;
 use crate::types::PAGE_SIZE;
 use std::ops::Range;
-use std::sync::Arc;
 
 pub struct Dram {
     id: TierId,
@@ -73,11 +72,11 @@ impl Tier for Dram {
     fn store(&mut self, page: NewPage, offset: u64) -> Slot {
         let data = match page {
             NewPage::Owned(bytes) if self.known.is_some_and(|k| (k.matches)(offset, &bytes[..])) => {
-                Page::Known(Arc::new(()))
+                Page::known(PAGE_SIZE as usize)
             }
             NewPage::Owned(bytes) => Page::Bytes(bytes),
             NewPage::Copy(bytes) => Page::of(bytes, offset, self.known),
-            NewPage::Zeros => Page::Bytes(Arc::new([0; PAGE_SIZE as usize])),
+            NewPage::Zeros => Page::zeros(self.known),
         };
         self.used += 1;
         match self.free.pop() {
@@ -132,6 +131,8 @@ impl Tier for Dram {
 mod tests {
     use super::*;
     use crate::backend::test_content::RAMP;
+    use crate::cache::VersionContent;
+    use std::sync::Arc;
 
     fn page(byte: u8) -> NewPage<'static> {
         NewPage::Owned(Arc::new([byte; PAGE_SIZE as usize]))
@@ -143,7 +144,8 @@ mod tests {
         let slot = dram.store(page(7), 0);
         let version = dram.freeze(slot);
         dram.write(slot, 0, 0, &[9]);
-        assert_eq!((version.bytes().unwrap()[0], dram.read(slot, 0)[0]), (7, 9), "the version keeps its bytes");
+        assert_eq!(version.content(), VersionContent::Bytes(&[7; PAGE_SIZE as usize]), "the version keeps its bytes");
+        assert_eq!(dram.read(slot, 0)[..2], [9, 7]);
         assert_eq!(dram.used_bytes(), 2 * PAGE_SIZE);
         dram.write(slot, 0, 1, &[9]);
         assert_eq!(dram.used_bytes(), 2 * PAGE_SIZE, "an unshared slot is written in place");
@@ -182,9 +184,15 @@ mod tests {
         let (mut plain, mut marked) = (Dram::new(0, 1 << 20, None), Dram::new(0, 1 << 20, Some(RAMP)));
         let (mut plain_versions, mut marked_versions) = (Vec::new(), Vec::new());
         type Step<'a> = &'a dyn Fn(&mut Dram, &mut Vec<PageVersion>);
-        let steps: [(&str, Step); 9] = [
+        let steps: [(&str, Step); 15] = [
             ("a whole page of the content", &|t, _| assert_eq!(t.store(NewPage::Copy(&at1), PAGE_SIZE), Slot(0))),
             ("zeros", &|t, _| assert_eq!(t.store(NewPage::Zeros, 0), Slot(1))),
+            ("zeros to append to", &|t, _| assert_eq!(t.store(NewPage::Zeros, 0), Slot(2))),
+            ("an append", &|t, _| t.write(Slot(2), 0, 0, &at0[..100])),
+            ("freeze the append", &|t, v| v.push(t.freeze(Slot(2)))),
+            ("the next append", &|t, _| t.write(Slot(2), 0, 100, &at0[100..300])),
+            ("a hole cut in it, as a truncate and its growth do", &|t, _| t.zero(Slot(2), 0, 200..4096)),
+            ("release the append", &|t, v| t.release(v.remove(0))),
             ("freeze", &|t, v| v.push(t.freeze(Slot(0)))),
             ("the content written again", &|t, _| t.write(Slot(0), PAGE_SIZE, 100, &at1[100..200])),
             ("freeze", &|t, v| v.push(t.freeze(Slot(0)))),
@@ -199,9 +207,14 @@ mod tests {
             assert_eq!(plain.used_bytes(), marked.used_bytes(), "after {what}");
             assert_eq!(plain.slots_used(), marked.slots_used(), "after {what}");
             assert_eq!(plain.read(Slot(0), PAGE_SIZE), marked.read(Slot(0), PAGE_SIZE), "after {what}");
+            if plain.slots.get(2).is_some_and(Option::is_some) {
+                assert_eq!(plain.read(Slot(2), 0), marked.read(Slot(2), 0), "after {what}");
+            }
         }
-        assert!(plain_versions[0].bytes().is_some());
-        assert_eq!(marked_versions[0].bytes(), None, "the version before other bytes came: the content, no bytes");
+        assert!(matches!(plain_versions[0].content(), VersionContent::Bytes(_)));
+        let before_other_bytes = marked_versions[0].content();
+        assert_eq!(before_other_bytes, VersionContent::Known(4096), "the version before other bytes came");
+        assert_eq!(marked.freeze(Slot(2)).content(), VersionContent::Known(200), "the append, cut at 200 bytes");
         let mut expected = at1;
         expected[5..7].copy_from_slice(&[1, 2]);
         assert_eq!(marked.read(Slot(0), PAGE_SIZE), &expected, "other bytes: the page has its bytes now");
@@ -213,9 +226,10 @@ mod tests {
         let mut bytes = [0; PAGE_SIZE as usize];
         (RAMP.fill)(3 * PAGE_SIZE, &mut bytes);
         let slot = dram.store(NewPage::Owned(Arc::new(bytes)), 3 * PAGE_SIZE);
-        assert_eq!(dram.freeze(slot).bytes(), None);
+        assert_eq!(dram.freeze(slot).content(), VersionContent::Known(4096));
         assert_eq!(dram.read(slot, 3 * PAGE_SIZE), &bytes);
         let zeros = dram.store(NewPage::Owned(Arc::new([0; PAGE_SIZE as usize])), 0);
-        assert_eq!(dram.freeze(zeros).bytes(), Some(&[0; PAGE_SIZE as usize]), "not the content: kept as bytes");
+        let kept = dram.freeze(zeros);
+        assert_eq!(kept.content(), VersionContent::Bytes(&[0; PAGE_SIZE as usize]), "not the content: kept as bytes");
     }
 }

@@ -28,7 +28,7 @@ mod tier;
 
 pub use placement::{PlacementPolicy, PLACEMENT_NAMES};
 pub use replacement::{Ask, PageKey, ReplacementPolicy, Scope, Victim, REPLACEMENT_NAMES};
-pub use tier::{Durability, NewPage, PageBuf, PageVersion, Slot, Tier, TierId, ZERO_PAGE};
+pub use tier::{Durability, NewPage, PageBuf, PageVersion, Slot, Tier, TierId, VersionContent, ZERO_PAGE};
 
 use crate::backend::KnownContent;
 use crate::config::Config;

@@ -200,8 +200,8 @@ fn random_operations_match_the_model_and_keep_the_invariants() {
             4 if !closed.is_empty() => {
                 let held = closed.swap_remove(rng.gen_range(0..closed.len()));
                 assert_eq!(
-                    held.version.bytes().map(|b| b[0]),
-                    Some(held.byte),
+                    held.version.content(),
+                    VersionContent::Bytes(&[held.byte; PAGE_SIZE as usize]),
                     "{at}: version of {}:{}",
                     held.ino,
                     held.idx
@@ -288,8 +288,8 @@ fn writing_a_frozen_page_copies_it() {
     let (_, version) = cache.freeze(1, 0).unwrap();
     assert!(cache.write(1, 0, FG, true, 0, &[9]));
     assert_eq!(
-        (version.bytes().unwrap()[0], cache.read(1, 0, FG).unwrap()[0]),
-        (7, 9),
+        (version.content(), cache.read(1, 0, FG).unwrap()[0]),
+        (VersionContent::Bytes(&[7; PAGE_SIZE as usize]), 9),
         "the closed VCT keeps its version"
     );
     assert_eq!((cache.bytes(), cache.dirty_bytes()), (2 * PAGE_SIZE, 2 * PAGE_SIZE));

@@ -8,7 +8,9 @@
 //! simulator's data-less one, `Backend::known_content`), a page wholly of
 //! that content is held as `Page::Known`, without its bytes: it is made from
 //! the bytes when they are needed (a read, or a write of other bytes), and
-//! its versions hand on the extent alone (`PageVersion::bytes` is `None`).
+//! its versions hand on the extent alone (`PageVersion::content`). So is an
+//! append's page, as the known content up to where the appends reached
+//! and zeros after it.
 //! A tier counts such a page as it counts one with bytes, so the engine
 //! decides the same either way.
 //!
@@ -28,20 +30,35 @@ pub static ZERO_PAGE: PageBuf = [0; PAGE_SIZE as usize];
 
 /// What a slot or a version holds, shared between them until either
 /// changes (copy-on-write): a page's bytes, or the fact that the page is
-/// the store's known content (see the module comment).
+/// the store's known content up to `len` and zeros after it (a whole page
+/// of it, an append's page as far as it has come, or zeros).
 #[derive(Clone, Debug)]
 pub enum Page {
     Bytes(Arc<PageBuf>),
-    Known(Arc<()>),
+    Known { len: u16, token: Arc<()> },
 }
 
 impl Page {
+    /// A page of the store's known content up to `len`, zeros after it.
+    pub(super) fn known(len: usize) -> Page {
+        Page::Known { len: len as u16, token: Arc::new(()) }
+    }
+
     /// The page for `bytes` at file offset `offset`: `Known` if they are
     /// `known` content.
     pub fn of(bytes: &PageBuf, offset: u64, known: Option<KnownContent>) -> Page {
         match known.is_some_and(|k| (k.matches)(offset, bytes)) {
-            true => Page::Known(Arc::new(())),
+            true => Page::known(PAGE_SIZE as usize),
             false => Page::Bytes(Arc::new(*bytes)),
+        }
+    }
+
+    /// A new page of zeros: `Known` (up to nothing) over a store with known
+    /// content, so that what an append writes next keeps it without bytes.
+    pub fn zeros(known: Option<KnownContent>) -> Page {
+        match known {
+            Some(_) => Page::known(0),
+            None => Page::Bytes(Arc::new([0; PAGE_SIZE as usize])),
         }
     }
 
@@ -49,7 +66,7 @@ impl Page {
     pub fn shared(&self) -> bool {
         match self {
             Page::Bytes(bytes) => Arc::strong_count(bytes) > 1,
-            Page::Known(known) => Arc::strong_count(known) > 1,
+            Page::Known { token, .. } => Arc::strong_count(token) > 1,
         }
     }
 
@@ -57,8 +74,8 @@ impl Page {
     pub fn bytes<'a>(&'a self, offset: u64, known: Option<KnownContent>, scratch: &'a mut PageBuf) -> &'a PageBuf {
         match self {
             Page::Bytes(bytes) => bytes,
-            Page::Known(_) => {
-                fill_known(known, offset, scratch);
+            Page::Known { len, .. } => {
+                fill_known(known, offset, *len, scratch);
                 scratch
             }
         }
@@ -66,44 +83,79 @@ impl Page {
 
     /// Writes `bytes` at `within` of the page at file offset `offset`,
     /// unsharing it first (even for no bytes). A `Known` page stays so if
-    /// they are that content, else gets its bytes; a page wholly rewritten
-    /// with it becomes `Known`.
+    /// they are that content and start within its known part (or right
+    /// after it), else gets its bytes; a page wholly rewritten with it
+    /// becomes `Known`.
     pub fn write(&mut self, offset: u64, within: usize, bytes: &[u8], known: Option<KnownContent>) {
-        let is_known = bytes.is_empty() || known.is_some_and(|k| (k.matches)(offset + within as u64, bytes));
+        if bytes.is_empty() {
+            return self.unshare();
+        }
+        let end = within + bytes.len();
+        let is_known = known.is_some_and(|k| (k.matches)(offset + within as u64, bytes));
         match self {
-            Page::Known(token) if is_known => {
-                if Arc::strong_count(token) > 1 {
-                    *token = Arc::new(());
-                }
+            Page::Known { len, token } if is_known && within <= usize::from(*len) => {
+                unshare_token(token);
+                *len = (*len).max(end as u16);
             }
-            _ if bytes.len() == PAGE_SIZE as usize && is_known => *self = Page::Known(Arc::new(())),
-            _ => self.bytes_mut(offset, known)[within..within + bytes.len()].copy_from_slice(bytes),
+            _ if is_known && bytes.len() == PAGE_SIZE as usize => *self = Page::known(PAGE_SIZE as usize),
+            _ => self.bytes_mut(offset, known)[within..end].copy_from_slice(bytes),
         }
     }
 
     /// Zeros bytes `range` of the page at file offset `offset`, unsharing
-    /// it first.
+    /// it first. A `Known` page whose known part ends within the range is
+    /// cut short there.
     pub fn zero(&mut self, offset: u64, range: Range<usize>, known: Option<KnownContent>) {
-        self.bytes_mut(offset, known)[range].fill(0);
+        match self {
+            Page::Known { len, token } if range.end >= usize::from(*len) => {
+                unshare_token(token);
+                *len = (*len).min(range.start as u16);
+            }
+            _ => self.bytes_mut(offset, known)[range].fill(0),
+        }
+    }
+
+    /// Leaves the page its holder's alone: shared bytes are copied, a
+    /// shared `Known` page gets a token of its own.
+    fn unshare(&mut self) {
+        match self {
+            Page::Bytes(bytes) => {
+                Arc::make_mut(bytes);
+            }
+            Page::Known { token, .. } => unshare_token(token),
+        }
     }
 
     /// The bytes to change, unshared; a `Known` page gets them.
     fn bytes_mut(&mut self, offset: u64, known: Option<KnownContent>) -> &mut PageBuf {
-        if let Page::Known(_) = self {
+        if let Page::Known { len, .. } = self {
             let mut bytes = [0; PAGE_SIZE as usize];
-            fill_known(known, offset, &mut bytes);
+            fill_known(known, offset, *len, &mut bytes);
             *self = Page::Bytes(Arc::new(bytes));
         }
         match self {
             Page::Bytes(bytes) => Arc::make_mut(bytes),
-            Page::Known(_) => unreachable!("given its bytes above"),
+            Page::Known { .. } => unreachable!("given its bytes above"),
         }
     }
 }
 
-/// A `Known` page exists only where there is known content.
-fn fill_known(known: Option<KnownContent>, offset: u64, buf: &mut PageBuf) {
-    (known.expect("a known page over a store with known content").fill)(offset, buf);
+/// A `Known` page's token of its own.
+fn unshare_token(token: &mut Arc<()>) {
+    if Arc::strong_count(token) > 1 {
+        *token = Arc::new(());
+    }
+}
+
+/// The bytes of a `Known` page up to `len` at file offset `offset`, zeros
+/// after; a `Known` page exists only where there is known content (or is
+/// all zeros).
+fn fill_known(known: Option<KnownContent>, offset: u64, len: u16, buf: &mut PageBuf) {
+    let (content, zeros) = buf.split_at_mut(usize::from(len));
+    if !content.is_empty() {
+        (known.expect("a known page over a store with known content").fill)(offset, content);
+    }
+    zeros.fill(0);
 }
 
 /// The content a new slot starts with (`Tier::store`).
@@ -172,6 +224,14 @@ pub struct PageVersion {
     held: Held,
 }
 
+/// What a version holds (`PageVersion::content`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VersionContent<'a> {
+    Bytes(&'a PageBuf),
+    /// This many bytes of the store's known content, zeros after them.
+    Known(usize),
+}
+
 #[derive(Clone, Debug)]
 enum Held {
     /// Shared with the live slot until either changes (copy-on-write).
@@ -187,12 +247,12 @@ impl PageVersion {
         self.tier
     }
 
-    /// The version's bytes; `None` for a `Page::Known`, whose bytes are the
-    /// store's known content.
-    pub fn bytes(&self) -> Option<&PageBuf> {
+    /// The version's content: its bytes, or for a `Page::Known` how many
+    /// of its bytes are the store's known content (zeros after them).
+    pub fn content(&self) -> VersionContent<'_> {
         match &self.held {
-            Held::Shared(Page::Bytes(bytes)) => Some(bytes),
-            Held::Shared(Page::Known(_)) => None,
+            Held::Shared(Page::Bytes(bytes)) => VersionContent::Bytes(bytes),
+            Held::Shared(Page::Known { len, .. }) => VersionContent::Known(usize::from(*len)),
         }
     }
 
