@@ -7,9 +7,10 @@
 //! the cache has room — costs hash map operations, not ordered-map ones.
 
 use super::{Ask, PageKey, ReplacementPolicy, Scope, Victim};
+use crate::cache::nearby::NearbyHasher;
 use crate::vct::AppId;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
 /// Room `unsorted` keeps once drained: about what comes between two
 /// reclaims when the cache is full.
@@ -18,32 +19,9 @@ const UNSORTED_KEPT: usize = 64;
 #[derive(Default)]
 pub struct Lru {
     by_use: BTreeMap<u64, PageKey>,
-    /// Listed pages by tick, not in `by_use` yet.
-    unsorted: HashMap<u64, PageKey, BuildHasherDefault<TickHasher>>,
-}
-
-/// Hashes a tick to a place by its low bits, so that pages used one after
-/// the other sit side by side in `unsorted` and are found so when a commit
-/// pins them again in that order: with ticks spread over a table of the
-/// whole cache, nearly every pin missed the processor's caches (6 % of a
-/// replay's time, docs/BENCHMARKS.md). The top seven bits, which the table
-/// tells apart keys at one place by, come from a multiplication.
-#[derive(Default)]
-struct TickHasher(u64);
-
-impl Hasher for TickHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("ticks are hashed with write_u64")
-    }
-
-    fn write_u64(&mut self, tick: u64) {
-        const TOP_SEVEN: u64 = 0x7f << 57;
-        self.0 = tick ^ (tick.wrapping_mul(0x517c_c1b7_2722_0a95) & TOP_SEVEN);
-    }
+    /// Listed pages by tick, not in `by_use` yet: pages used one after the
+    /// other sit side by side, and a commit pins them again in that order.
+    unsorted: HashMap<u64, PageKey, BuildHasherDefault<NearbyHasher>>,
 }
 
 impl Lru {
