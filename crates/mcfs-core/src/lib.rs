@@ -30,6 +30,7 @@ mod in_place;
 mod inode;
 pub mod ioprio;
 pub mod journal;
+mod nearby;
 pub mod policy;
 mod refused;
 mod rename;

@@ -9,10 +9,13 @@
 //! then dropped. Metadata entries keep their order with the data entries.
 
 use crate::cache::PageVersion;
+use crate::nearby::NearbyHasher;
 use crate::types::*;
-use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
+use std::hash::BuildHasherDefault;
+use std::ops::RangeBounds;
 use std::time::SystemTime;
 
 /// Index of an app in the engine's app table.
@@ -168,8 +171,10 @@ pub struct OpenVct {
     pub id: u64,
     /// `None` marks an entry a later truncate made void.
     entries: Vec<Option<LogEntry>>,
-    /// Position of the write entry of each page, by inode.
-    page_entries: InoMap<BTreeMap<u64, usize>>,
+    /// Position of the write entry of each (inode, page): one table that
+    /// keeps its room from one VCT to the next (a map per inode allocated
+    /// its nodes anew in every VCT).
+    page_entries: HashMap<(Ino, u64), usize, BuildHasherDefault<NearbyHasher>>,
     /// Inodes whose data or size changed (their times are logged at close).
     data_inodes: BTreeSet<Ino>,
     /// The inode a write last put in `data_inodes` (which only grows until
@@ -204,7 +209,7 @@ impl OpenVct {
     pub fn record_write(&mut self, ino: Ino, page: u64, len: u64, now: SystemTime) -> bool {
         self.note_time(now);
         self.bytes += len;
-        match self.page_entries.entry(ino).or_default().entry(page) {
+        match self.page_entries.entry((ino, page)) {
             // The inode went into `data_inodes` with the page's entry.
             Entry::Occupied(_) => {
                 self.overwrite_bytes += len;
@@ -250,8 +255,7 @@ impl OpenVct {
     /// of file after it, since later writes may still extend that page).
     pub fn record_zeroing(&mut self, ino: Ino, (start, end): (u64, u64), size: u64, entry: LogEntry, now: SystemTime) {
         let whole = start.div_ceil(PAGE_SIZE)..end / PAGE_SIZE;
-        let written = self.page_entries.get(&ino);
-        if !whole.is_empty() && written.is_some_and(|w| w.range(whole).next().is_some()) {
+        if !whole.is_empty() && !self.written_pages(ino, whole).is_empty() {
             self.record_truncate(ino, size, now);
         }
         let partly = |page: u64| page * PAGE_SIZE < start || (page + 1) * PAGE_SIZE > end;
@@ -272,14 +276,12 @@ impl OpenVct {
     ) -> Vec<u64> {
         self.note_time(now);
         self.data_inodes.insert(ino);
-        let (first, last) = (*pages.start(), *pages.end());
-        let written = self.page_entries.entry(ino).or_default();
-        let hit: Vec<(u64, usize)> = written.range(first..=last).map(|(&page, &at)| (page, at)).collect();
+        let hit = self.written_pages(ino, pages);
         let mut dropped = Vec::new();
         let mut kept = Vec::new();
         for (page, at) in hit {
             self.entries[at] = None;
-            written.remove(&page);
+            self.page_entries.remove(&(ino, page));
             if keeps(page) {
                 kept.push(page);
             } else {
@@ -288,10 +290,24 @@ impl OpenVct {
         }
         self.entries.push(Some(entry));
         for page in kept {
-            written.insert(page, self.entries.len());
+            self.page_entries.insert((ino, page), self.entries.len());
             self.entries.push(Some(LogEntry::Write { ino, page }));
         }
         dropped
+    }
+
+    /// The live write entries of `ino`'s pages in `pages`, as (page,
+    /// position), by page: a look through the log, for the rare truncate or
+    /// hole over a VCT's writes.
+    fn written_pages(&self, ino: Ino, pages: impl RangeBounds<u64>) -> Vec<(u64, usize)> {
+        let mut written: Vec<(u64, usize)> = (self.entries.iter().enumerate())
+            .filter_map(|(at, entry)| match entry {
+                Some(LogEntry::Write { ino: of, page }) if *of == ino && pages.contains(page) => Some((*page, at)),
+                _ => None,
+            })
+            .collect();
+        written.sort_unstable();
+        written
     }
 
     /// Notes that an inode's times changed (they are logged at close).

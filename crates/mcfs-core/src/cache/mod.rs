@@ -2,7 +2,7 @@
 //! for them. A page table maps (inode, page index) to an entry naming the
 //! tier that holds the page (`tier`: DRAM today), its slot there, its pins,
 //! its owner app and the apps that used it; a hash table, whose hasher
-//! keeps a file's pages side by side (`nearby`), beside each file's page
+//! keeps a file's pages side by side (`crate::nearby`), beside each file's page
 //! indexes in order (for truncate and unlink). Which page reclaim takes next
 //! is a `ReplacementPolicy`'s choice (`replacement`), which tier a page goes
 //! to a `PlacementPolicy`'s (`placement`), both chosen by name in the
@@ -22,7 +22,6 @@
 //! as long as every fill and commit reclaims first (the engine's do).
 
 mod dram;
-mod nearby;
 mod placement;
 mod replacement;
 #[cfg(test)]
@@ -35,9 +34,9 @@ pub use tier::{Durability, NewPage, PageBuf, PageVersion, Slot, Tier, TierId, Ve
 
 use crate::backend::KnownContent;
 use crate::config::Config;
+use crate::nearby::NearbyHasher;
 use crate::types::{Ino, InoMap, PAGE_SIZE};
 use crate::vct::AppId;
-use nearby::NearbyHasher;
 use std::collections::{hash_map, BTreeSet, HashMap};
 use std::hash::BuildHasherDefault;
 use std::ops::Range;

@@ -7,7 +7,7 @@
 //! the cache has room — costs hash map operations, not ordered-map ones.
 
 use super::{Ask, PageKey, ReplacementPolicy, Scope, Victim};
-use crate::cache::nearby::NearbyHasher;
+use crate::nearby::NearbyHasher;
 use crate::vct::AppId;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;

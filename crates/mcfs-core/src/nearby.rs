@@ -1,7 +1,7 @@
 //! A hasher that keeps neighbours together: keys whose last word differs
 //! by a little (a file's next page, the next use tick) land in neighbouring
 //! places of a hash table, so that walking pages or ticks in order reads
-//! memory in order. With keys spread over a table the size of the whole
+//! memory in order (the cache's page table and LRU lists, a VCT's pages). With keys spread over a table the size of the whole
 //! cache, nearly every lookup missed the processor's caches (docs/BENCHMARKS.md,
 //! "Replay speed: the page cache's lookups").
 //!
