@@ -1,17 +1,17 @@
 //! A hasher that keeps neighbours together: keys whose last word differs
 //! by a little (a file's next page, the next use tick) land in neighbouring
 //! places of a hash table, so that walking pages or ticks in order reads
-//! memory in order (the cache's page table and LRU lists, a VCT's pages).
-//! With keys spread one by one over a table the size of the whole cache,
-//! nearly every lookup missed the processor's caches (docs/BENCHMARKS.md,
-//! "Data-less replay: the write path's lookups").
+//! memory in order (the LRU's ticks, an open VCT's pages). With ticks
+//! spread one by one over a table of the whole cache's pages, nearly every
+//! pin missed the processor's caches (docs/BENCHMARKS.md, "Data-less
+//! replay: the write path's lookups").
 //!
 //! The words of a key are folded as `(w0 * K + w1) * K + ...`, so the last
 //! word adds as is. Keys then go in runs of eight (the low three bits kept
 //! as they are), and the runs are spread over the table by a mixing
-//! function: spread they must be, since a file's pages or a stretch of
-//! ticks held side by side in long runs met other such runs and piled up
-//! (the 60 GiB install trace ran 1.3× slower). Keys are engine-made
+//! function: spread they must be, since long runs of neighbours side by
+//! side met other such runs and piled up (a page table so hashed made the
+//! 60 GiB install trace 1.3× slower). Keys are engine-made
 //! integers, not input an attacker picks.
 
 use std::hash::Hasher;

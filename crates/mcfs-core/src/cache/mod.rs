@@ -1,9 +1,7 @@
 //! The page cache: 4 KiB pages of file data, the one API the engine uses
 //! for them. A page table maps (inode, page index) to an entry naming the
 //! tier that holds the page (`tier`: DRAM today), its slot there, its pins,
-//! its owner app and the apps that used it; a hash table, whose hasher
-//! keeps a file's pages side by side (`crate::nearby`), beside each file's page
-//! indexes in order (for truncate and unlink). Which page reclaim takes next
+//! its owner app and the apps that used it. Which page reclaim takes next
 //! is a `ReplacementPolicy`'s choice (`replacement`), which tier a page goes
 //! to a `PlacementPolicy`'s (`placement`), both chosen by name in the
 //! config (`cache.replacement`, `cache.placement`; docs/ENGINE.md says how
@@ -15,8 +13,8 @@
 //! was whatever later writes do (DRAM: copy-on-write). Every page has an
 //! *owner*: the app that last brought it in, read it or wrote it.
 //!
-//! Invariants (`check_invariants`): every page is in the table once, and
-//! in its file's indexes, and counted once — in its tier's slots, in its owner's clean or pinned
+//! Invariants (`check_invariants`): every page is in the table once and
+//! counted once — in its tier's slots, in its owner's clean or pinned
 //! count, and in the replacement policy's lists exactly when unpinned; clean
 //! pages exceed the tiers' capacity by at most one fill (`MAX_FILL_PAGES`),
 //! as long as every fill and commit reclaims first (the engine's do).
@@ -34,11 +32,9 @@ pub use tier::{Durability, NewPage, PageBuf, PageVersion, Slot, Tier, TierId, Ve
 
 use crate::backend::KnownContent;
 use crate::config::Config;
-use crate::nearby::NearbyHasher;
 use crate::types::{Ino, InoMap, PAGE_SIZE};
 use crate::vct::AppId;
-use std::collections::{hash_map, BTreeSet, HashMap};
-use std::hash::BuildHasherDefault;
+use std::collections::{btree_map, BTreeMap};
 use std::ops::Range;
 
 /// Pages one fill from the backing store brings in at most (128 KiB): what
@@ -98,7 +94,7 @@ struct Entry {
     meta: u64,
 }
 
-type PageTable = HashMap<PageKey, Entry, BuildHasherDefault<NearbyHasher>>;
+type PageTable = InoMap<BTreeMap<u64, Entry>>;
 
 /// Where a page that comes in comes from (placement decides by it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,8 +116,6 @@ pub enum Reclaim {
 
 pub struct Cache {
     pages: PageTable,
-    /// The indexes of each file's cached pages, in order.
-    files: InoMap<BTreeSet<u64>>,
     tiers: Vec<Box<dyn Tier>>,
     replacement: Box<dyn ReplacementPolicy>,
     placement: Box<dyn PlacementPolicy>,
@@ -163,7 +157,6 @@ impl Cache {
     ) -> Cache {
         Cache {
             pages: PageTable::default(),
-            files: InoMap::default(),
             tiers,
             replacement,
             placement,
@@ -186,15 +179,14 @@ impl Cache {
     }
 
     pub fn contains(&self, ino: Ino, idx: u64) -> bool {
-        self.pages.contains_key(&PageKey { ino, idx })
+        self.pages.get(&ino).is_some_and(|m| m.contains_key(&idx))
     }
 
     /// Inserts an unpinned page owned by `owner` in the tier placement
     /// picks for `source`; a page already there stays as it is.
     pub fn insert(&mut self, ino: Ino, idx: u64, data: NewPage, owner: AppId, source: Source) {
         let tier = self.target(source);
-        let hash_map::Entry::Vacant(vacant) = self.pages.entry(PageKey { ino, idx }) else { return };
-        self.files.entry(ino).or_default().insert(idx);
+        let btree_map::Entry::Vacant(vacant) = self.pages.entry(ino).or_default().entry(idx) else { return };
         let slot = self.tiers[tier as usize].store(data, idx * PAGE_SIZE);
         self.tick += 1;
         self.next_id += 1;
@@ -218,7 +210,7 @@ impl Cache {
     /// the page its most recent use.
     pub fn read(&mut self, ino: Ino, idx: u64, owner: AppId) -> Option<&PageBuf> {
         self.tick += 1;
-        let entry = self.pages.get_mut(&PageKey { ino, idx })?;
+        let entry = self.pages.get_mut(&ino)?.get_mut(&idx)?;
         note_use(&mut *self.replacement, &mut self.usage, PageKey { ino, idx }, entry, owner, self.tick);
         Some(self.tiers[entry.tier as usize].read(entry.slot, idx * PAGE_SIZE))
     }
@@ -227,7 +219,7 @@ impl Cache {
     /// (the simulator's replay): whether the page is cached.
     pub fn note_read(&mut self, ino: Ino, idx: u64, owner: AppId) -> bool {
         self.tick += 1;
-        let Some(entry) = self.pages.get_mut(&PageKey { ino, idx }) else { return false };
+        let Some(entry) = self.pages.get_mut(&ino).and_then(|m| m.get_mut(&idx)) else { return false };
         note_use(&mut *self.replacement, &mut self.usage, PageKey { ino, idx }, entry, owner, self.tick);
         true
     }
@@ -237,8 +229,8 @@ impl Cache {
     /// cached.
     pub fn write(&mut self, ino: Ino, idx: u64, owner: AppId, pin: bool, within: usize, bytes: &[u8]) -> bool {
         self.tick += 1;
+        let Some(entry) = self.pages.get_mut(&ino).and_then(|m| m.get_mut(&idx)) else { return false };
         let page = PageKey { ino, idx };
-        let Some(entry) = self.pages.get_mut(&page) else { return false };
         // Pinned first, the use of a page leaving reclaim's lists does not list it again.
         if pin {
             pin_entry(&mut *self.replacement, &mut self.usage, &mut self.pinned, page, entry);
@@ -251,19 +243,19 @@ impl Cache {
     /// Zeros bytes `range` of the page if it is cached, without a use (what
     /// a truncate or punched hole cleared).
     pub fn zero(&mut self, ino: Ino, idx: u64, range: Range<usize>) {
-        if let Some(entry) = self.pages.get_mut(&PageKey { ino, idx }) {
+        if let Some(entry) = self.pages.get_mut(&ino).and_then(|m| m.get_mut(&idx)) {
             self.tiers[entry.tier as usize].zero(entry.slot, idx * PAGE_SIZE, range);
         }
     }
 
     /// Whether page `id` (the slot a VCT pinned) is still cached unpinned.
     pub fn is_unpinned(&self, ino: Ino, idx: u64, id: u64) -> bool {
-        self.pages.get(&PageKey { ino, idx }).is_some_and(|e| e.id == id && e.pins == 0)
+        self.pages.get(&ino).and_then(|m| m.get(&idx)).is_some_and(|e| e.id == id && e.pins == 0)
     }
 
     /// Pins the page once more (a closed VCT takes it); its id.
     pub fn pin(&mut self, ino: Ino, idx: u64) -> Option<u64> {
-        let entry = self.pages.get_mut(&PageKey { ino, idx })?;
+        let entry = self.pages.get_mut(&ino)?.get_mut(&idx)?;
         pin_entry(&mut *self.replacement, &mut self.usage, &mut self.pinned, PageKey { ino, idx }, entry);
         Some(entry.id)
     }
@@ -271,7 +263,7 @@ impl Cache {
     /// A VCT that pinned page `id` committed (or was dropped); a page
     /// removed since (another id now, or none) is left alone.
     pub fn unpin(&mut self, ino: Ino, idx: u64, id: u64) {
-        let Some(entry) = self.pages.get_mut(&PageKey { ino, idx }) else { return };
+        let Some(entry) = self.pages.get_mut(&ino).and_then(|m| m.get_mut(&idx)) else { return };
         if entry.id != id || entry.pins == 0 {
             return;
         }
@@ -287,7 +279,7 @@ impl Cache {
 
     /// The page's current bytes frozen for a closed VCT, with the page's id.
     pub fn freeze(&mut self, ino: Ino, idx: u64) -> Option<(u64, PageVersion)> {
-        let entry = self.pages.get(&PageKey { ino, idx })?;
+        let entry = self.pages.get(&ino)?.get(&idx)?;
         Some((entry.id, self.tiers[entry.tier as usize].freeze(entry.slot)))
     }
 
@@ -303,16 +295,14 @@ impl Cache {
 
     /// Removes the pages of `ino` at the indexes `range` holds.
     pub fn remove_range(&mut self, ino: Ino, range: Range<u64>) {
-        let Some(indexes) = self.files.get_mut(&ino) else { return };
-        let mut removed = indexes.split_off(&range.start);
-        indexes.append(&mut removed.split_off(&range.end));
-        if indexes.is_empty() {
-            self.files.remove(&ino);
+        let Some(map) = self.pages.get_mut(&ino) else { return };
+        let mut removed = map.split_off(&range.start);
+        map.append(&mut removed.split_off(&range.end));
+        if map.is_empty() {
+            self.pages.remove(&ino);
         }
-        for idx in removed {
-            let page = PageKey { ino, idx };
-            let entry = self.pages.remove(&page).expect("a file's indexes name its pages");
-            self.forget(page, entry);
+        for (idx, entry) in removed {
+            self.forget(PageKey { ino, idx }, entry);
         }
     }
 
@@ -332,14 +322,13 @@ impl Cache {
 
     /// Drops an unpinned page; false if there is none.
     fn evict(&mut self, page: PageKey) -> bool {
-        if self.pages.get(&page).is_none_or(|e| e.pins > 0) {
+        let Some(map) = self.pages.get_mut(&page.ino) else { return false };
+        if map.get(&page.idx).is_none_or(|e| e.pins > 0) {
             return false;
         }
-        let entry = self.pages.remove(&page).expect("checked");
-        let indexes = self.files.get_mut(&page.ino).expect("a page's file lists it");
-        indexes.remove(&page.idx);
-        if indexes.is_empty() {
-            self.files.remove(&page.ino);
+        let entry = map.remove(&page.idx).expect("checked");
+        if map.is_empty() {
+            self.pages.remove(&page.ino);
         }
         self.forget(page, entry);
         true
@@ -348,7 +337,7 @@ impl Cache {
     /// Moves an unpinned page to the tier placement names for its
     /// demotion, or evicts it if none; false if there is no such page.
     fn demote(&mut self, page: PageKey) -> bool {
-        let Some(entry) = self.pages.get_mut(&page) else { return false };
+        let Some(entry) = self.pages.get_mut(&page.ino).and_then(|m| m.get_mut(&page.idx)) else { return false };
         let Some(to) = self.placement.demote(entry.tier).filter(|to| *to != entry.tier) else {
             return self.evict(page);
         };
@@ -397,7 +386,7 @@ impl Cache {
 
     /// The inodes with pages in the cache.
     pub fn files(&self) -> impl Iterator<Item = Ino> + '_ {
-        self.files.keys().copied()
+        self.pages.keys().copied()
     }
 
     /// Checks the invariants of the module header; the error names the
@@ -406,42 +395,34 @@ impl Cache {
         let (mut total, mut pinned) = (0u64, 0u64);
         let mut usage: Vec<AppUsage> = Vec::new();
         let mut in_tier = vec![0u64; self.tiers.len()];
-        for (&PageKey { ino, idx }, e) in &self.pages {
-            total += 1;
-            if !e.sharers.contains(e.owner) {
-                return Err(format!("page {ino}:{idx}: its owner, app {}, is not among its users", e.owner));
+        for (&ino, map) in &self.pages {
+            if map.is_empty() {
+                return Err(format!("inode {ino} has an empty page map"));
             }
-            let Some(count) = in_tier.get_mut(e.tier as usize) else {
-                return Err(format!("page {ino}:{idx} is in tier {}, which the cache does not have", e.tier));
-            };
-            *count += 1;
-            let listed = self.replacement.lists(PageKey { ino, idx }, e.owner, e.meta);
-            let app = usage_of(&mut usage, e.owner);
-            if e.pins == 0 {
-                app.clean += 1;
-                if !listed {
-                    return Err(format!("clean page {ino}:{idx} is not in app {}'s reclaim list", e.owner));
+            for (&idx, e) in map {
+                total += 1;
+                if !e.sharers.contains(e.owner) {
+                    return Err(format!("page {ino}:{idx}: its owner, app {}, is not among its users", e.owner));
                 }
-            } else {
-                app.pinned += 1;
-                pinned += 1;
-                if listed {
-                    return Err(format!("pinned page {ino}:{idx} is in app {}'s reclaim list", e.owner));
+                let Some(count) = in_tier.get_mut(e.tier as usize) else {
+                    return Err(format!("page {ino}:{idx} is in tier {}, which the cache does not have", e.tier));
+                };
+                *count += 1;
+                let listed = self.replacement.lists(PageKey { ino, idx }, e.owner, e.meta);
+                let app = usage_of(&mut usage, e.owner);
+                if e.pins == 0 {
+                    app.clean += 1;
+                    if !listed {
+                        return Err(format!("clean page {ino}:{idx} is not in app {}'s reclaim list", e.owner));
+                    }
+                } else {
+                    app.pinned += 1;
+                    pinned += 1;
+                    if listed {
+                        return Err(format!("pinned page {ino}:{idx} is in app {}'s reclaim list", e.owner));
+                    }
                 }
             }
-        }
-        let mut indexed = 0;
-        for (&ino, indexes) in &self.files {
-            if indexes.is_empty() {
-                return Err(format!("inode {ino} has an empty list of pages"));
-            }
-            if let Some(idx) = indexes.iter().find(|&&idx| !self.pages.contains_key(&PageKey { ino, idx })) {
-                return Err(format!("inode {ino} lists page {idx}, which the table lacks"));
-            }
-            indexed += indexes.len();
-        }
-        if indexed != self.pages.len() {
-            return Err(format!("the files list {indexed} pages, the table holds {}", self.pages.len()));
         }
         if (total, pinned) != (self.total, self.pinned) {
             return Err(format!(

@@ -4,7 +4,7 @@
 use super::dram::Dram;
 use super::replacement::Lru;
 use super::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 const FG: AppId = 1;
 const BG: AppId = 2;
@@ -255,15 +255,10 @@ fn a_page_put_in_or_taken_from_the_table_behind_the_cache_breaks_the_invariants(
     assert_eq!(cache.check_invariants(), Ok(()));
     let slot = cache.tiers[0].store(page(1), PAGE_SIZE);
     let stray = Entry { tier: 0, slot, id: 99, pins: 0, owner: FG, sharers: AppSet(1 << FG), meta: 99 };
-    cache.pages.insert(PageKey { ino: 1, idx: 1 }, stray);
+    cache.pages.get_mut(&1).unwrap().insert(1, stray);
     assert_eq!(cache.check_invariants(), Err("clean page 1:1 is not in app 1's reclaim list".to_string()));
-    cache.pages.remove(&PageKey { ino: 1, idx: 1 });
-    cache.files.get_mut(&1).unwrap().insert(5);
-    assert_eq!(cache.check_invariants(), Err("inode 1 lists page 5, which the table lacks".to_string()));
-    cache.files.get_mut(&1).unwrap().clear();
-    assert_eq!(cache.check_invariants(), Err("inode 1 has an empty list of pages".to_string()));
-    cache.files.clear();
-    assert_eq!(cache.check_invariants(), Err("the files list 0 pages, the table holds 1".to_string()));
+    cache.pages.get_mut(&1).unwrap().clear();
+    assert_eq!(cache.check_invariants(), Err("inode 1 has an empty page map".to_string()));
     cache.pages.clear();
     assert!(cache.check_invariants().unwrap_err().contains("the cache counts 1 pages"));
 }
@@ -471,7 +466,7 @@ fn a_demoted_page_moves_to_the_next_tier_with_its_bytes_and_place() {
     cache.insert(1, 0, page(1), FG, Source::Backing);
     cache.insert(1, 1, page(2), FG, Source::Backing);
     assert_eq!(cache.reclaim(1, Source::Backing, None, false), Reclaim::Made);
-    assert_eq!(cache.pages[&PageKey { ino: 1, idx: 0 }].tier, 1, "the least recently used page went down a tier");
+    assert_eq!(cache.pages[&1][&0].tier, 1, "the least recently used page went down a tier");
     assert_eq!((cache.tiers[0].used_bytes(), cache.tiers[1].used_bytes()), (PAGE_SIZE, PAGE_SIZE));
     assert_eq!(cache.read(1, 0, FG).map(|b| b[0]), Some(1));
     assert_eq!(cache.check_invariants(), Ok(()));
@@ -479,8 +474,7 @@ fn a_demoted_page_moves_to_the_next_tier_with_its_bytes_and_place() {
     // tier 1's capacity (only fills and writes make room in a tier).
     cache.insert(1, 2, page(3), FG, Source::Backing);
     assert_eq!(cache.reclaim(1, Source::Backing, None, false), Reclaim::Made);
-    let tier = |idx| cache.pages[&PageKey { ino: 1, idx }].tier;
-    assert_eq!((tier(0), tier(1), tier(2)), (1, 1, 0));
+    assert_eq!((cache.pages[&1][&0].tier, cache.pages[&1][&1].tier, cache.pages[&1][&2].tier), (1, 1, 0));
     assert_eq!(cache.check_invariants(), Ok(()));
 }
 
