@@ -322,6 +322,9 @@ impl Engine {
     /// Logs and counts the ops of transaction `seq` the backing store could
     /// not hold, and owes their apps the error (see `refused`).
     pub(crate) fn note_unapplied(&self, seq: u64, origins: OpOrigins, unapplied: &[crate::journal::UnappliedOp]) {
+        if unapplied.is_empty() {
+            return; // nothing to log or owe (`Refused::applied` would drop `origins`)
+        }
         let app_name = self.app_names();
         let mut refused = self.refused.lock();
         refused.origins = origins;
@@ -336,6 +339,10 @@ impl Engine {
 
     /// The INFO line of a committed checkpoint (`checkpoint_log`).
     fn log_checkpoint(&self, seq: u64, trigger: Trigger, batch: &[ClosedVct], bytes: u64, took: Duration) {
+        let now = Instant::now();
+        if self.counters.lock().log.hold(bytes, took, now) {
+            return;
+        }
         let app_name = self.app_names();
         let mut apps: Vec<(String, u64)> = Vec::new();
         for vct in batch {
@@ -346,7 +353,7 @@ impl Engine {
             }
         }
         let done = Done { seq, trigger: trigger.words(&app_name), apps, bytes, took };
-        let line = self.counters.lock().log.record(&done, Instant::now());
+        let line = self.counters.lock().log.record(&done, now);
         if let Some(line) = line {
             tracing::info!("{line}");
         }
