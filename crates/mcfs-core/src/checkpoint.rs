@@ -484,7 +484,8 @@ impl Engine {
         let mut st = self.state.lock();
         let now = self.clock.now();
         let over_ratio = over_background_ratio(&st);
-        let waiting_for_idle = self.idle.lock().is_some() && !over_ratio;
+        // Asked only with VCTs closed (the usual answer comes without the predictor's lock).
+        let waiting_for_idle = || self.idle.lock().is_some() && !over_ratio;
         let all_withheld = || {
             let withheld = st.withheld(now);
             st.closed.iter().all(|v| withheld.contains(&v.id))
@@ -495,7 +496,7 @@ impl Engine {
             let expiry = st.split_writes.next_expiry(now, st.split_write_wait()).unwrap_or(now);
             return expiry.duration_since(now).unwrap_or_default().max(SPLIT_WRITE_RECHECK);
         }
-        if (!st.closed.is_empty() && !waiting_for_idle) || over_ratio || st.background_commit_owed {
+        if (!st.closed.is_empty() && !waiting_for_idle()) || over_ratio || st.background_commit_owed {
             let retry_at = self.counters.lock().retry_at;
             return retry_at.map_or(Duration::ZERO, |t| t.duration_since(now).unwrap_or_default());
         }
