@@ -322,6 +322,9 @@ impl Engine {
     /// Logs and counts the ops of transaction `seq` the backing store could
     /// not hold, and owes their apps the error (see `refused`).
     pub(crate) fn note_unapplied(&self, seq: u64, origins: OpOrigins, unapplied: &[crate::journal::UnappliedOp]) {
+        if unapplied.is_empty() {
+            return; // nothing to log or owe (`Refused::applied` would drop `origins`)
+        }
         let app_name = self.app_names();
         let mut refused = self.refused.lock();
         refused.origins = origins;
@@ -336,6 +339,10 @@ impl Engine {
 
     /// The INFO line of a committed checkpoint (`checkpoint_log`).
     fn log_checkpoint(&self, seq: u64, trigger: Trigger, batch: &[ClosedVct], bytes: u64, took: Duration) {
+        let now = Instant::now();
+        if self.counters.lock().log.hold(bytes, took, now) {
+            return;
+        }
         let app_name = self.app_names();
         let mut apps: Vec<(String, u64)> = Vec::new();
         for vct in batch {
@@ -346,7 +353,7 @@ impl Engine {
             }
         }
         let done = Done { seq, trigger: trigger.words(&app_name), apps, bytes, took };
-        let line = self.counters.lock().log.record(&done, Instant::now());
+        let line = self.counters.lock().log.record(&done, now);
         if let Some(line) = line {
             tracing::info!("{line}");
         }
@@ -477,7 +484,8 @@ impl Engine {
         let mut st = self.state.lock();
         let now = self.clock.now();
         let over_ratio = over_background_ratio(&st);
-        let waiting_for_idle = self.idle.lock().is_some() && !over_ratio;
+        // Asked only with VCTs closed (the usual answer comes without the predictor's lock).
+        let waiting_for_idle = || self.idle.lock().is_some() && !over_ratio;
         let all_withheld = || {
             let withheld = st.withheld(now);
             st.closed.iter().all(|v| withheld.contains(&v.id))
@@ -488,7 +496,7 @@ impl Engine {
             let expiry = st.split_writes.next_expiry(now, st.split_write_wait()).unwrap_or(now);
             return expiry.duration_since(now).unwrap_or_default().max(SPLIT_WRITE_RECHECK);
         }
-        if (!st.closed.is_empty() && !waiting_for_idle) || over_ratio || st.background_commit_owed {
+        if (!st.closed.is_empty() && !waiting_for_idle()) || over_ratio || st.background_commit_owed {
             let retry_at = self.counters.lock().retry_at;
             return retry_at.map_or(Duration::ZERO, |t| t.duration_since(now).unwrap_or_default());
         }

@@ -46,10 +46,7 @@ impl CheckpointLog {
     /// The line to log for `done` at `now`, or `None` when it is held back
     /// (counted in the next line).
     pub fn record(&mut self, done: &Done, now: Instant) -> Option<String> {
-        if !self.due(now) {
-            let held = &mut self.held;
-            (held.count, held.bytes, held.longest) =
-                (held.count + 1, held.bytes + done.bytes, held.longest.max(done.took));
+        if self.hold(done.bytes, done.took, now) {
             return None;
         }
         let mut line = describe(done);
@@ -57,6 +54,18 @@ impl CheckpointLog {
             line.push_str(&format!("; before it, {more}"));
         }
         Some(line)
+    }
+
+    /// Counts a checkpoint of `bytes` that took `took` into the next line,
+    /// unless a line is due at `now` (false: then `record` it). Most are
+    /// held, and need no words.
+    pub fn hold(&mut self, bytes: u64, took: Duration, now: Instant) -> bool {
+        if self.due(now) {
+            return false;
+        }
+        let held = &mut self.held;
+        (held.count, held.bytes, held.longest) = (held.count + 1, held.bytes + bytes, held.longest.max(took));
+        true
     }
 
     /// The line about held-back checkpoints, if there are any and a line is
@@ -163,6 +172,17 @@ mod tests {
         let last = log.flush(start + Duration::from_secs(180), true).expect("the held ones at shutdown");
         assert!(last.starts_with("11999 more checkpoints since the line 60 s ago: "), "{last}");
         assert_eq!(log.flush(start + Duration::from_secs(500), true), None, "each counted once");
+    }
+
+    #[test]
+    fn a_held_checkpoint_needs_no_words_and_is_counted_in_the_next_line() {
+        let start = Instant::now();
+        let mut log = CheckpointLog::default();
+        assert!(!log.hold(1, Duration::ZERO, start), "the first checkpoint is a line of its own");
+        log.record(&done(1), start).expect("first");
+        assert!(log.hold(4096, Duration::from_millis(7), start + Duration::from_secs(1)));
+        let line = log.flush(start + EVERY, false).expect("due");
+        assert!(line.starts_with("1 more checkpoint since the line 60 s ago: 4.0 KiB written"), "{line}");
     }
 
     #[test]

@@ -16,23 +16,82 @@ use crate::types::{Ino, InoMap, ROOT_INO};
 use crate::STATE_DIR;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::hash::{BuildHasher, Hash};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Directory (inside `STATE_DIR`) holding files unlinked while still open.
 pub const ORPHAN_DIR: &str = "orphans";
 
-/// Every checkpoint clones the tree (`Committed::begin_compile`), so it is
-/// built to clone without allocating: names are shared (`Name`), and an
-/// inode's first name is held inline (`Links`).
+/// A tree is maps shared with the trees copied from it (`base`) and what it
+/// changed of them since (`changes`): a checkpoint's copy of the tree
+/// (`Committed::begin_compile`) costs what its transaction changes, not a
+/// copy of every name, and the backing store's tree takes the changes of a
+/// run into its maps (`Committed::end_run`). A tree that shares its maps with
+/// no other and has no changes of its own changes them in place.
 #[derive(Clone, Default)]
 pub struct CommittedTree {
+    base: Arc<Maps>,
+    changes: Changes,
+}
+
+#[derive(Clone, Default)]
+struct Maps {
     /// The names of each inode. Directories have one.
     links: InoMap<Links>,
     /// The inode behind each name.
     entries: HashMap<(Ino, Name), Ino>,
     /// Inodes kept at `.mcfs/orphans/<ino>` after losing their last name.
     orphans: InoMap<()>,
+}
+
+/// The values a tree changed of its base's maps (`None`: removed).
+#[derive(Clone, Default)]
+struct Changes {
+    links: InoMap<Option<Links>>,
+    entries: HashMap<(Ino, Name), Option<Ino>>,
+    orphans: InoMap<Option<()>>,
+}
+
+impl Changes {
+    fn is_empty(&self) -> bool {
+        self.links.is_empty() && self.entries.is_empty() && self.orphans.is_empty()
+    }
+}
+
+/// The value of `key` in a base map with `changes` over it.
+fn layered<'a, K: Hash + Eq, V, S: BuildHasher>(
+    changes: &'a HashMap<K, Option<V>, S>,
+    base: &'a HashMap<K, V, S>,
+    key: &K,
+) -> Option<&'a V> {
+    match changes.get(key) {
+        Some(changed) => changed.as_ref(),
+        None => base.get(key),
+    }
+}
+
+/// Sets (or removes) `key` in a map.
+fn put<K: Hash + Eq, V, S: BuildHasher>(map: &mut HashMap<K, V, S>, key: K, value: Option<V>) {
+    match value {
+        Some(value) => map.insert(key, value),
+        None => map.remove(&key),
+    };
+}
+
+/// Notes a change of `key` over `base`; a key the base lacks is removed
+/// outright, so that the changes of a tree hold no more than it has.
+fn change<K: Hash + Eq, V, S: BuildHasher>(
+    changes: &mut HashMap<K, Option<V>, S>,
+    base: &HashMap<K, V, S>,
+    key: K,
+    value: Option<V>,
+) {
+    if value.is_none() && !base.contains_key(&key) {
+        changes.remove(&key);
+    } else {
+        changes.insert(key, value);
+    }
 }
 
 /// A name in a directory, shared by the trees that hold it.
@@ -65,13 +124,13 @@ impl Links {
 impl CommittedTree {
     /// The backing path of an inode (through any of its names), if it has one.
     pub fn path(&self, ino: Ino) -> Option<PathBuf> {
-        if self.orphans.contains_key(&ino) {
+        if self.is_orphan(ino) {
             return Some(orphan_path(ino));
         }
         let mut names: Vec<&OsStr> = Vec::new();
         let mut at = ino;
         while at != ROOT_INO {
-            let (parent, name) = &self.links.get(&at)?.first;
+            let (parent, name) = &self.links(at)?.first;
             names.push(name);
             at = *parent;
             if names.len() > 4096 {
@@ -90,47 +149,50 @@ impl CommittedTree {
     }
 
     pub fn add_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) {
-        self.orphans.remove(&ino);
-        let link = (parent, Name::from(name));
-        self.entries.insert(link.clone(), ino);
-        match self.links.get_mut(&ino) {
-            Some(links) => links.more.push(link),
-            None => {
-                self.links.insert(ino, Links { first: link, more: Vec::new() });
-            }
+        if self.is_orphan(ino) {
+            self.set_orphan(ino, None);
         }
+        let link = (parent, Name::from(name));
+        self.set_entry(link.clone(), Some(ino));
+        let links = match self.links(ino) {
+            Some(links) => {
+                let mut links = links.clone();
+                links.more.push(link);
+                links
+            }
+            None => Links { first: link, more: Vec::new() },
+        };
+        self.set_links(ino, Some(links));
     }
 
     /// Removes one name; returns true if the inode has no name left.
     pub fn remove_link(&mut self, ino: Ino, parent: Ino, name: &OsStr) -> bool {
-        self.entries.remove(&(parent, Name::from(name)));
-        let Some(names) = self.links.remove(&ino) else { return true };
-        match names.retain(|(p, n)| !(*p == parent && **n == *name)) {
-            Some(left) => {
-                self.links.insert(ino, left);
-                false
-            }
-            None => true,
-        }
+        self.set_entry((parent, Name::from(name)), None);
+        let Some(names) = self.links(ino).cloned() else { return true };
+        let left = names.retain(|(p, n)| !(*p == parent && **n == *name));
+        let gone = left.is_none();
+        self.set_links(ino, left);
+        gone
     }
 
     pub fn make_orphan(&mut self, ino: Ino) {
         self.drop_names(ino);
-        self.orphans.insert(ino, ());
+        self.set_orphan(ino, Some(()));
     }
 
     fn drop_names(&mut self, ino: Ino) {
-        if let Some(links) = self.links.remove(&ino) {
+        if let Some(links) = self.links(ino).cloned() {
+            self.set_links(ino, None);
             for link in links.iter() {
-                self.entries.remove(link);
+                self.set_entry(link.clone(), None);
             }
         }
     }
 
     /// RENAME_EXCHANGE: the two names trade inodes.
     pub fn swap_entries(&mut self, p1: Ino, n1: &OsStr, p2: Ino, n2: &OsStr) {
-        let a = self.entries.get(&(p1, Name::from(n1))).copied();
-        let b = self.entries.get(&(p2, Name::from(n2))).copied();
+        let a = self.entry(&(p1, Name::from(n1)));
+        let b = self.entry(&(p2, Name::from(n2)));
         if let (Some(a), Some(b)) = (a, b) {
             self.remove_link(a, p1, n1);
             self.remove_link(b, p2, n2);
@@ -140,12 +202,63 @@ impl CommittedTree {
     }
 
     pub fn is_orphan(&self, ino: Ino) -> bool {
-        self.orphans.contains_key(&ino)
+        layered(&self.changes.orphans, &self.base.orphans, &ino).is_some()
     }
 
     pub fn forget(&mut self, ino: Ino) {
         self.drop_names(ino);
-        self.orphans.remove(&ino);
+        if self.is_orphan(ino) {
+            self.set_orphan(ino, None);
+        }
+    }
+
+    fn links(&self, ino: Ino) -> Option<&Links> {
+        layered(&self.changes.links, &self.base.links, &ino)
+    }
+
+    fn entry(&self, link: &Link) -> Option<Ino> {
+        layered(&self.changes.entries, &self.base.entries, link).copied()
+    }
+
+    /// The maps to change in place: this tree's alone, and no changes over them.
+    fn own_maps(&mut self) -> Option<&mut Maps> {
+        if !self.changes.is_empty() {
+            return None;
+        }
+        Arc::get_mut(&mut self.base)
+    }
+
+    fn set_links(&mut self, ino: Ino, links: Option<Links>) {
+        match self.own_maps() {
+            Some(maps) => put(&mut maps.links, ino, links),
+            None => change(&mut self.changes.links, &self.base.links, ino, links),
+        }
+    }
+
+    fn set_entry(&mut self, link: Link, ino: Option<Ino>) {
+        match self.own_maps() {
+            Some(maps) => put(&mut maps.entries, link, ino),
+            None => change(&mut self.changes.entries, &self.base.entries, link, ino),
+        }
+    }
+
+    fn set_orphan(&mut self, ino: Ino, orphan: Option<()>) {
+        match self.own_maps() {
+            Some(maps) => put(&mut maps.orphans, ino, orphan),
+            None => change(&mut self.changes.orphans, &self.base.orphans, ino, orphan),
+        }
+    }
+
+    /// Takes the changes into the maps (copying them first if another tree
+    /// shares them).
+    fn flatten(&mut self) {
+        if self.changes.is_empty() {
+            return;
+        }
+        let maps = Arc::make_mut(&mut self.base);
+        self.changes.links.drain().for_each(|(ino, links)| put(&mut maps.links, ino, links));
+        self.changes.entries.drain().for_each(|(link, ino)| put(&mut maps.entries, link, ino));
+        self.changes.orphans.drain().for_each(|(ino, orphan)| put(&mut maps.orphans, ino, orphan));
     }
 }
 
@@ -198,6 +311,7 @@ impl Committed {
     pub fn end_run(&mut self) {
         if let Some(end) = self.run_end.take() {
             self.before = end;
+            self.before.flatten();
         }
     }
 
@@ -223,7 +337,7 @@ impl Committed {
     /// meanwhile) is what its apply leads to.
     pub fn install(&mut self, mut tree: CommittedTree) {
         for (ino, parent, name) in self.found_while_compiling.take().unwrap_or_default() {
-            if !tree.entries.contains_key(&(parent, Name::from(name.as_os_str()))) {
+            if tree.entry(&(parent, Name::from(name.as_os_str()))).is_none() {
                 tree.add_link(ino, parent, &name);
             }
         }
@@ -258,6 +372,25 @@ mod tests {
         assert_eq!(t.path(3), None);
         t.make_orphan(3);
         assert_eq!(t.path(3), Some(PathBuf::from(".mcfs/orphans/3")));
+    }
+
+    #[test]
+    fn a_copy_and_its_original_change_apart() {
+        let mut t = CommittedTree::default();
+        t.add_link(2, ROOT_INO, OsStr::new("a"));
+        let mut copy = t.clone();
+        copy.make_orphan(2);
+        t.add_link(3, ROOT_INO, OsStr::new("c"));
+        assert_eq!(t.path(2), Some(PathBuf::from("a")));
+        assert_eq!((copy.path(2), copy.path(3)), (Some(orphan_path(2)), None));
+        drop(t);
+        copy.flatten();
+        assert!(copy.changes.is_empty());
+        assert_eq!(copy.path(2), Some(orphan_path(2)));
+        assert_eq!(copy.entry(&(ROOT_INO, Name::from(OsStr::new("a")))), None);
+        copy.add_link(2, ROOT_INO, OsStr::new("b"));
+        assert!(copy.changes.is_empty(), "maps of its own change in place");
+        assert_eq!(copy.path(2), Some(PathBuf::from("b")));
     }
 
     #[test]

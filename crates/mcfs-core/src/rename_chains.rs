@@ -51,10 +51,11 @@ struct Chain {
     last: usize,
 }
 
-/// The merges found in one batch (see the module comment).
+/// The merges found in one batch (see the module comment), by position:
+/// in order, so that the entries meet them in one pass.
 #[derive(Default)]
 pub struct RenameChains {
-    merges: HashMap<usize, Merge>,
+    merges: BTreeMap<usize, Merge>,
 }
 
 impl RenameChains {
@@ -71,10 +72,13 @@ impl RenameChains {
     /// The batch's entries, in order, with the merges made: each with the
     /// app whose VCT it came from.
     pub fn entries<'b>(&'b self, batch: &'b [ClosedVct]) -> impl Iterator<Item = (AppId, Cow<'b, ClosedEntry>)> + 'b {
-        flat(batch).enumerate().filter_map(|(position, (app, entry))| match self.merges.get(&position) {
-            None => Some((app, Cow::Borrowed(entry))),
-            Some(Merge::Drop) => None,
-            Some(Merge::Replace(merged)) => Some((app, Cow::Owned(ClosedEntry::Other(merged.clone())))),
+        let mut merges = self.merges.iter().peekable();
+        flat(batch).enumerate().filter_map(move |(position, (app, entry))| {
+            match merges.next_if(|(at, _)| **at == position).map(|(_, merge)| merge) {
+                None => Some((app, Cow::Borrowed(entry))),
+                Some(Merge::Drop) => None,
+                Some(Merge::Replace(merged)) => Some((app, Cow::Owned(ClosedEntry::Other(merged.clone())))),
+            }
         })
     }
 }
@@ -92,7 +96,7 @@ struct Finder {
     starts: BTreeMap<Name, Name>,
     /// Where the latest times of each inode were set.
     last_times: InoMap<usize>,
-    merges: HashMap<usize, Merge>,
+    merges: BTreeMap<usize, Merge>,
 }
 
 impl Finder {
@@ -147,11 +151,13 @@ impl Finder {
             LogEntry::Exchange { parent, name, new_parent, new_name } if (parent, name) == (new_parent, new_name) => {
                 self.merges.insert(position, Merge::Drop);
             }
-            other => {
+            // With no chain open, a name touched ends none.
+            other if !self.none_open() => {
                 for name in names_touched(other) {
                     self.touch(&name);
                 }
             }
+            _ => {}
         }
     }
 
@@ -213,8 +219,15 @@ impl Finder {
         }
     }
 
+    fn none_open(&self) -> bool {
+        self.chains.is_empty() && self.starts.is_empty()
+    }
+
     /// An entry names `name`: a chain at it, or that started at it, ends.
     fn touch(&mut self, name: &Name) {
+        if self.none_open() {
+            return;
+        }
         if let Some(chain) = self.chains.remove(name) {
             if let Some(start) = &chain.start {
                 self.starts.remove(start);

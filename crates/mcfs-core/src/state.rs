@@ -308,11 +308,17 @@ impl State {
         let (entries, changed) = open.take();
         open.id = next_id;
         let mut closed = Vec::with_capacity(entries.len() + changed.len());
+        // Writes come in runs of one file's pages: its size is looked up once a run.
+        let mut last_size: Option<(Ino, Option<u64>)> = None;
         for e in entries {
             match e {
                 LogEntry::Write { ino, page } => {
-                    let Some(inode) = self.inodes.get(&ino) else { continue };
-                    let len = inode.attr.size.saturating_sub(page * PAGE_SIZE).min(PAGE_SIZE) as usize;
+                    let size = match last_size {
+                        Some((last, size)) if last == ino => size,
+                        _ => last_size.insert((ino, self.inodes.get(&ino).map(|i| i.attr.size))).1,
+                    };
+                    let Some(size) = size else { continue };
+                    let len = size.saturating_sub(page * PAGE_SIZE).min(PAGE_SIZE) as usize;
                     let Some((slot, data)) = self.cache.freeze(ino, page) else { continue };
                     closed.push(ClosedEntry::Write { ino, page, slot, data, len });
                 }

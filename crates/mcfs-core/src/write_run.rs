@@ -69,7 +69,9 @@ impl<'e> WriteRun<'e> {
             PagePart::Known { known, len } => (&ZERO_PAGE[..len], Some(known)),
         };
         if let Some(r) = run.as_mut() {
-            if r.path == path && offset == r.offset + r.len as u64 && r.len + bytes.len() <= MAX_RUN_BYTES {
+            // Equal bytes first: the components are compared only where the run ends.
+            let same_file = r.path.as_os_str() == path.as_os_str() || r.path == path;
+            if same_file && offset == r.offset + r.len as u64 && r.len + bytes.len() <= MAX_RUN_BYTES {
                 if let Some(known) = known {
                     r.known_parts.push((r.pieces.len(), known));
                 }
