@@ -186,14 +186,22 @@ impl FileData {
         }
         let end = end_within(offset, len, max_size)?;
         let touched = offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE);
-        let kept: Vec<u64> = self.pages.range(touched.clone()).map(|(i, _)| *i).collect();
+        self.remove_pages(touched.clone());
+        self.known_pages.remove_range(touched.clone());
+        self.unkept.insert_range(touched);
+        self.size = self.size.max(end);
+        Ok(())
+    }
+
+    /// Drops the bytes kept for the pages of `range`.
+    fn remove_pages(&mut self, range: Range<u64>) {
+        if self.pages.range(range.clone()).next().is_none() {
+            return;
+        }
+        let kept: Vec<u64> = self.pages.range(range).map(|(i, _)| *i).collect();
         for index in kept {
             self.pages.remove(&index);
         }
-        self.known_pages.remove_range(touched.clone());
-        touched.for_each(|index| self.unkept.insert(index));
-        self.size = self.size.max(end);
-        Ok(())
     }
 
     /// Writes `len` bytes of the known content at `offset` (see
@@ -206,24 +214,32 @@ impl FileData {
         if len == 0 {
             return Ok(());
         }
-        let mut at = offset;
-        while at < end {
-            let (index, within, n) = page_span(at, usize::try_from(end - at).unwrap_or(usize::MAX));
-            // What `write` does with a whole page that holds the content, and
-            // with part of a page (which stays unkept if it was), the bytes
-            // made in place.
-            if n == PAGE_SIZE as usize {
-                if self.is_unkept(index) {
-                    self.unkept.remove(index);
-                }
-                self.mark_known(index);
-            } else if !self.is_unkept(index) {
-                (known.fill)(at, &mut self.page_mut(index)[within..within + n]);
+        // What `write` does with the whole pages that hold the content
+        // (marked, at once), and with part of a page (which stays unkept if
+        // it was), the bytes made in place.
+        let first = offset.div_ceil(PAGE_SIZE);
+        let whole = first..(end / PAGE_SIZE).max(first);
+        self.write_known_part(known, offset, end.min(whole.start * PAGE_SIZE));
+        if !whole.is_empty() {
+            if self.unkept.len() > 0 {
+                self.unkept.remove_range(whole.clone());
             }
-            at += n as u64;
+            self.remove_pages(whole.clone());
+            self.known_pages.insert_range(whole.clone());
         }
+        self.write_known_part(known, offset.max(whole.end * PAGE_SIZE), end);
         self.size = self.size.max(end);
         Ok(())
+    }
+
+    /// The bytes `offset..end` (within one page, maybe none) of the known
+    /// content, made in place unless the page is unkept.
+    fn write_known_part(&mut self, known: KnownContent, offset: u64, end: u64) {
+        let index = offset / PAGE_SIZE;
+        if offset < end && !self.is_unkept(index) {
+            let within = (offset % PAGE_SIZE) as usize;
+            (known.fill)(offset, &mut self.page_mut(index)[within..within + (end - offset) as usize]);
+        }
     }
 
     /// Marks page `index` as holding the known content if `piece` is all of

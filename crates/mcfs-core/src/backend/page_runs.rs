@@ -53,6 +53,26 @@ impl PageRuns {
         }
     }
 
+    /// Adds every index of `range`, joined with the runs it overlaps or
+    /// touches: a write of many whole pages costs a few lookups, not a few
+    /// per page.
+    pub(super) fn insert_range(&mut self, range: Range<u64>) {
+        if range.is_empty() {
+            return;
+        }
+        let (mut start, mut end) = (range.start, range.end);
+        if let Some((&s, _)) = self.runs.range(..=start).next_back().filter(|(_, e)| **e >= start) {
+            start = s;
+        }
+        while let Some((&s, &e)) = self.runs.range(start..=end).next() {
+            self.runs.remove(&s);
+            self.pages -= e - s;
+            end = end.max(e);
+        }
+        self.runs.insert(start, end);
+        self.pages += end - start;
+    }
+
     /// Takes `index` out; whether it was in. Splits only the run holding it
     /// (a page not marked, the common case, costs one lookup).
     pub(super) fn remove(&mut self, index: u64) -> bool {
@@ -128,11 +148,16 @@ mod tests {
         let (mut runs, mut plain) = (PageRuns::default(), BTreeSet::new());
         for step in 0..5_000 {
             let (a, b) = (next(200), next(200));
-            match next(6) {
+            match next(7) {
                 0 => {
                     let range = a.min(b)..a.max(b);
                     runs.remove_range(range.clone());
                     plain.retain(|i| !range.contains(i));
+                }
+                6 => {
+                    let range = a.min(b)..a.min(b) + next(12);
+                    runs.insert_range(range.clone());
+                    plain.extend(range);
                 }
                 1 => assert_eq!(runs.remove(a), plain.remove(&a), "seed {seed}, step {step}"),
                 _ => {
