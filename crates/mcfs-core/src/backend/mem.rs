@@ -22,6 +22,8 @@
 //! Nothing reads a clock: every time stamp is the backend's `now`, which
 //! starts at a fixed instant and moves only through `set_now`, so the same
 //! calls give the same tree. `sync` does nothing: memory has no cache to flush.
+//! Paths resolved lately are remembered (`RecentPaths`), so a call on one of
+//! them, or on a name in one of their directories, skips walking the path.
 //! File data is kept in shared 4 KiB pages that are copied on write, so a
 //! `clone()` of a whole tree (used for crash states) is cheap. A store made
 //! `with_known_content` keeps a whole page whose bytes are that content's
@@ -34,6 +36,7 @@
 
 use super::error::{path_error, two_path_error};
 use super::page_runs::PageRuns;
+use super::recent_paths::RecentPaths;
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr, BackendLimits, KnownContent};
@@ -484,6 +487,8 @@ struct Tree {
     known: Option<KnownContent>,
     /// `Backend::keeps_journal_payload` (see `MemBackend::without_journal_payloads`).
     keeps_journal_payload: bool,
+    /// Paths `resolve` found lately; `unlink` and `rename` forget them.
+    recent: RecentPaths,
 }
 
 impl Tree {
@@ -498,6 +503,7 @@ impl Tree {
             limits,
             known: None,
             keeps_journal_payload: true,
+            recent: RecentPaths::default(),
         }
     }
 
@@ -592,14 +598,56 @@ impl Tree {
     }
 
     fn lookup(&self, names: &[&OsStr]) -> Result<InodeId, i32> {
-        let mut id = ROOT;
+        self.walk(names).map(|(_, id)| id)
+    }
+
+    /// The inode `names` lead to and the directory holding it (the root
+    /// for the root).
+    fn walk(&self, names: &[&OsStr]) -> Result<(InodeId, InodeId), i32> {
+        let (mut parent, mut id) = (ROOT, ROOT);
         for name in names {
             let dir = self.get(id);
             if !dir.is_dir() {
                 return Err(libc::ENOTDIR);
             }
+            parent = id;
             id = *dir.entries.get(*name).ok_or(libc::ENOENT)?;
         }
+        Ok((parent, id))
+    }
+
+    /// The inode at `path`: `names` and `lookup`, with the same errors, but
+    /// a path resolved lately, or a plain name in a directory resolved
+    /// lately, is found without splitting and walking it all.
+    fn resolve(&mut self, path: &Path) -> Result<InodeId, i32> {
+        let bytes = path.as_os_str().as_bytes();
+        if let Some(id) = self.recent.get(bytes) {
+            return Ok(id);
+        }
+        // Everything before the last slash, and the last name, if both are
+        // plain (a resolved path was checked already).
+        let split = bytes.iter().rposition(|b| *b == b'/').filter(|slash| *slash > 0).and_then(|slash| {
+            let name = &bytes[slash + 1..];
+            let plain = !name.is_empty()
+                && name != b"."
+                && name != b".."
+                && name.len() <= (self.limits.limits.name_max as usize).min(relpath::NAME_MAX)
+                && !name.contains(&0);
+            plain.then(|| (&bytes[..slash], OsStr::from_bytes(name)))
+        });
+        if let Some((dir, name)) = split {
+            if let Some(dir_id) = self.recent.get(dir).filter(|id| self.get(*id).is_dir()) {
+                let id = self.child(dir_id, name).ok_or(libc::ENOENT)?;
+                self.recent.insert(bytes, id);
+                return Ok(id);
+            }
+        }
+        let names = self.names(path)?;
+        let (parent, id) = self.walk(&names)?;
+        if let Some((dir, _)) = split {
+            self.recent.insert(dir, parent);
+        }
+        self.recent.insert(bytes, id);
         Ok(id)
     }
 
@@ -652,6 +700,7 @@ impl Tree {
 
     /// Takes the entry `name` out of `parent` and drops one link of its inode.
     fn unlink(&mut self, parent: InodeId, name: &OsStr, id: InodeId) {
+        self.recent.clear();
         self.get_mut(parent).entries.remove(name);
         self.modified(parent);
         if self.get(id).is_dir() {
@@ -784,6 +833,7 @@ impl Tree {
             }
             self.unlink(to_parent, to_name, target);
         }
+        self.recent.clear();
         self.get_mut(from_parent).entries.remove(from_name);
         self.get_mut(to_parent).entries.insert(to_name.to_owned(), id);
         if self.get(id).is_dir() && from_parent != to_parent {
@@ -1051,10 +1101,9 @@ impl MemBackend {
         path: &Path,
         f: impl FnOnce(&mut Tree, InodeId) -> Result<T, i32>,
     ) -> io::Result<T> {
-        self.on_path(op, path, |tree, names| {
-            let id = tree.lookup(names)?;
-            f(tree, id)
-        })
+        let mut tree = self.tree.lock();
+        let id = tree.resolve(path).map_err(|errno| path_error(op, path, errno))?;
+        f(&mut tree, id).map_err(|errno| path_error(op, path, errno))
     }
 
     /// A write of `len` bytes at `offset` of the regular file at `path`
@@ -1434,6 +1483,44 @@ mod tests {
         assert_eq!(buf, want);
         let extents = mem.data_extents(f).unwrap();
         assert_eq!((extents.len(), extents[0].clone()), (1, 0..4 << 20));
+    }
+
+    /// A path resolves as `names` and `lookup` resolve it, however it was resolved before, and
+    /// whatever unlinks and renames did since: through a remembered path, through a remembered
+    /// directory, and refused for the same reasons.
+    #[test]
+    fn recent_paths_resolve_as_a_walk_does() {
+        let mem = MemBackend::new();
+        for dir in ["a", "a/b", "c"] {
+            mem.create(Path::new(dir), FileKind::Dir, 0o755, 0).unwrap();
+        }
+        for file in ["a/b/f", "a/b/g", "a/x", "c/h"] {
+            mem.create(Path::new(file), FileKind::File, 0o644, 0).unwrap();
+        }
+        let long = format!("a/b/{}", "n".repeat(300));
+        let paths = ["", "a", "a/b", "a/b/f", "a/b/g", "a/b/", "a/b/.", "a/./b/g", "a//b/f", "a/b/h", "a/x", "a/x/y"];
+        let paths = paths.iter().copied().chain(["/a", "/a/b/f", "a/b/../b/f", "a/b/f\0", "c", "c/h", "c/h/i", &long]);
+        let paths: Vec<&str> = paths.collect();
+        let check = |step: &str| {
+            for _ in 0..2 {
+                for path in &paths {
+                    let mut tree = mem.tree.lock();
+                    let walked = tree.names(Path::new(path)).and_then(|names| tree.lookup(&names));
+                    assert_eq!(tree.resolve(Path::new(path)), walked, "{step}: {path}");
+                }
+            }
+        };
+        check("created");
+        mem.rename(Path::new("a/b/g"), Path::new("a/b/f")).unwrap();
+        check("renamed over");
+        mem.remove_file(Path::new("c/h")).unwrap();
+        check("unlinked");
+        mem.rename(Path::new("a/b"), Path::new("c/h")).unwrap();
+        check("a directory moved");
+        mem.create(Path::new("a/b"), FileKind::File, 0o644, 0).unwrap();
+        mem.remove_file(Path::new("a/x")).unwrap();
+        mem.create(Path::new("a/x"), FileKind::Dir, 0o755, 0).unwrap();
+        check("names bound again");
     }
 
     #[test]

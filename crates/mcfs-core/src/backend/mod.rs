@@ -16,6 +16,7 @@ mod limits;
 mod mem;
 mod mutation;
 mod page_runs;
+mod recent_paths;
 mod recording;
 pub(crate) mod relpath;
 pub mod snapshot;
