@@ -55,22 +55,28 @@ impl PageRuns {
 
     /// Adds every index of `range`, joined with the runs it overlaps or
     /// touches: a write of many whole pages costs a few lookups, not a few
-    /// per page.
+    /// per page. The run it extends (a file written in order) grows in place.
     pub(super) fn insert_range(&mut self, range: Range<u64>) {
         if range.is_empty() {
             return;
         }
-        let (mut start, mut end) = (range.start, range.end);
-        if let Some((&s, _)) = self.runs.range(..=start).next_back().filter(|(_, e)| **e >= start) {
-            start = s;
-        }
-        while let Some((&s, &e)) = self.runs.range(start..=end).next() {
+        let mut end = range.end;
+        while let Some((&s, &e)) = self.runs.range(range.start..=end).next() {
             self.runs.remove(&s);
             self.pages -= e - s;
             end = end.max(e);
         }
-        self.runs.insert(start, end);
-        self.pages += end - start;
+        match self.runs.range_mut(..range.start).next_back() {
+            Some((_, before)) if *before >= range.start => {
+                let grown = end.max(*before);
+                self.pages += grown - *before;
+                *before = grown;
+            }
+            _ => {
+                self.runs.insert(range.start, end);
+                self.pages += end - range.start;
+            }
+        }
     }
 
     /// Takes `index` out; whether it was in. Splits only the run holding it
