@@ -22,6 +22,8 @@
 //! Nothing reads a clock: every time stamp is the backend's `now`, which
 //! starts at a fixed instant and moves only through `set_now`, so the same
 //! calls give the same tree. `sync` does nothing: memory has no cache to flush.
+//! Paths resolved lately are remembered (`RecentPaths`), so a call on one of
+//! them, or on a name in one of their directories, skips walking the path.
 //! File data is kept in shared 4 KiB pages that are copied on write, so a
 //! `clone()` of a whole tree (used for crash states) is cheap. A store made
 //! `with_known_content` keeps a whole page whose bytes are that content's
@@ -34,6 +36,7 @@
 
 use super::error::{path_error, two_path_error};
 use super::page_runs::PageRuns;
+use super::recent_paths::RecentPaths;
 use super::relpath;
 use super::snapshot::{ContentHasher, SnapshotEntry, TreeSnapshot};
 use super::{errno_of, Backend, BackendAttr, BackendLimits, KnownContent};
@@ -186,14 +189,22 @@ impl FileData {
         }
         let end = end_within(offset, len, max_size)?;
         let touched = offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE);
-        let kept: Vec<u64> = self.pages.range(touched.clone()).map(|(i, _)| *i).collect();
+        self.remove_pages(touched.clone());
+        self.known_pages.remove_range(touched.clone());
+        self.unkept.insert_range(touched);
+        self.size = self.size.max(end);
+        Ok(())
+    }
+
+    /// Drops the bytes kept for the pages of `range`.
+    fn remove_pages(&mut self, range: Range<u64>) {
+        if self.pages.range(range.clone()).next().is_none() {
+            return;
+        }
+        let kept: Vec<u64> = self.pages.range(range).map(|(i, _)| *i).collect();
         for index in kept {
             self.pages.remove(&index);
         }
-        self.known_pages.remove_range(touched.clone());
-        touched.for_each(|index| self.unkept.insert(index));
-        self.size = self.size.max(end);
-        Ok(())
     }
 
     /// Writes `len` bytes of the known content at `offset` (see
@@ -206,24 +217,32 @@ impl FileData {
         if len == 0 {
             return Ok(());
         }
-        let mut at = offset;
-        while at < end {
-            let (index, within, n) = page_span(at, usize::try_from(end - at).unwrap_or(usize::MAX));
-            // What `write` does with a whole page that holds the content, and
-            // with part of a page (which stays unkept if it was), the bytes
-            // made in place.
-            if n == PAGE_SIZE as usize {
-                if self.is_unkept(index) {
-                    self.unkept.remove(index);
-                }
-                self.mark_known(index);
-            } else if !self.is_unkept(index) {
-                (known.fill)(at, &mut self.page_mut(index)[within..within + n]);
+        // What `write` does with the whole pages that hold the content
+        // (marked, at once), and with part of a page (which stays unkept if
+        // it was), the bytes made in place.
+        let first = offset.div_ceil(PAGE_SIZE);
+        let whole = first..(end / PAGE_SIZE).max(first);
+        self.write_known_part(known, offset, end.min(whole.start * PAGE_SIZE));
+        if !whole.is_empty() {
+            if self.unkept.len() > 0 {
+                self.unkept.remove_range(whole.clone());
             }
-            at += n as u64;
+            self.remove_pages(whole.clone());
+            self.known_pages.insert_range(whole.clone());
         }
+        self.write_known_part(known, offset.max(whole.end * PAGE_SIZE), end);
         self.size = self.size.max(end);
         Ok(())
+    }
+
+    /// The bytes `offset..end` (within one page, maybe none) of the known
+    /// content, made in place unless the page is unkept.
+    fn write_known_part(&mut self, known: KnownContent, offset: u64, end: u64) {
+        let index = offset / PAGE_SIZE;
+        if offset < end && !self.is_unkept(index) {
+            let within = (offset % PAGE_SIZE) as usize;
+            (known.fill)(offset, &mut self.page_mut(index)[within..within + (end - offset) as usize]);
+        }
     }
 
     /// Marks page `index` as holding the known content if `piece` is all of
@@ -468,6 +487,8 @@ struct Tree {
     known: Option<KnownContent>,
     /// `Backend::keeps_journal_payload` (see `MemBackend::without_journal_payloads`).
     keeps_journal_payload: bool,
+    /// Paths `resolve` found lately; `unlink` and `rename` forget them.
+    recent: RecentPaths,
 }
 
 impl Tree {
@@ -482,6 +503,7 @@ impl Tree {
             limits,
             known: None,
             keeps_journal_payload: true,
+            recent: RecentPaths::default(),
         }
     }
 
@@ -576,14 +598,56 @@ impl Tree {
     }
 
     fn lookup(&self, names: &[&OsStr]) -> Result<InodeId, i32> {
-        let mut id = ROOT;
+        self.walk(names).map(|(_, id)| id)
+    }
+
+    /// The inode `names` lead to and the directory holding it (the root
+    /// for the root).
+    fn walk(&self, names: &[&OsStr]) -> Result<(InodeId, InodeId), i32> {
+        let (mut parent, mut id) = (ROOT, ROOT);
         for name in names {
             let dir = self.get(id);
             if !dir.is_dir() {
                 return Err(libc::ENOTDIR);
             }
+            parent = id;
             id = *dir.entries.get(*name).ok_or(libc::ENOENT)?;
         }
+        Ok((parent, id))
+    }
+
+    /// The inode at `path`: `names` and `lookup`, with the same errors, but
+    /// a path resolved lately, or a plain name in a directory resolved
+    /// lately, is found without splitting and walking it all.
+    fn resolve(&mut self, path: &Path) -> Result<InodeId, i32> {
+        let bytes = path.as_os_str().as_bytes();
+        if let Some(id) = self.recent.get(bytes) {
+            return Ok(id);
+        }
+        // Everything before the last slash, and the last name, if both are
+        // plain (a resolved path was checked already).
+        let split = bytes.iter().rposition(|b| *b == b'/').filter(|slash| *slash > 0).and_then(|slash| {
+            let name = &bytes[slash + 1..];
+            let plain = !name.is_empty()
+                && name != b"."
+                && name != b".."
+                && name.len() <= (self.limits.limits.name_max as usize).min(relpath::NAME_MAX)
+                && !name.contains(&0);
+            plain.then(|| (&bytes[..slash], OsStr::from_bytes(name)))
+        });
+        if let Some((dir, name)) = split {
+            if let Some(dir_id) = self.recent.get(dir).filter(|id| self.get(*id).is_dir()) {
+                let id = self.child(dir_id, name).ok_or(libc::ENOENT)?;
+                self.recent.insert(bytes, id);
+                return Ok(id);
+            }
+        }
+        let names = self.names(path)?;
+        let (parent, id) = self.walk(&names)?;
+        if let Some((dir, _)) = split {
+            self.recent.insert(dir, parent);
+        }
+        self.recent.insert(bytes, id);
         Ok(id)
     }
 
@@ -636,6 +700,7 @@ impl Tree {
 
     /// Takes the entry `name` out of `parent` and drops one link of its inode.
     fn unlink(&mut self, parent: InodeId, name: &OsStr, id: InodeId) {
+        self.recent.clear();
         self.get_mut(parent).entries.remove(name);
         self.modified(parent);
         if self.get(id).is_dir() {
@@ -768,6 +833,7 @@ impl Tree {
             }
             self.unlink(to_parent, to_name, target);
         }
+        self.recent.clear();
         self.get_mut(from_parent).entries.remove(from_name);
         self.get_mut(to_parent).entries.insert(to_name.to_owned(), id);
         if self.get(id).is_dir() && from_parent != to_parent {
@@ -1035,10 +1101,9 @@ impl MemBackend {
         path: &Path,
         f: impl FnOnce(&mut Tree, InodeId) -> Result<T, i32>,
     ) -> io::Result<T> {
-        self.on_path(op, path, |tree, names| {
-            let id = tree.lookup(names)?;
-            f(tree, id)
-        })
+        let mut tree = self.tree.lock();
+        let id = tree.resolve(path).map_err(|errno| path_error(op, path, errno))?;
+        f(&mut tree, id).map_err(|errno| path_error(op, path, errno))
     }
 
     /// A write of `len` bytes at `offset` of the regular file at `path`
@@ -1418,6 +1483,44 @@ mod tests {
         assert_eq!(buf, want);
         let extents = mem.data_extents(f).unwrap();
         assert_eq!((extents.len(), extents[0].clone()), (1, 0..4 << 20));
+    }
+
+    /// A path resolves as `names` and `lookup` resolve it, however it was resolved before, and
+    /// whatever unlinks and renames did since: through a remembered path, through a remembered
+    /// directory, and refused for the same reasons.
+    #[test]
+    fn recent_paths_resolve_as_a_walk_does() {
+        let mem = MemBackend::new();
+        for dir in ["a", "a/b", "c"] {
+            mem.create(Path::new(dir), FileKind::Dir, 0o755, 0).unwrap();
+        }
+        for file in ["a/b/f", "a/b/g", "a/x", "c/h"] {
+            mem.create(Path::new(file), FileKind::File, 0o644, 0).unwrap();
+        }
+        let long = format!("a/b/{}", "n".repeat(300));
+        let paths = ["", "a", "a/b", "a/b/f", "a/b/g", "a/b/", "a/b/.", "a/./b/g", "a//b/f", "a/b/h", "a/x", "a/x/y"];
+        let paths = paths.iter().copied().chain(["/a", "/a/b/f", "a/b/../b/f", "a/b/f\0", "c", "c/h", "c/h/i", &long]);
+        let paths: Vec<&str> = paths.collect();
+        let check = |step: &str| {
+            for _ in 0..2 {
+                for path in &paths {
+                    let mut tree = mem.tree.lock();
+                    let walked = tree.names(Path::new(path)).and_then(|names| tree.lookup(&names));
+                    assert_eq!(tree.resolve(Path::new(path)), walked, "{step}: {path}");
+                }
+            }
+        };
+        check("created");
+        mem.rename(Path::new("a/b/g"), Path::new("a/b/f")).unwrap();
+        check("renamed over");
+        mem.remove_file(Path::new("c/h")).unwrap();
+        check("unlinked");
+        mem.rename(Path::new("a/b"), Path::new("c/h")).unwrap();
+        check("a directory moved");
+        mem.create(Path::new("a/b"), FileKind::File, 0o644, 0).unwrap();
+        mem.remove_file(Path::new("a/x")).unwrap();
+        mem.create(Path::new("a/x"), FileKind::Dir, 0o755, 0).unwrap();
+        check("names bound again");
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod limits;
 mod mem;
 mod mutation;
 mod page_runs;
+pub mod recent_paths;
 mod recording;
 pub(crate) mod relpath;
 pub mod snapshot;
@@ -25,6 +26,7 @@ pub use error::{errno_of, BackendError};
 pub use limits::BackendLimits;
 pub use mem::{mem_epoch, MemBackend, MemLimits};
 pub use mutation::Mutation;
+pub use recent_paths::RecentPaths;
 pub use recording::{CrashState, Op, RecordingBackend};
 pub use snapshot::{ContentDigest, SnapshotEntry, TreeSnapshot};
 

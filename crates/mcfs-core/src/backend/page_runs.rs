@@ -53,6 +53,32 @@ impl PageRuns {
         }
     }
 
+    /// Adds every index of `range`, joined with the runs it overlaps or
+    /// touches: a write of many whole pages costs a few lookups, not a few
+    /// per page. The run it extends (a file written in order) grows in place.
+    pub(super) fn insert_range(&mut self, range: Range<u64>) {
+        if range.is_empty() {
+            return;
+        }
+        let mut end = range.end;
+        while let Some((&s, &e)) = self.runs.range(range.start..=end).next() {
+            self.runs.remove(&s);
+            self.pages -= e - s;
+            end = end.max(e);
+        }
+        match self.runs.range_mut(..range.start).next_back() {
+            Some((_, before)) if *before >= range.start => {
+                let grown = end.max(*before);
+                self.pages += grown - *before;
+                *before = grown;
+            }
+            _ => {
+                self.runs.insert(range.start, end);
+                self.pages += end - range.start;
+            }
+        }
+    }
+
     /// Takes `index` out; whether it was in. Splits only the run holding it
     /// (a page not marked, the common case, costs one lookup).
     pub(super) fn remove(&mut self, index: u64) -> bool {
@@ -128,11 +154,16 @@ mod tests {
         let (mut runs, mut plain) = (PageRuns::default(), BTreeSet::new());
         for step in 0..5_000 {
             let (a, b) = (next(200), next(200));
-            match next(6) {
+            match next(7) {
                 0 => {
                     let range = a.min(b)..a.max(b);
                     runs.remove_range(range.clone());
                     plain.retain(|i| !range.contains(i));
+                }
+                6 => {
+                    let range = a.min(b)..a.min(b) + next(12);
+                    runs.insert_range(range.clone());
+                    plain.extend(range);
                 }
                 1 => assert_eq!(runs.remove(a), plain.remove(&a), "seed {seed}, step {step}"),
                 _ => {

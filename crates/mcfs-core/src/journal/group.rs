@@ -96,13 +96,14 @@ pub struct PathSet {
     nodes: Vec<Node>,
     /// Stands for every touch of every path.
     saturated: bool,
-    /// The last path inserted, byte for byte, and its touches: an apply
+    /// The last path inserted, byte for byte, and its node: an apply
     /// inserts one file's ops one after the other, then the next file's in
     /// the same directory. Touches only accumulate, so inserting that path
-    /// again changes nothing, and a path beside it needs only its own name
-    /// looked up (its ancestors have every touch in `last_touch` below them).
+    /// again with touches it has changes nothing, and a path beside it
+    /// needs only its own name looked up if its parent has the touch below
+    /// it (what a node has below it, every ancestor has).
     last: Vec<u8>,
-    last_touch: Touch,
+    last_at: usize,
     /// Where the last path's parent ends in `last` and the parent's node, if
     /// `last` is spelt plainly (its names joined by single slashes).
     last_parent: Option<(usize, usize)>,
@@ -110,7 +111,7 @@ pub struct PathSet {
 
 impl Default for PathSet {
     fn default() -> PathSet {
-        PathSet { nodes: vec![Node::default()], saturated: false, last: Vec::new(), last_touch: 0, last_parent: None }
+        PathSet { nodes: vec![Node::default()], saturated: false, last: Vec::new(), last_at: 0, last_parent: None }
     }
 }
 
@@ -120,14 +121,14 @@ impl PathSet {
         if self.saturated {
             return;
         }
-        if touch & !self.last_touch == 0 {
-            if bytes == self.last {
-                return;
-            }
-            if let (Some((_, parent)), Some(name)) = (self.last_parent, self.sibling_name(bytes)) {
+        if bytes == self.last && touch & !self.nodes[self.last_at].at == 0 {
+            return;
+        }
+        if let Some((_, parent)) = self.last_parent.filter(|(_, parent)| touch & !self.nodes[*parent].below == 0) {
+            if let Some(name) = self.sibling_name(bytes) {
                 if let Some(at) = self.child(parent, name) {
                     self.nodes[at].at |= touch;
-                    self.remember(bytes, touch, self.last_parent);
+                    self.remember(bytes, at, self.last_parent);
                 }
                 return;
             }
@@ -146,7 +147,7 @@ impl PathSet {
             at = child;
         }
         self.nodes[at].at |= touch;
-        self.remember(bytes, touch, parent.filter(|_| plain));
+        self.remember(bytes, at, parent.filter(|_| plain));
     }
 
     /// The node of name `name` below node `at`, made if missing; `None` if
@@ -174,10 +175,10 @@ impl PathSet {
         plain.then(|| OsStr::from_bytes(name))
     }
 
-    fn remember(&mut self, bytes: &[u8], touch: Touch, parent: Option<(usize, usize)>) {
+    fn remember(&mut self, bytes: &[u8], at: usize, parent: Option<(usize, usize)>) {
         self.last.clear();
         self.last.extend_from_slice(bytes);
-        self.last_touch = touch;
+        self.last_at = at;
         self.last_parent = parent;
     }
 

@@ -4,9 +4,10 @@
 //! reference on it (taken by the `create`/`mkdir` that made it, given back with `forget` when the entry
 //! goes), so unlinked files are dropped by the engine as on a real mount. The root is the empty key.
 //! `dirs` holds the keys `insert_dir` made (directories), so a rename looks for entries below only when it
-//! moves a directory.
+//! moves a directory. `recent` holds trace paths `resolve` found lately, as spelt (see `RecentPaths`).
 
 use crate::file_calls::key_of;
+use mcfs_core::backend::RecentPaths;
 use mcfs_core::{FsResult, Ino, ROOT_INO};
 use std::collections::{HashMap, HashSet};
 
@@ -14,9 +15,9 @@ use std::collections::{HashMap, HashSet};
 pub struct PathTable {
     inodes: HashMap<Vec<u8>, Ino>,
     dirs: HashSet<Vec<u8>>,
-    /// The last trace path `resolve` found, as the trace spelled it, and its inode: consecutive events
-    /// mostly name one file. Every change to the table clears it.
-    last: Option<(Vec<u8>, Ino)>,
+    /// Trace paths `resolve` found lately, as the trace spelt them: events mostly name one of a few
+    /// files. A removed or moved entry clears them (a new one changes no path's inode).
+    recent: RecentPaths,
 }
 
 impl PathTable {
@@ -24,22 +25,17 @@ impl PathTable {
         PathTable {
             inodes: HashMap::from_iter([(Vec::new(), ROOT_INO)]),
             dirs: HashSet::from_iter([Vec::new()]),
-            last: None,
+            recent: RecentPaths::default(),
         }
     }
 
     /// The inode a trace path names (`key_of` it), if the table has it.
     pub fn resolve(&mut self, path: &[u8]) -> FsResult<Option<Ino>> {
-        if let Some((last, ino)) = &self.last {
-            if last == path {
-                return Ok(Some(*ino));
-            }
+        if let Some(ino) = self.recent.get(path) {
+            return Ok(Some(ino));
         }
         let Some(ino) = self.get(&key_of(path)?) else { return Ok(None) };
-        let mut spelled = self.last.take().map(|(buf, _)| buf).unwrap_or_default();
-        spelled.clear();
-        spelled.extend_from_slice(path);
-        self.last = Some((spelled, ino));
+        self.recent.insert(path, ino);
         Ok(Some(ino))
     }
 
@@ -48,8 +44,9 @@ impl PathTable {
     }
 
     pub fn insert(&mut self, key: Vec<u8>, ino: Ino) {
-        self.last = None;
-        self.inodes.insert(key, ino);
+        if self.inodes.insert(key, ino).is_some() {
+            self.recent.clear();
+        }
     }
 
     /// `insert` for a directory.
@@ -59,7 +56,7 @@ impl PathTable {
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Ino> {
-        self.last = None;
+        self.recent.clear();
         self.dirs.remove(key);
         self.inodes.remove(key)
     }
@@ -67,6 +64,7 @@ impl PathTable {
     /// Moves `from` and everything below it to `to`; returns the inode `to` named before, whose entry (and
     /// so its reference) is gone. The engine has checked the rename, so a replaced directory was empty.
     pub fn rename(&mut self, from: &[u8], to: &[u8]) -> Option<Ino> {
+        self.recent.clear();
         let replaced = self.remove(to);
         let mut moved = vec![from.to_vec()];
         if self.dirs.contains(from) {
@@ -120,6 +118,10 @@ mod tests {
         assert_eq!(t.resolve(b"/b").unwrap(), None);
         t.insert(b"b".to_vec(), 3);
         assert_eq!(t.resolve(b"b/../b").unwrap(), Some(3));
+        t.insert(b"c".to_vec(), 4);
+        assert_eq!((t.resolve(b"b/../b").unwrap(), t.resolve(b"c").unwrap()), (Some(3), Some(4)), "a new entry");
+        t.insert(b"b".to_vec(), 5);
+        assert_eq!(t.resolve(b"b/../b").unwrap(), Some(5), "an entry replaced");
         assert!(t.resolve(b"b\x00").is_err(), "a NUL byte is refused, cached path or not");
     }
 }
