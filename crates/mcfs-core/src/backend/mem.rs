@@ -628,11 +628,8 @@ impl Tree {
         // plain (a resolved path was checked already).
         let split = bytes.iter().rposition(|b| *b == b'/').filter(|slash| *slash > 0).and_then(|slash| {
             let name = &bytes[slash + 1..];
-            let plain = !name.is_empty()
-                && name != b"."
-                && name != b".."
-                && name.len() <= (self.limits.limits.name_max as usize).min(relpath::NAME_MAX)
-                && !name.contains(&0);
+            let plain = relpath::is_plain_name(name)
+                && name.len() <= (self.limits.limits.name_max as usize).min(relpath::NAME_MAX);
             plain.then(|| (&bytes[..slash], OsStr::from_bytes(name)))
         });
         if let Some((dir, name)) = split {

@@ -16,6 +16,9 @@
 //! come to name another object or none: when a name goes or moves (a new
 //! name binds a path that did not resolve, so it needs nothing).
 
+use crate::types::InoHasher;
+use std::hash::Hasher;
+
 /// Slots: a few dozen files and their directories.
 const SLOT_BITS: u32 = 6;
 const SLOTS: usize = 1 << SLOT_BITS;
@@ -67,19 +70,12 @@ impl RecentPaths {
     }
 }
 
-/// A multiply-and-rotate hash of the path's 8-byte words (as `FxHash`):
-/// a colliding path costs one walk, so no stronger hash is needed.
+/// The path's slot: `InoHasher`'s word hash, its top bits (a colliding path
+/// costs one walk, so no stronger hash is needed).
 fn slot_of(path: &[u8]) -> usize {
-    let mut words = path.chunks_exact(8);
-    let mut hash = 0u64;
-    let mut mix = |word: u64| hash = (hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    for word in words.by_ref() {
-        mix(u64::from_le_bytes(word.try_into().expect("8 bytes")));
-    }
-    let mut last = [0u8; 8];
-    last[..words.remainder().len()].copy_from_slice(words.remainder());
-    mix(u64::from_le_bytes(last) ^ path.len() as u64);
-    (hash >> (u64::BITS - SLOT_BITS)) as usize
+    let mut hasher = InoHasher::default();
+    hasher.write(path);
+    (hasher.finish() >> (u64::BITS - SLOT_BITS)) as usize
 }
 
 #[cfg(test)]

@@ -24,6 +24,12 @@ pub(crate) fn names(path: &Path) -> Result<Vec<&OsStr>, i32> {
     Ok(out)
 }
 
+/// Whether `name` is one name as `names` takes it: not empty, `.` or
+/// `..`, with no slash or NUL (its length is the caller's to check).
+pub(crate) fn is_plain_name(name: &[u8]) -> bool {
+    !name.is_empty() && name != b"." && name != b".." && !name.contains(&b'/') && !name.contains(&0)
+}
+
 /// Names in most paths (an app's data directory is five deep): room for
 /// them at once spares growing the vector on the way.
 pub(crate) const USUAL_DEPTH: usize = 8;

@@ -171,8 +171,7 @@ impl PathSet {
     fn sibling_name<'p>(&self, bytes: &'p [u8]) -> Option<&'p OsStr> {
         let (len, _) = self.last_parent?;
         let name = if len == 0 { bytes } else { bytes.strip_prefix(&self.last[..len])?.strip_prefix(b"/")? };
-        let plain = !name.is_empty() && name != b"." && name != b".." && !name.contains(&b'/');
-        plain.then(|| OsStr::from_bytes(name))
+        crate::backend::relpath::is_plain_name(name).then(|| OsStr::from_bytes(name))
     }
 
     fn remember(&mut self, bytes: &[u8], at: usize, parent: Option<(usize, usize)>) {
