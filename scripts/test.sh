@@ -6,8 +6,9 @@
 # checks on), the Ray runner of sweeps on a local two-node cluster
 # (scripts/test-sweep-ray.sh, a venv with Ray), clippy with warnings as errors,
 # the formatting check, the pjdfstest POSIX suite against ext4
-# (scripts/pjdfstest.sh), then the aarch64 cross build with the engine's unit
-# tests under qemu (scripts/cross-test.sh).
+# (scripts/pjdfstest.sh), the aarch64 cross build with the engine's unit
+# tests under qemu (scripts/cross-test.sh), then the profile-guided build
+# (scripts/pgo.sh), checked to decide as the plain release build does.
 # Every stage runs even if an earlier test stage failed; the exit status is
 # non-zero if any stage failed. Needs root and FUSE.
 set -euo pipefail
@@ -39,6 +40,13 @@ checked_tests() {
     cargo test --workspace --profile checked --no-fail-fast
 }
 
+# The profile-guided build must change speed only: its replays of the
+# synthetic suite and the recordings print the plain build's JSON, byte for byte.
+pgo_build() {
+    local target=${CARGO_TARGET_DIR:-$repo/target}
+    scripts/pgo.sh && experiments/dataless/compare_json.sh "$target/release/mcfs" "$target/pgo/release/mcfs"
+}
+
 stage setup scripts/setup.sh --pjdfstest
 if [ ${#failed[@]} -eq 0 ]; then
     stage "cargo test" checked_tests
@@ -47,6 +55,7 @@ if [ ${#failed[@]} -eq 0 ]; then
     stage fmt cargo fmt --all -- --check
     stage pjdfstest scripts/pjdfstest.sh
     stage aarch64 scripts/cross-test.sh
+    stage pgo pgo_build
 fi
 
 say "summary"
