@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A profile-guided build of mcfs for simulation studies: the replay runs
-# 1.15-1.2x faster than the plain release build (docs/BENCHMARKS.md, "Build
-# settings"). Steps:
+# A profile-guided build of mcfs for simulation studies. Against the release
+# build, the replay bench of the synthetic suite ran 1.14x faster (median of 8
+# rounds), a 60 GiB install trace 1.01-1.06x (docs/BENCHMARKS.md, "Data-less
+# replay: build settings"). Steps:
 #   1. build mcfs instrumented (-Cprofile-generate), in target/pgo-gen;
 #   2. train it: `mcfs sim` over the synthetic suite (`mcfs trace synth
 #      --suite`) under the default config and the MobiFS study's configs;
@@ -10,12 +11,13 @@
 #   4. build mcfs again with the profile (-Cprofile-use), in target/pgo.
 # With --bench, the replay_speed bench is built, trained and rebuilt the same
 # way: cargo builds the engine's crates for it apart from the mcfs binary's
-# (their symbols differ), so the binary's profile does not fit it. It is trained on its rows
-# other than the MobiFS ones from the binary trace (the docs quote the
-# data-less one): text input with the MobiFS policies, and the defaults, at
-# 300,000 events, and then run whole.
+# (their symbols differ), so the binary's profile does not fit it. It is
+# trained on its rows other than the MobiFS ones from the binary trace (the
+# docs quote the data-less one): text input with the MobiFS policies, and the
+# defaults, at 300,000 events, and then run whole.
 # The profile only steers code layout and inlining: the engine's decisions
-# are those of the plain build (check with experiments/dataless/compare_json.sh).
+# are those of the plain build (the test command checks it with
+# experiments/dataless/compare_json.sh). RUSTFLAGS is set by this script.
 #
 # Usage: scripts/pgo.sh [--bench]
 #   --bench  also builds the replay_speed bench with the profile and runs it
