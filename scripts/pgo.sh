@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # A profile-guided build of mcfs for simulation studies. Against the release
 # build, the replay bench of the synthetic suite ran 1.14x faster (median of 8
-# rounds), a 60 GiB install trace 1.01-1.06x (docs/BENCHMARKS.md, "Data-less
+# rounds), a 60 GiB install trace 1.03-1.10x (docs/BENCHMARKS.md, "Data-less
 # replay: build settings"). Steps:
 #   1. build mcfs instrumented (-Cprofile-generate), in target/pgo-gen;
 #   2. train it: `mcfs sim` over the synthetic suite (`mcfs trace synth
-#      --suite`) under the default config and the MobiFS study's configs;
+#      --suite`) and the recordings in crates/mcfs-sim/tests/fixtures/recorded,
+#      under the default config and the MobiFS study's configs (the runs of
+#      experiments/dataless/compare_json.sh);
 #   3. merge the counts with llvm-profdata from rustup's `llvm-tools`
 #      (the same LLVM as rustc: a profile from another LLVM is refused);
 #   4. build mcfs again with the profile (-Cprofile-use), in target/pgo.
@@ -51,18 +53,14 @@ mkdir -p "$counts" "$work"
 say "building mcfs instrumented"
 (cd "$repo" && CARGO_TARGET_DIR=$gen_dir RUSTFLAGS="-Cprofile-generate=$counts" cargo build --release -p mcfs)
 instrumented=$gen_dir/release/mcfs
+
+say "training on the synthetic suite and the recordings"
+# compare_json.sh runs every one of them under each config, twice: here both
+# runs are the instrumented binary's, which must also agree with itself.
+(cd "$repo" && experiments/dataless/compare_json.sh "$instrumented" "$instrumented" "$work" >/dev/null) ||
+    die "training failed: experiments/dataless/compare_json.sh $instrumented $instrumented $work"
 # The bench binary cargo built last (its file name ends in a hash).
 bench_binary() { find "$1/release/deps" -name 'replay_speed-*' -type f -executable -printf '%T@ %p\n' | sort -n | tail -n 1 | cut -d' ' -f2; }
-
-say "training on the synthetic suite"
-"$instrumented" trace synth --suite "$work/suite" --to binary >/dev/null
-for trace in "$work"/suite/*.bin; do
-    for config in "" "$repo/experiments/mobifs/configs/mobifs.toml" "$repo/experiments/mobifs/configs/ext4.toml"; do
-        set -- --trace "$trace" --json
-        [ -n "$config" ] && set -- "$@" -c "$config"
-        "$instrumented" sim "$@" >/dev/null || die "training run failed: mcfs sim $*"
-    done
-done
 if $bench; then
     say "building and training the replay_speed bench instrumented"
     (cd "$repo" && CARGO_TARGET_DIR=$gen_dir RUSTFLAGS="-Cprofile-generate=$counts" cargo bench -p mcfs-sim --bench replay_speed --no-run)
