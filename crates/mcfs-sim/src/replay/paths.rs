@@ -64,7 +64,7 @@ impl PathTable {
     /// Moves `from` and everything below it to `to`; returns the inode `to` named before, whose entry (and
     /// so its reference) is gone. The engine has checked the rename, so a replaced directory was empty.
     pub fn rename(&mut self, from: &[u8], to: &[u8]) -> Option<Ino> {
-        self.recent.clear();
+        // `remove` forgets the recent paths, whether `to` was there or not.
         let replaced = self.remove(to);
         let mut moved = vec![from.to_vec()];
         if self.dirs.contains(from) {
