@@ -15,6 +15,7 @@
 //! that last brought it in, read or wrote it (`State::accessor`).
 
 use crate::app_status::IoClass;
+use crate::apps::Apps;
 use crate::cache::{NewPage, PageBuf, Reclaim, Scope, Source, MAX_FILL_PAGES, ZERO_PAGE};
 use crate::inode::Inode;
 use crate::split_writes::Piece;
@@ -192,22 +193,25 @@ impl State {
             let take = ((PAGE_SIZE as usize - within) as u64).min(end - at) as usize;
             let src = (at - offset) as usize;
             let bytes = &data[src..src + take];
-            // A whole page not cached comes in with its new bytes (nothing to read, zero or copy twice).
-            let mut filled = false;
-            if !self.cache.contains(ino, idx) {
-                match <&PageBuf>::try_from(bytes) {
+            // The write is logged (and the page pinned if new in the VCT) once the page is found.
+            let log = |apps: &mut Apps| trailing.is_none() && apps.record_write(app, ino, idx, take as u64, now);
+            let apps = &mut self.apps;
+            if !self.cache.write(ino, idx, owner, within, bytes, || log(apps)) {
+                // A whole page not cached comes in with its new bytes (nothing to read, zero or copy twice).
+                let rest = match <&PageBuf>::try_from(bytes) {
                     Ok(whole) => {
                         self.make_room_now(1, owner, Source::Write);
                         self.cache.insert(ino, idx, NewPage::Copy(whole), owner, Source::Write);
-                        filled = true;
+                        &bytes[..0]
                     }
-                    Err(_) => self.load_page(store, ino, idx, owner)?,
-                }
+                    Err(_) => {
+                        self.load_page(store, ino, idx, owner)?;
+                        bytes
+                    }
+                };
+                let apps = &mut self.apps;
+                assert!(self.cache.write(ino, idx, owner, within, rest, || log(apps)), "loaded");
             }
-            let new_in_vct = trailing.is_none() && self.apps.record_write(app, ino, idx, take as u64, now);
-            // A page filled above holds its bytes already.
-            let bytes = if filled { &bytes[..0] } else { bytes };
-            assert!(self.cache.write(ino, idx, owner, new_in_vct, within, bytes), "loaded");
             self.reserve_page(ino, idx);
             at += take as u64;
         }

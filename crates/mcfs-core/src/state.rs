@@ -305,26 +305,24 @@ impl State {
         let open = &mut self.apps.list[app].open;
         let (id, bytes, first_entry_at) = (open.id, open.bytes, open.first_entry_at);
         let deps = open.deps.iter().copied().collect();
-        let (entries, changed) = open.take();
-        open.id = next_id;
-        let mut closed = Vec::with_capacity(entries.len() + changed.len());
+        let mut closed = Vec::with_capacity(open.closed_len_bound());
         // Writes come in runs of one file's pages: its size is looked up once a run.
         let mut last_size: Option<(Ino, Option<u64>)> = None;
-        for e in entries {
-            match e {
-                LogEntry::Write { ino, page } => {
-                    let size = match last_size {
-                        Some((last, size)) if last == ino => size,
-                        _ => last_size.insert((ino, self.inodes.get(&ino).map(|i| i.attr.size))).1,
-                    };
-                    let Some(size) = size else { continue };
-                    let len = size.saturating_sub(page * PAGE_SIZE).min(PAGE_SIZE) as usize;
-                    let Some((slot, data)) = self.cache.freeze(ino, page) else { continue };
-                    closed.push(ClosedEntry::Write { ino, page, slot, data, len });
-                }
-                other => closed.push(ClosedEntry::Other(other)),
+        let (inodes, cache) = (&self.inodes, &mut self.cache);
+        let changed = open.take(|e| match e {
+            LogEntry::Write { ino, page } => {
+                let size = match last_size {
+                    Some((last, size)) if last == ino => size,
+                    _ => last_size.insert((ino, inodes.get(&ino).map(|i| i.attr.size))).1,
+                };
+                let Some(size) = size else { return };
+                let len = size.saturating_sub(page * PAGE_SIZE).min(PAGE_SIZE) as usize;
+                let Some((slot, data)) = cache.freeze(ino, page) else { return };
+                closed.push(ClosedEntry::Write { ino, page, slot, data, len });
             }
-        }
+            other => closed.push(ClosedEntry::Other(other)),
+        });
+        open.id = next_id;
         for ino in changed {
             if let Some(i) = self.inodes.get(&ino) {
                 let (atime, mtime) = (i.attr.atime, i.attr.mtime);

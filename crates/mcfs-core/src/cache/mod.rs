@@ -225,14 +225,23 @@ impl Cache {
     }
 
     /// A write by `owner` (as `read`) of `bytes` at `within` of the page,
-    /// pinned once more if `pin` (a VCT takes it); false if the page is not
-    /// cached.
-    pub fn write(&mut self, ino: Ino, idx: u64, owner: AppId, pin: bool, within: usize, bytes: &[u8]) -> bool {
-        self.tick += 1;
+    /// pinned once more if `pin` says so (a VCT takes it); false if the page
+    /// is not cached, and then `pin` is not called. (The caller logs the
+    /// write in `pin`: one lookup of the page serves both.)
+    pub fn write(
+        &mut self,
+        ino: Ino,
+        idx: u64,
+        owner: AppId,
+        within: usize,
+        bytes: &[u8],
+        pin: impl FnOnce() -> bool,
+    ) -> bool {
         let Some(entry) = self.pages.get_mut(&ino).and_then(|m| m.get_mut(&idx)) else { return false };
+        self.tick += 1;
         let page = PageKey { ino, idx };
         // Pinned first, the use of a page leaving reclaim's lists does not list it again.
-        if pin {
+        if pin() {
             pin_entry(&mut *self.replacement, &mut self.usage, &mut self.pinned, page, entry);
         }
         note_use(&mut *self.replacement, &mut self.usage, page, entry, owner, self.tick);

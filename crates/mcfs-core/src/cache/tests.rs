@@ -180,7 +180,7 @@ fn random_operations_match_the_model_and_keep_the_invariants() {
                     (p.byte, p.gen, p.pins) = (byte, gen, p.pins + u32::from(pin));
                     p.id
                 });
-                let written = cache.write(ino, idx, app, pin, 0, &[byte; PAGE_SIZE as usize]);
+                let written = cache.write(ino, idx, app, 0, &[byte; PAGE_SIZE as usize], || pin);
                 assert_eq!(written, id.is_some(), "{at}: write {ino}:{idx}");
                 if let Some(id) = id.filter(|_| pin) {
                     open.push((ino, idx, id));
@@ -282,11 +282,18 @@ fn pinned_pages_are_not_reclaimable_and_an_unpinned_page_keeps_its_place() {
 }
 
 #[test]
+fn a_write_to_a_page_not_cached_neither_pins_nor_logs() {
+    let mut cache = cache();
+    assert!(!cache.write(1, 0, FG, 0, &[9], || panic!("the write was logged, but its page is not cached")));
+    assert_eq!((cache.bytes(), cache.pinned), (0, 0));
+}
+
+#[test]
 fn writing_a_frozen_page_copies_it() {
     let mut cache = cache();
     cache.insert(1, 0, page(7), FG, Source::Backing);
     let (_, version) = cache.freeze(1, 0).unwrap();
-    assert!(cache.write(1, 0, FG, true, 0, &[9]));
+    assert!(cache.write(1, 0, FG, 0, &[9], || true));
     assert_eq!(
         (version.content(), cache.read(1, 0, FG).unwrap()[0]),
         (VersionContent::Bytes(&[7; PAGE_SIZE as usize]), 9),
@@ -294,7 +301,7 @@ fn writing_a_frozen_page_copies_it() {
     );
     assert_eq!((cache.bytes(), cache.dirty_bytes()), (2 * PAGE_SIZE, 2 * PAGE_SIZE));
     cache.release(version);
-    assert!(cache.write(1, 0, FG, false, 1, &[9]));
+    assert!(cache.write(1, 0, FG, 1, &[9], || false));
     assert_eq!(cache.bytes(), PAGE_SIZE, "an unshared page is written in place");
 }
 
@@ -368,7 +375,7 @@ fn a_used_page_stays_and_belongs_to_its_last_user() {
     cache.pin(1, 5);
     cache.insert(1, 6, page(0), FG, Source::Write);
     assert_eq!(cache.victim(Some(FG), false), evict(1, 6));
-    cache.write(1, 5, BG, false, 0, &[]);
+    cache.write(1, 5, BG, 0, &[], || false);
     assert_eq!(cache.victim(Some(FG), false), Victim::Checkpoint(Scope::Background));
     assert_eq!(cache.usage[BG], AppUsage { clean: 0, pinned: 1 });
     cache.remove_from(1, 0);
