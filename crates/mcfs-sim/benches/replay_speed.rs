@@ -26,7 +26,7 @@ fn trace(min_events: usize) -> Vec<TraceEvent> {
             let first = app_events[0].time_ns;
             for mut e in app_events {
                 e.time_ns = e.time_ns - first + offset_ns;
-                e.app = format!("{}#{round}", e.app);
+                e.app = format!("{}#{round}", e.app).into();
                 events.push(e);
             }
             offset_ns += last - first + 1_000_000_000;

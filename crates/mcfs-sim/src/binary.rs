@@ -9,11 +9,12 @@
 
 use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read, Write};
+use std::sync::Arc;
 
 use crate::error::{Position, TraceError};
 use crate::trace::{
-    check_kind_in_version, version_is_known, EventKind, InputKind, TraceEvent, FORMAT_VERSION, MAX_BATTERY_PERCENT,
-    OLDEST_FORMAT_VERSION,
+    check_kind_in_version, version_is_known, EventKind, InputKind, PathBytes, TraceEvent, FORMAT_VERSION,
+    MAX_BATTERY_PERCENT, OLDEST_FORMAT_VERSION,
 };
 
 /// First bytes of every binary trace.
@@ -172,10 +173,10 @@ pub struct BinaryReader<R: Read> {
     end: usize,
     /// Input offset of `chunk[0]`; `chunk_offset + at` is the position reported in errors.
     chunk_offset: u64,
-    strings: Vec<Vec<u8>>,
+    strings: Vec<PathBytes>,
     /// The string-table index and text of the last event's app: consecutive events mostly come from one
     /// app, whose name is then copied without checking its UTF-8 again.
-    last_app: Option<(u64, String)>,
+    last_app: Option<(u64, Arc<str>)>,
     last_time_ns: u64,
     /// The version the header gave; `None` until it is read.
     version: Option<u32>,
@@ -278,27 +279,27 @@ impl<R: Read> BinaryReader<R> {
         Err(Bad::Msg(format!("{what}: varint longer than 10 bytes")))
     }
 
-    fn string(&mut self, what: &str) -> Result<Vec<u8>, Bad> {
+    fn string(&mut self, what: &str) -> Result<PathBytes, Bad> {
         let id = self.varint(what)?;
         self.defined(id, what).cloned()
     }
 
-    fn defined(&self, id: u64, what: &str) -> Result<&Vec<u8>, Bad> {
+    fn defined(&self, id: u64, what: &str) -> Result<&PathBytes, Bad> {
         usize::try_from(id).ok().and_then(|i| self.strings.get(i)).ok_or_else(|| {
             Bad::Msg(format!("{what}: string #{id} is not defined (table has {} entries)", self.strings.len()))
         })
     }
 
-    fn app(&mut self) -> Result<String, Bad> {
+    fn app(&mut self) -> Result<Arc<str>, Bad> {
         let id = self.varint("app")?;
         if let Some((last, app)) = &self.last_app {
             if *last == id {
                 return Ok(app.clone());
             }
         }
-        let app = std::str::from_utf8(self.defined(id, "app")?)
+        let app: Arc<str> = std::str::from_utf8(self.defined(id, "app")?)
             .map_err(|_| Bad::Msg("app name is not valid UTF-8".into()))?
-            .to_owned();
+            .into();
         self.last_app = Some((id, app.clone()));
         Ok(app)
     }
@@ -319,7 +320,7 @@ impl<R: Read> BinaryReader<R> {
             bytes.extend_from_slice(&self.chunk[self.at..self.at + take]);
             self.at += take;
         }
-        self.strings.push(bytes);
+        self.strings.push(bytes.into());
         Ok(())
     }
 
@@ -448,7 +449,7 @@ mod tests {
             time_ns: t,
             app: "com.app".into(),
             pid: 7,
-            kind: EventKind::Write { path: path.to_vec(), offset: 4096, len: 512 },
+            kind: EventKind::Write { path: path.to_vec().into(), offset: 4096, len: 512 },
         }
     }
 
@@ -505,7 +506,7 @@ mod tests {
         let mut events: Vec<_> = (0..300).map(|i| write(i as u64, &long(i % 200))).collect();
         // Ten-byte varints (past the nine-byte fast path): the largest time and offset.
         events[150].time_ns = u64::MAX;
-        events[150].kind = EventKind::Write { path: long(7), offset: u64::MAX, len: 1 << 63 };
+        events[150].kind = EventKind::Write { path: long(7).into(), offset: u64::MAX, len: 1 << 63 };
         let bytes = encode(&events);
         assert!(bytes.len() > 2 * READ_CHUNK, "{} bytes span several chunks", bytes.len());
         for step in [1, 7, READ_CHUNK - 1, READ_CHUNK] {
@@ -526,7 +527,7 @@ mod tests {
             time_ns: 5,
             app: "git".into(),
             pid: 1,
-            kind: EventKind::Link { from: b"/a".to_vec(), to: b"/b".to_vec() },
+            kind: EventKind::Link { from: b"/a".to_vec().into(), to: b"/b".to_vec().into() },
         };
         let mut bytes = encode(&[write(1, b"/a"), link.clone()]);
         assert_eq!(bytes[MAGIC.len()], FORMAT_VERSION as u8);

@@ -25,4 +25,4 @@ pub mod timefmt;
 pub mod trace;
 
 pub use error::{Position, TraceError};
-pub use trace::{EventKind, InputKind, TraceEvent};
+pub use trace::{EventKind, InputKind, PathBytes, TraceEvent};

@@ -456,8 +456,8 @@ mod tests {
         TraceEvent { time_ns: 0, app: "test".into(), pid: 1, kind }
     }
 
-    fn p(s: &str) -> Vec<u8> {
-        s.as_bytes().to_vec()
+    fn p(s: &str) -> crate::trace::PathBytes {
+        s.as_bytes().into()
     }
 
     fn run(root: &Path, kinds: Vec<EventKind>) -> LiveReplayReport {
@@ -543,7 +543,7 @@ mod tests {
             vec![
                 EventKind::Create { path: p("/../../escape") },
                 EventKind::Close { path: p("escape") },
-                EventKind::Create { path: b"/nul\0byte".to_vec() },
+                EventKind::Create { path: b"/nul\0byte".to_vec().into() },
                 EventKind::Write { path: p("/missing"), offset: 0, len: 10 },
                 EventKind::Write { path: p("/escape"), offset: u64::MAX - 5, len: 10 },
                 EventKind::Write { path: p("/escape"), offset: 0, len: MAX_REQUEST_BYTES + 1 },

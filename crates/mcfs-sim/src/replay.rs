@@ -114,7 +114,7 @@ pub struct Replayer {
     uids: HashMap<String, u32>,
     /// The app of the last event and its uid (0 before the first; apps get `FIRST_APP_UID` on): consecutive
     /// events mostly come from one app, whose name is then compared, not hashed.
-    last_app: (String, u32),
+    last_app: (Arc<str>, u32),
     waits: Waits,
     /// Events replayed by kind (`op_index`), into `metrics.replayed_by_kind` at the end.
     replayed_by_kind: [u64; OP_NAMES.len()],
@@ -150,7 +150,7 @@ impl Replayer {
             closed: ClosedLoop::default(),
             paths: PathTable::new(),
             uids: HashMap::default(),
-            last_app: (String::new(), 0),
+            last_app: ("".into(), 0),
             waits: Waits::default(),
             replayed_by_kind: [0; OP_NAMES.len()],
             risk: RiskTracker::new(sample_every_ns),
@@ -332,7 +332,7 @@ impl Replayer {
             (app, uid) if *app == event.app && *uid != 0 => *uid,
             _ => {
                 let uid = self.uid_of(&event.app);
-                self.last_app.0.clone_from(&event.app);
+                self.last_app.0 = event.app.clone();
                 self.last_app.1 = uid;
                 uid
             }

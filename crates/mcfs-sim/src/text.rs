@@ -6,13 +6,14 @@
 //! stops at the first bad line with its number.
 
 use std::io::{self, BufRead, Write};
+use std::sync::Arc;
 
 use crate::error::TraceError;
 use crate::escape::{escape_into, unescape};
 use crate::lines::LineReader;
 use crate::timefmt::{format_seconds, parse_decimal, NANOS_PER_SECOND};
 use crate::trace::{
-    check_kind_in_version, version_is_known, EventKind, InputKind, TraceEvent, FORMAT_NAME, FORMAT_VERSION,
+    check_kind_in_version, version_is_known, EventKind, InputKind, PathBytes, TraceEvent, FORMAT_NAME, FORMAT_VERSION,
     MAX_BATTERY_PERCENT, OLDEST_FORMAT_VERSION,
 };
 
@@ -237,8 +238,9 @@ fn seconds(token: &[u8], what: &str) -> Result<u64, String> {
     parse_decimal(utf8(token)?, NANOS_PER_SECOND).map_err(|e| format!("{what}: {e}"))
 }
 
-fn path(token: &[u8]) -> Result<Vec<u8>, String> {
-    unescape(token).map_err(|e| format!("path '{}': {e}", String::from_utf8_lossy(token)))
+fn path(token: &[u8]) -> Result<PathBytes, String> {
+    let bytes = unescape(token).map_err(|e| format!("path '{}': {e}", String::from_utf8_lossy(token)))?;
+    Ok(bytes.into())
 }
 
 /// Parses the tokens of one event line.
@@ -247,8 +249,9 @@ fn parse_event(tokens: &[Vec<u8>]) -> Result<TraceEvent, String> {
         return Err(format!("expected 'TIME APP PID OP ARGS...', found {} fields", tokens.len()));
     };
     let time_ns = seconds(time, "time")?;
-    let app = String::from_utf8(unescape(app).map_err(|e| format!("app: {e}"))?)
-        .map_err(|_| "app name is not valid UTF-8".to_string())?;
+    let app: Arc<str> = String::from_utf8(unescape(app).map_err(|e| format!("app: {e}"))?)
+        .map_err(|_| "app name is not valid UTF-8".to_string())?
+        .into();
     let pid = number(pid, "pid")?;
     let op = utf8(op)?;
     let arity = |n: usize| {
@@ -349,8 +352,11 @@ mod tests {
         .unwrap();
         assert_eq!(events.len(), 5);
         assert_eq!(events[0].time_ns, 500_000_000);
-        assert_eq!(events[1].kind, EventKind::Write { path: b"/data/t.db".to_vec(), offset: 4096, len: 512 });
-        assert_eq!(events[2].kind, EventKind::Rename { from: b"/data/a b".to_vec(), to: b"/data/c".to_vec() });
+        assert_eq!(events[1].kind, EventKind::Write { path: b"/data/t.db".to_vec().into(), offset: 4096, len: 512 });
+        assert_eq!(
+            events[2].kind,
+            EventKind::Rename { from: b"/data/a b".to_vec().into(), to: b"/data/c".to_vec().into() }
+        );
         assert_eq!(events[3].kind, EventKind::Input { input: InputKind::Tap, duration_ns: 80_000_000 });
         assert_eq!(events[4].kind, EventKind::Screen { on: false });
     }

@@ -18,7 +18,7 @@ pub fn version_is_known(version: u64) -> bool {
 }
 
 /// A file path as raw bytes (not necessarily UTF-8).
-pub type PathBytes = Vec<u8>;
+pub type PathBytes = std::sync::Arc<[u8]>;
 
 /// One event of a trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct TraceEvent {
     /// Time on the trace's clock, in nanoseconds.
     pub time_ns: u64,
     /// The app the event belongs to (the unit of policy, e.g. `com.twitter.android`).
-    pub app: String,
+    pub app: std::sync::Arc<str>,
     /// Process (or thread) id that issued it; 0 when unknown.
     pub pid: u32,
     pub kind: EventKind,

@@ -11,11 +11,11 @@ const KIB: u64 = 1024;
 const MS: u64 = 1_000_000;
 
 fn event(time_ns: u64, app: &str, kind: EventKind) -> TraceEvent {
-    TraceEvent { time_ns, app: app.to_string(), pid: 1, kind }
+    TraceEvent { time_ns, app: app.to_string().into(), pid: 1, kind }
 }
 
-fn path(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
+fn path(s: &str) -> mcfs_sim::PathBytes {
+    s.as_bytes().into()
 }
 
 /// The gallery's images, written once in the setup (so the run reads them from flash).

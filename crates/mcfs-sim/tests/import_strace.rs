@@ -18,20 +18,20 @@ fn writes_to(events: &[TraceEvent], wanted: &[u8]) -> Vec<(u64, u64)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Write { path, offset, len } if path == wanted => Some((*offset, *len)),
+            EventKind::Write { path, offset, len } if &path[..] == wanted => Some((*offset, *len)),
             _ => None,
         })
         .collect()
 }
 
-fn p(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
+fn p(s: &str) -> mcfs_sim::PathBytes {
+    s.as_bytes().into()
 }
 
 #[test]
 fn sqlite_log_becomes_its_journal_protocol() {
     let events = import_default(SQLITE_LOG);
-    assert!(events.iter().all(|e| e.app == "sqlite3" && e.pid == 32168));
+    assert!(events.iter().all(|e| e.app == "sqlite3".into() && e.pid == 32168));
     assert!(events.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
     assert_eq!(writes_to(&events, b"/tmp/x.db"), vec![(0, 4096), (4096, 4096), (0, 4096), (4096, 4096)]);
     assert_eq!(
@@ -71,14 +71,14 @@ fn path_prefixes_select_the_files_of_interest() {
 #[test]
 fn shell_log_joins_unfinished_calls_and_follows_processes() {
     let events = import_default(SHELL_LOG);
-    let by = |app: &str| events.iter().filter(|e| e.app == app).map(|e| e.kind.clone()).collect::<Vec<_>>();
+    let by = |app: &str| events.iter().filter(|e| e.app == app.into()).map(|e| e.kind.clone()).collect::<Vec<_>>();
     // The background child (forked from sh) writes through fd 1 after dup2; the write was split in two lines.
     let sh = by("sh");
     assert!(sh.contains(&EventKind::Create { path: p("/tmp/y.txt") }));
     assert!(sh.contains(&EventKind::Truncate { path: p("/tmp/y.txt"), size: 0 }));
     let write =
         events.iter().find(|e| e.kind == EventKind::Write { path: p("/tmp/y.txt"), offset: 0, len: 3 }).unwrap();
-    assert_eq!((write.pid, write.app.as_str()), (32190, "sh"));
+    assert_eq!((write.pid, &*write.app), (32190, "sh"));
     assert_eq!(write.time_ns % 1_000_000_000, 411_298_000, "stamped with the completing line");
     let cat = by("cat");
     assert!(cat.contains(&EventKind::Read { path: p("/tmp/y.txt"), offset: 0, len: 3 }));
@@ -114,11 +114,11 @@ fn positions_appends_relative_paths_and_clock_formats() {
             EventKind::Open { path: p("/home/u/d") },
             EventKind::Read { path: p("/home/u/d"), offset: 8192, len: 4096 },
             EventKind::Rmdir { path: p("/home/u/old dir") },
-            EventKind::Mkdir { path: "/home/u/sub/newé".as_bytes().to_vec() },
+            EventKind::Mkdir { path: "/home/u/sub/newé".as_bytes().to_vec().into() },
             EventKind::Truncate { path: p("/home/u/d"), size: 4096 },
         ]
     );
-    assert!(events.iter().all(|e| e.pid == 7 && e.app == "strace"));
+    assert!(events.iter().all(|e| e.pid == 7 && e.app == "strace".into()));
     assert_eq!(events[3].time_ns, 86_400_000_000_000 + 1_000, "crossing midnight adds a day");
 
     let epoch = import_default("1 1700000000.250000 fsync(3</f>) = 0\n");

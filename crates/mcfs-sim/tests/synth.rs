@@ -9,7 +9,7 @@ use mcfs_sim::binary::{BinaryReader, BinaryWriter};
 use mcfs_sim::replay::{ReplayOptions, Replayer};
 use mcfs_sim::synth::{self, SynthSpec};
 use mcfs_sim::text::{TextReader, TextWriter};
-use mcfs_sim::{EventKind, TraceEvent};
+use mcfs_sim::{EventKind, PathBytes, TraceEvent};
 
 const NS: f64 = 1e9;
 
@@ -90,7 +90,7 @@ fn flushes_per_mib_written(events: &[TraceEvent]) -> f64 {
 /// the bytes that landed on bytes written before and still pending. Unlinking a file drops its pending
 /// bytes (they are not overwrites), a rename moves them. Returns e sampled at `points` even steps of s.
 fn e_curve(events: &[TraceEvent], points: usize) -> Vec<f64> {
-    let mut pending: HashMap<Vec<u8>, Vec<(u64, u64)>> = HashMap::new();
+    let mut pending: HashMap<PathBytes, Vec<(u64, u64)>> = HashMap::new();
     let (mut s, mut o) = (0u64, 0u64);
     let mut history: Vec<(u64, u64)> = Vec::new();
     for e in events {
@@ -178,8 +178,8 @@ fn events_are_in_order_and_belong_to_the_app() {
             assert!(last.time_ns >= 120_000_000_000, "{io}/{user}");
             assert!(last.time_ns < 125_000_000_000, "{io}/{user}: the last burst ran long");
             for e in &events {
-                assert_eq!(e.app, "com.example.app");
-                let paths: Vec<&Vec<u8>> = match &e.kind {
+                assert_eq!(e.app, "com.example.app".into());
+                let paths: Vec<&PathBytes> = match &e.kind {
                     EventKind::Rename { from, to } => vec![from, to],
                     EventKind::Open { path }
                     | EventKind::Create { path }
@@ -338,7 +338,7 @@ fn every_suite_entry_generates_and_round_trips() {
     for (name, spec) in &suite {
         assert_eq!(spec.duration, Duration::from_secs(300), "{name}");
         let events = synth::generate(spec).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(events.iter().all(|e| e.app == spec.app), "{name}");
+        assert!(events.iter().all(|e| *e.app == *spec.app), "{name}");
         let text = to_text(&events);
         let back: Vec<TraceEvent> = TextReader::new(text.as_slice()).collect::<Result<_, _>>().unwrap();
         assert_eq!(back, events, "{name}: text round trip");

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use mcfs_sim::live_replay::replay_into;
 use mcfs_sim::synth::fasttrack::{generate, FastTrackKind, FastTrackSpec, FastTrackTraces, FULL_SCALE};
 use mcfs_sim::text::{TextReader, TextWriter};
-use mcfs_sim::{EventKind, TraceEvent};
+use mcfs_sim::{EventKind, PathBytes, TraceEvent};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -48,7 +48,7 @@ fn volume(events: &[TraceEvent]) -> Volume {
 }
 
 /// Size of every file the events leave (writes and truncates followed in order).
-fn file_sizes(events: &[TraceEvent]) -> BTreeMap<Vec<u8>, u64> {
+fn file_sizes(events: &[TraceEvent]) -> BTreeMap<PathBytes, u64> {
     let mut sizes = BTreeMap::new();
     for e in events {
         match &e.kind {
@@ -108,7 +108,7 @@ fn runs_start_with_their_lifecycle_event_and_stay_in_time_order() {
         for events in [&t.setup, &t.run] {
             assert!(events.windows(2).all(|w| w[0].time_ns <= w[1].time_ns), "{} out of order", kind.name());
             let app = format!("com.example.{}", kind.name());
-            assert!(events.iter().all(|e| e.app == app), "{}: one app", kind.name());
+            assert!(events.iter().all(|e| *e.app == *app), "{}: one app", kind.name());
         }
         let prefix = format!("/data/data/com.example.{}/", kind.name());
         for e in t.setup.iter().chain(&t.run) {
@@ -183,7 +183,7 @@ fn each_kind_has_the_shape_of_its_app() {
 fn repeated_reads_hit_a_hot_set_in_the_game_only() {
     let s = seed("repeated_reads_hit_a_hot_set_in_the_game_only");
     let reads_per_file = |kind| {
-        let mut count: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        let mut count: BTreeMap<PathBytes, u64> = BTreeMap::new();
         for e in &traces(kind, s, FULL_SCALE).run {
             if let EventKind::Read { path, offset: 0, .. } = &e.kind {
                 *count.entry(path.clone()).or_default() += 1;

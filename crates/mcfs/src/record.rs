@@ -170,7 +170,7 @@ impl Recorder {
         let mut guard = self.sink.lock().unwrap_or_else(|p| p.into_inner());
         let Some(sink) = guard.as_mut() else { return };
         let time_ns = nanos(at.unwrap_or_else(SystemTime::now).duration_since(UNIX_EPOCH).unwrap_or_default());
-        let mut event = TraceEvent { time_ns, app, pid, kind: EventKind::Launch };
+        let mut event = TraceEvent { time_ns, app: app.into(), pid, kind: EventKind::Launch };
         for kind in kinds {
             event.kind = kind;
             if let Err(e) = sink.writer.write(&event) {
@@ -193,8 +193,7 @@ impl Recorder {
             cache.generation
         };
         let below = self.engine.path_of(ino)?;
-        let mut path = b"/".to_vec();
-        path.extend_from_slice(below.as_os_str().as_bytes());
+        let path: PathBytes = [b"/", below.as_os_str().as_bytes()].concat().into();
         let mut cache = self.paths.lock().unwrap_or_else(|p| p.into_inner());
         if cache.generation == generation {
             if cache.paths.len() >= MAX_CACHED_PATHS {
@@ -243,12 +242,9 @@ impl RequestObserver for Recorder {
 /// link of a name to itself.
 fn trace_events(op: ServedOp<'_>, path_of: impl Fn(Ino) -> Option<PathBytes>) -> Option<Vec<EventKind>> {
     let entry = |parent: Ino, name: &OsStr| {
-        let mut path = path_of(parent)?;
-        if path.last() != Some(&b'/') {
-            path.push(b'/');
-        }
-        path.extend_from_slice(name.as_bytes());
-        Some(path)
+        let parent = path_of(parent)?;
+        let slash: &[u8] = if parent.last() == Some(&b'/') { b"" } else { b"/" };
+        Some([&parent[..], slash, name.as_bytes()].concat().into())
     };
     Some(match op {
         ServedOp::Open { ino } => vec![EventKind::Open { path: path_of(ino)? }],
@@ -382,8 +378,8 @@ mod tests {
     }
 
     fn check_recording(events: &[TraceEvent]) {
-        let p = |s: &str| s.as_bytes().to_vec();
-        let got: Vec<(&str, u32, &EventKind)> = events.iter().map(|e| (e.app.as_str(), e.pid, &e.kind)).collect();
+        let p = |s: &str| PathBytes::from(s.as_bytes());
+        let got: Vec<(&str, u32, &EventKind)> = events.iter().map(|e| (&*e.app, e.pid, &e.kind)).collect();
         let want = [
             ("mail", 42, EventKind::Mkdir { path: p("/d") }),
             ("mail", 42, EventKind::Create { path: p("/d/f") }),
@@ -398,7 +394,7 @@ mod tests {
         ];
         let want: Vec<(&str, u32, &EventKind)> = want.iter().map(|(a, pid, k)| (*a, *pid, k)).collect();
         assert_eq!(got, want);
-        let file_ops: Vec<u64> = events.iter().filter(|e| e.app != NO_APP).map(|e| e.time_ns).collect();
+        let file_ops: Vec<u64> = events.iter().filter(|e| &*e.app != NO_APP).map(|e| e.time_ns).collect();
         assert!(file_ops.windows(2).all(|w| w[0] <= w[1]), "times never go back: {file_ops:?}");
         let now = nanos(SystemTime::now().duration_since(UNIX_EPOCH).unwrap());
         assert!(file_ops[0] > now - 3600 * 1_000_000_000 && file_ops[0] <= now, "wall-clock nanoseconds");
@@ -445,7 +441,7 @@ mod tests {
         recorder.served(Some(c), write);
         recorder.finish().unwrap();
         let paths: Vec<EventKind> = read_back(&path).into_iter().map(|e| e.kind).collect();
-        let p = |s: &str| s.as_bytes().to_vec();
+        let p = |s: &str| PathBytes::from(s.as_bytes());
         assert_eq!(
             paths,
             [
@@ -479,7 +475,7 @@ mod tests {
         link(other.ino, objects.ino, "aa");
         recorder.finish().unwrap();
         let kinds: Vec<EventKind> = read_back(&path).into_iter().map(|e| e.kind).collect();
-        let p = |s: &str| s.as_bytes().to_vec();
+        let p = |s: &str| PathBytes::from(s.as_bytes());
         assert_eq!(
             kinds,
             [

@@ -41,11 +41,11 @@ fn imports_an_strace_log_in_both_forms() {
     assert!(std::fs::read(&binary).unwrap().starts_with(MAGIC), "a .bin name gives the binary form");
     let events = read_trace(&text);
     assert_eq!(events, read_trace(&binary));
-    assert!(events.iter().all(|e| e.app == "sqlite3"), "the app is the execve'd program");
-    assert!(events.iter().any(|e| e.kind == EventKind::Create { path: b"/tmp/x.db".to_vec() }), "{events:#?}");
+    assert!(events.iter().all(|e| e.app == "sqlite3".into()), "the app is the execve'd program");
+    assert!(events.iter().any(|e| e.kind == EventKind::Create { path: b"/tmp/x.db".to_vec().into() }), "{events:#?}");
     let synced = |e: &TraceEvent| matches!(&e.kind, EventKind::Fdatasync { path } if path.starts_with(b"/tmp/x.db"));
     assert!(events.iter().any(synced), "sqlite3 syncs its journal and database: {events:#?}");
-    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Write { path, .. } if path == b"/tmp/x.db")));
+    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Write { path, .. } if &path[..] == b"/tmp/x.db")));
 
     // --path-prefix keeps only the database's files; --to overrides the name.
     let only_db = dir.path().join("db.bin");
@@ -88,10 +88,14 @@ fn imports_a_csv_block_trace_with_units() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("imported 3 events"));
     let events = read_trace(&output);
     assert_eq!(events.len(), 3);
-    assert_eq!(events[0].kind, EventKind::Create { path: b"/blockdev".to_vec() }, "the device file is made first");
-    assert_eq!((events[1].time_ns, events[1].app.as_str()), (12_500_000, "com.a"));
-    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev".to_vec(), offset: 4096, len: 4096 });
-    assert_eq!(events[2].kind, EventKind::Read { path: b"/blockdev".to_vec(), offset: 8192, len: 512 });
+    assert_eq!(
+        events[0].kind,
+        EventKind::Create { path: b"/blockdev".to_vec().into() },
+        "the device file is made first"
+    );
+    assert_eq!((events[1].time_ns, &*events[1].app), (12_500_000, "com.a"));
+    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev".to_vec().into(), offset: 4096, len: 4096 });
+    assert_eq!(events[2].kind, EventKind::Read { path: b"/blockdev".to_vec().into(), offset: 8192, len: 512 });
 }
 
 #[test]
@@ -165,7 +169,7 @@ fn synth_is_deterministic_and_writes_the_suite() {
     assert_ne!(first, std::fs::read(&c).unwrap(), "another seed, another trace");
     let events = read_trace(&a);
     assert_eq!(events[0].kind, EventKind::Launch);
-    assert!(events.iter().all(|e| e.app == "com.twitter.android"));
+    assert!(events.iter().all(|e| e.app == "com.twitter.android".into()));
 
     let out = mcfs(&["trace", "synth", "--io", "fsync-huge", "--user", "reader", "-o", s(&c)]);
     assert_eq!(out.status.code(), Some(1));
@@ -179,7 +183,7 @@ fn synth_is_deterministic_and_writes_the_suite() {
         assert!(names.iter().any(|n| n == entry), "{entry} missing: {names:?}");
     }
     let tt = read_trace(&suite.join("TT.bin"));
-    assert_eq!(tt[0].app, "com.twitter.android");
+    assert_eq!(tt[0].app, "com.twitter.android".into());
 
     let list = mcfs(&["trace", "synth", "--list"]);
     assert_ok(&list);

@@ -257,7 +257,7 @@ fn record_then_replay_reproduces_the_tree_and_input_reaches_engine_and_trace() {
 
     let events = read_trace(&trace);
     let file_ops: Vec<&TraceEvent> = events.iter().filter(|e| !matches!(e.kind, EventKind::Input { .. })).collect();
-    assert!(file_ops.iter().all(|e| e.app == "recorder-test"), "every operation is the configured app's");
+    assert!(file_ops.iter().all(|e| e.app == "recorder-test".into()), "every operation is the configured app's");
     assert!(file_ops.windows(2).all(|w| w[0].time_ns <= w[1].time_ns), "times never go back");
     assert!(file_ops[0].time_ns >= started_ns && file_ops.last().unwrap().time_ns <= now_ns(), "wall-clock times");
     assert!(
@@ -309,7 +309,7 @@ fn record_then_replay_reproduces_the_tree_and_input_reaches_engine_and_trace() {
     let inputs: Vec<(&str, InputKind, u64, u64)> = events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::Input { input, duration_ns } => Some((e.app.as_str(), input, duration_ns, e.time_ns)),
+            EventKind::Input { input, duration_ns } => Some((&*e.app, input, duration_ns, e.time_ns)),
             _ => None,
         })
         .collect();

@@ -196,7 +196,7 @@ impl CsvOptions {
             delimiter: b',',
             has_header: false,
             skip_other_ops: false,
-            default_path: b"/blockdev".to_vec(),
+            default_path: b"/blockdev".to_vec().into(),
             file_per_app: false,
             process_format: ProcessFormat::CommTid,
         }
@@ -343,12 +343,12 @@ fn parse_row(line: &str, options: &CsvOptions) -> Result<Option<(TraceEvent, boo
         None => pid,
     };
     let path = match columns.path {
-        Some(c) => field(c, "path")?.as_bytes().to_vec(),
+        Some(c) => field(c, "path")?.as_bytes().into(),
         None if options.file_per_app => per_app_path(&options.default_path, &app),
         None => options.default_path.clone(),
     };
     let kind = if is_read { EventKind::Read { path, offset, len } } else { EventKind::Write { path, offset, len } };
-    Ok(Some((TraceEvent { time_ns, app, pid, kind }, truncated)))
+    Ok(Some((TraceEvent { time_ns, app: app.into(), pid, kind }, truncated)))
 }
 
 /// `DIR/APP`, the app's own file: `%` and `/` in the app are written `%25` and `%2F`, and the names that
@@ -359,7 +359,7 @@ pub fn per_app_path(dir: &[u8], app: &str) -> PathBytes {
         "." | ".." => app.replace('.', "%2E"),
         _ => app.replace('%', "%25").replace('/', "%2F"),
     };
-    [dir, b"/", name.as_bytes()].concat()
+    [dir, b"/", name.as_bytes()].concat().into()
 }
 
 /// Splits a row at `delimiter`, honouring `"quoted"` fields with `""` for a literal quote.
@@ -428,8 +428,8 @@ mod tests {
         assert_eq!(ProcessFormat::Comm.split("a-1"), Ok(("a-1".into(), 0)));
         let names: Vec<PathBytes> =
             ["a/b", "a%2Fb", "", ".", "..", "ok"].iter().map(|a| per_app_path(b"/d", a)).collect();
-        assert_eq!(names[0], b"/d/a%2Fb");
-        assert_eq!(names[5], b"/d/ok");
+        assert_eq!(&names[0][..], b"/d/a%2Fb");
+        assert_eq!(&names[5][..], b"/d/ok");
         let distinct: HashSet<&PathBytes> = names.iter().collect();
         assert_eq!(distinct.len(), names.len(), "{names:?}");
     }

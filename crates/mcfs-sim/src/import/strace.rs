@@ -238,11 +238,11 @@ impl<R: BufRead> StraceImporter<R> {
 
     fn emit(&mut self, call: &Call<'_>, kind: EventKind) {
         let app = self.apps.get(&call.pid).cloned().unwrap_or_else(|| self.options.default_app.clone());
-        self.queue.push_back(TraceEvent { time_ns: call.time_ns, app, pid: call.pid, kind });
+        self.queue.push_back(TraceEvent { time_ns: call.time_ns, app: app.into(), pid: call.pid, kind });
     }
 
     fn grow(&mut self, path: &[u8], end: u64) {
-        let size = self.sizes.entry(path.to_vec()).or_insert(0);
+        let size = self.sizes.entry(path.to_vec().into()).or_insert(0);
         *size = (*size).max(end);
     }
 
@@ -699,7 +699,7 @@ fn unquote(text: &str) -> Result<PathBytes, String> {
             return Err(format!("unknown escape '\\{}'", escape as char));
         }
     }
-    Ok(out)
+    Ok(out.into())
 }
 
 #[cfg(test)]
@@ -708,7 +708,7 @@ mod tests {
 
     #[test]
     fn unquote_handles_c_escapes() {
-        assert_eq!(unquote(r#"a\"b\\c\n\x41\101\0"#).unwrap(), b"a\"b\\c\nAA\0");
+        assert_eq!(&unquote(r#"a\"b\\c\n\x41\101\0"#).unwrap()[..], b"a\"b\\c\nAA\0");
         assert!(unquote(r"\q").is_err());
         assert!(unquote(r"\x4").is_err());
         assert!(unquote(r"\777").is_err());

@@ -65,7 +65,7 @@ fn normalize(path: &[u8]) -> PathBytes {
         }
     }
     if names.is_empty() {
-        return b"/".to_vec();
+        return b"/"[..].into();
     }
     names.iter().flat_map(|n| std::iter::once(&b'/').chain(n.iter())).copied().collect()
 }
@@ -78,11 +78,11 @@ mod tests {
     fn relative_paths_resolve_by_name_against_the_process_directory() {
         let mut dirs = WorkDirs::new(None);
         assert_eq!(dirs.absolute(1, b"d"), None, "unknown directory");
-        assert_eq!(dirs.absolute(1, b"/a//b/./c/"), Some(b"/a/b/c".to_vec()));
+        assert_eq!(dirs.absolute(1, b"/a//b/./c/"), Some(b"/a/b/c"[..].into()));
         dirs.set(1, b"/repo/");
         dirs.inherit(1, 2);
-        assert_eq!(dirs.absolute(2, b".git/../x/./y"), Some(b"/repo/x/y".to_vec()));
-        assert_eq!(dirs.absolute(2, b"../../.."), Some(b"/".to_vec()), "never above the root");
-        assert_eq!(WorkDirs::new(Some(b"/home".to_vec())).absolute(9, b"f"), Some(b"/home/f".to_vec()));
+        assert_eq!(dirs.absolute(2, b".git/../x/./y"), Some(b"/repo/x/y"[..].into()));
+        assert_eq!(dirs.absolute(2, b"../../.."), Some(b"/"[..].into()), "never above the root");
+        assert_eq!(WorkDirs::new(Some(b"/home"[..].into())).absolute(9, b"f"), Some(b"/home/f"[..].into()));
     }
 }

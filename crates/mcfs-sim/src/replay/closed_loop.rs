@@ -13,6 +13,7 @@
 use crate::trace::TraceEvent;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
 
 /// An event handed out to run: its process, the event and its issue time (virtual ns).
 pub struct Due {
@@ -29,7 +30,7 @@ struct Waiting {
 
 #[derive(Default)]
 struct Process {
-    app: String,
+    app: Arc<str>,
     pid: u32,
     queue: VecDeque<Waiting>,
     /// Completion and recorded time of the process's last event run (`None` before its first).
@@ -41,7 +42,7 @@ struct Process {
 #[derive(Default)]
 pub struct ClosedLoop {
     processes: Vec<Process>,
-    ids: HashMap<String, HashMap<u32, usize>>,
+    ids: HashMap<Arc<str>, HashMap<u32, usize>>,
     /// The process of the last event pushed: the next one is mostly its too, found without hashing.
     last_pushed: Option<usize>,
     /// Processes whose head event's issue time is known: (issue time, seq of the event, process).
@@ -93,14 +94,14 @@ impl ClosedLoop {
 
     /// Each process's app and its delay at its last event (issue time − recorded time).
     pub fn delays(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.processes.iter().map(|p| (p.app.as_str(), p.delay_ns))
+        self.processes.iter().map(|p| (&*p.app, p.delay_ns))
     }
 
     fn process_of(&mut self, event: &TraceEvent) -> usize {
         let is_of = |p: &Process| p.pid == event.pid && p.app == event.app;
         let id = match self.last_pushed.filter(|last| is_of(&self.processes[*last])) {
             Some(last) => last,
-            None => match self.ids.get(event.app.as_str()).and_then(|pids| pids.get(&event.pid)) {
+            None => match self.ids.get(&*event.app).and_then(|pids| pids.get(&event.pid)) {
                 Some(&id) => id,
                 None => {
                     let id = self.processes.len();

@@ -353,7 +353,7 @@ mod tests {
         assert!(generate(&spec(FastTrackKind::Launch, 0)).unwrap_err().contains("out of range"));
         assert!(generate(&spec(FastTrackKind::Launch, MAX_SCALE_PER_MILLE + 1)).is_err());
         let gen = |scale| Generator {
-            base: Vec::new(),
+            base: PathBytes::default(),
             made: BTreeSet::new(),
             sizes: Rng::new(1),
             scale,

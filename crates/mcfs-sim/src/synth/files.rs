@@ -167,8 +167,7 @@ pub(crate) struct Prefs {
 impl Prefs {
     pub(crate) fn new(params: &'static PrefsParams, prefs_dir: &[u8], app: &str) -> Prefs {
         let path = join(prefs_dir, &format!("{app}_preferences.xml"));
-        let mut backup = path.clone();
-        backup.extend_from_slice(b".bak");
+        let backup = [&path[..], b".bak"].concat().into();
         Prefs { params, path, backup, exists: false }
     }
 

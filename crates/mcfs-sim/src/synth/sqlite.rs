@@ -66,8 +66,7 @@ pub(crate) struct Database {
 impl Database {
     pub(crate) fn new(params: &'static DbParams, databases_dir: &[u8]) -> Database {
         let path = join(databases_dir, params.file);
-        let mut journal = path.clone();
-        journal.extend_from_slice(b"-journal");
+        let journal = [&path[..], b"-journal"].concat().into();
         Database { params, path, journal, pages: 0, journal_open: false }
     }
 

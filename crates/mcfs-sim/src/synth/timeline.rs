@@ -18,7 +18,7 @@ const NS_PER_BYTE: u64 = 8;
 const FLUSH_NS: RangeInclusive<u64> = 2_000_000..=8_000_000;
 
 pub(crate) struct Timeline {
-    app: String,
+    app: std::sync::Arc<str>,
     pid: u32,
     now_ns: u64,
     pub(crate) rng: Rng,
@@ -28,7 +28,7 @@ pub(crate) struct Timeline {
 
 impl Timeline {
     pub(crate) fn new(app: &str, pid: u32, rng: Rng) -> Timeline {
-        Timeline { app: app.to_string(), pid, now_ns: 0, rng, events: Vec::new(), written_bytes: 0 }
+        Timeline { app: app.into(), pid, now_ns: 0, rng, events: Vec::new(), written_bytes: 0 }
     }
 
     pub(crate) fn now_ns(&self) -> u64 {
@@ -96,5 +96,5 @@ pub(crate) fn join(base: &[u8], name: &str) -> PathBytes {
     let mut path = base.to_vec();
     path.push(b'/');
     path.extend_from_slice(name.as_bytes());
-    path
+    path.into()
 }

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
-use mcfs_sim::{EventKind, InputKind, TraceEvent};
+use mcfs_sim::{EventKind, InputKind, PathBytes, TraceEvent};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -14,10 +14,10 @@ pub fn seeded_rng(test: &str) -> StdRng {
 }
 
 /// A path drawn mostly from a small pool (so the string table is exercised) and sometimes arbitrary bytes.
-fn path(rng: &mut StdRng) -> Vec<u8> {
+fn path(rng: &mut StdRng) -> PathBytes {
     const POOL: [&[u8]; 5] = [b"/data/a.db", b"/data/a.db-wal", b"/sd card/#x", b"", b"/\xff\x00\n\\"];
     if rng.gen_bool(0.8) {
-        POOL[rng.gen_range(0..POOL.len())].to_vec()
+        POOL[rng.gen_range(0..POOL.len())].into()
     } else {
         (0..rng.gen_range(0..12)).map(|_| rng.gen()).collect()
     }

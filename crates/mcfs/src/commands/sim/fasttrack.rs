@@ -134,7 +134,7 @@ fn load(dir: &Path) -> Result<Workload, String> {
         TraceInput::open(&path)?.collect()
     };
     let (setup, run) = (read("setup")?, read("run")?);
-    let apps: BTreeSet<&str> = setup.iter().chain(&run).map(|e| e.app.as_str()).collect();
+    let apps: BTreeSet<&str> = setup.iter().chain(&run).map(|e| &*e.app).collect();
     match apps.into_iter().collect::<Vec<_>>()[..] {
         [app] => Ok(Workload { name: app.to_string(), setup, run }),
         [] => Err(format!("{}: the workload's traces have no events", dir.display())),

@@ -248,8 +248,8 @@ fn strace_options(args: &ImportArgs) -> StraceOptions {
     if let Some(app) = &args.app {
         options.default_app = app.clone();
     }
-    options.path_prefixes = args.path_prefixes.iter().map(|p| p.as_os_str().as_bytes().to_vec()).collect();
-    options.cwd = args.cwd.as_ref().map(|d| d.as_os_str().as_bytes().to_vec());
+    options.path_prefixes = args.path_prefixes.iter().map(|p| p.as_os_str().as_bytes().into()).collect();
+    options.cwd = args.cwd.as_ref().map(|d| d.as_os_str().as_bytes().into());
     options
 }
 
@@ -269,7 +269,7 @@ fn csv_options(args: &ImportArgs) -> Result<CsvOptions, String> {
     options.has_header = args.header;
     options.skip_other_ops = args.skip_other_ops;
     if let Some(path) = &args.default_path {
-        options.default_path = path.as_os_str().as_bytes().to_vec();
+        options.default_path = path.as_os_str().as_bytes().into();
     }
     options.file_per_app = args.file_per_app;
     options.process_format = args.process_format.unwrap_or(options.process_format);

@@ -58,7 +58,7 @@ impl TraceStats {
         self.last_ns = self.last_ns.max(event.time_ns);
         self.events += 1;
         *self.by_kind.entry(op_name(&event.kind)).or_default() += 1;
-        let app = self.apps.entry(event.app.clone()).or_default();
+        let app = self.apps.entry(event.app.to_string()).or_default();
         app.events += 1;
         match event.kind {
             EventKind::Read { len, .. } => app.bytes_read = app.bytes_read.saturating_add(len),
@@ -146,9 +146,9 @@ mod tests {
     fn counts_kinds_apps_bytes_and_disorder() {
         let mut s = TraceStats::default();
         let events = [
-            event(5_000_000, "a", EventKind::Write { path: b"/x".to_vec(), offset: 0, len: 100 }),
-            event(3_000_000, "a", EventKind::Fsync { path: b"/x".to_vec() }),
-            event(9_000_000, "b", EventKind::Read { path: b"/y".to_vec(), offset: 0, len: 7 }),
+            event(5_000_000, "a", EventKind::Write { path: b"/x".to_vec().into(), offset: 0, len: 100 }),
+            event(3_000_000, "a", EventKind::Fsync { path: b"/x".to_vec().into() }),
+            event(9_000_000, "b", EventKind::Read { path: b"/y".to_vec().into(), offset: 0, len: 7 }),
         ];
         let mut previous = None;
         for e in &events {
