@@ -327,8 +327,8 @@ impl OpenVct {
     }
 
     /// Takes the live entries out, handing each to `each` in order, and
-    /// leaves an empty VCT with the next id; the inodes whose data it
-    /// changed (`changed`).
+    /// leaves an empty VCT with the next id; returns the inodes whose data
+    /// the VCT changed.
     pub fn take(&mut self, each: impl FnMut(LogEntry)) -> BTreeSet<Ino> {
         // Drained, not taken: the next VCT fills the same buffer rather than
         // growing one from nothing (every doubling copies the entries so far).

@@ -175,7 +175,7 @@ pub struct BinaryReader<R: Read> {
     chunk_offset: u64,
     strings: Vec<PathBytes>,
     /// The string-table index and text of the last event's app: consecutive events mostly come from one
-    /// app, whose name is then copied without checking its UTF-8 again.
+    /// app, whose name is then shared without checking its UTF-8 again.
     last_app: Option<(u64, Arc<str>)>,
     last_time_ns: u64,
     /// The version the header gave; `None` until it is read.

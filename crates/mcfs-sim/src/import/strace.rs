@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::BufRead;
+use std::sync::Arc;
 
 use super::workdirs::{join, WorkDirs};
 use crate::error::TraceError;
@@ -60,7 +61,10 @@ pub struct StraceImporter<R: BufRead> {
     options: StraceOptions,
     /// Start of an `<unfinished ...>` call, by pid.
     pending: HashMap<u32, String>,
-    apps: HashMap<u32, String>,
+    /// App of each process whose `execve` is in the log (shared with its children and its events).
+    apps: HashMap<u32, Arc<str>>,
+    /// `options.default_app`, shared the same way.
+    default_app: Arc<str>,
     /// File position by (fd, path) for calls without an explicit offset.
     positions: HashMap<(i64, PathBytes), u64>,
     append_fds: HashSet<(i64, PathBytes)>,
@@ -102,6 +106,7 @@ impl<R: BufRead> StraceImporter<R> {
             dirs: WorkDirs::new(options.cwd.clone()),
             symlinks: HashSet::new(),
             skipped: BTreeMap::new(),
+            default_app: options.default_app.as_str().into(),
             options,
             pending: HashMap::new(),
             apps: HashMap::new(),
@@ -237,12 +242,12 @@ impl<R: BufRead> StraceImporter<R> {
     }
 
     fn emit(&mut self, call: &Call<'_>, kind: EventKind) {
-        let app = self.apps.get(&call.pid).cloned().unwrap_or_else(|| self.options.default_app.clone());
-        self.queue.push_back(TraceEvent { time_ns: call.time_ns, app: app.into(), pid: call.pid, kind });
+        let app = self.apps.get(&call.pid).unwrap_or(&self.default_app).clone();
+        self.queue.push_back(TraceEvent { time_ns: call.time_ns, app, pid: call.pid, kind });
     }
 
     fn grow(&mut self, path: &[u8], end: u64) {
-        let size = self.sizes.entry(path.to_vec().into()).or_insert(0);
+        let size = self.sizes.entry(path.into()).or_insert(0);
         *size = (*size).max(end);
     }
 
@@ -254,7 +259,7 @@ impl<R: BufRead> StraceImporter<R> {
                 let arg = if call.name == "execve" { 0 } else { 1 };
                 let program = string_arg(call.args.get(arg).copied().unwrap_or(""))?;
                 let base = program.rsplit(|&b| b == b'/').next().unwrap_or(&program);
-                self.apps.insert(call.pid, String::from_utf8_lossy(base).into_owned());
+                self.apps.insert(call.pid, String::from_utf8_lossy(base).into());
             }
             "clone" | "clone3" | "fork" | "vfork" => {
                 if let Ok(child) = u32::try_from(call.ret) {
