@@ -449,7 +449,7 @@ mod tests {
             time_ns: t,
             app: "com.app".into(),
             pid: 7,
-            kind: EventKind::Write { path: path.to_vec().into(), offset: 4096, len: 512 },
+            kind: EventKind::Write { path: path.into(), offset: 4096, len: 512 },
         }
     }
 
@@ -527,7 +527,7 @@ mod tests {
             time_ns: 5,
             app: "git".into(),
             pid: 1,
-            kind: EventKind::Link { from: b"/a".to_vec().into(), to: b"/b".to_vec().into() },
+            kind: EventKind::Link { from: b"/a"[..].into(), to: b"/b"[..].into() },
         };
         let mut bytes = encode(&[write(1, b"/a"), link.clone()]);
         assert_eq!(bytes[MAGIC.len()], FORMAT_VERSION as u8);

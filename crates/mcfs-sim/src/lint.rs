@@ -101,7 +101,7 @@ mod tests {
     use super::*;
 
     fn write(t_s: u64, offset: u64, len: u64) -> TraceEvent {
-        let kind = EventKind::Write { path: b"/blockdev".to_vec().into(), offset, len };
+        let kind = EventKind::Write { path: b"/blockdev"[..].into(), offset, len };
         TraceEvent { time_ns: t_s * NANOS_PER_SECOND, app: "a".into(), pid: 1, kind }
     }
 

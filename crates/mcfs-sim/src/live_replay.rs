@@ -543,7 +543,7 @@ mod tests {
             vec![
                 EventKind::Create { path: p("/../../escape") },
                 EventKind::Close { path: p("escape") },
-                EventKind::Create { path: b"/nul\0byte".to_vec().into() },
+                EventKind::Create { path: b"/nul\0byte"[..].into() },
                 EventKind::Write { path: p("/missing"), offset: 0, len: 10 },
                 EventKind::Write { path: p("/escape"), offset: u64::MAX - 5, len: 10 },
                 EventKind::Write { path: p("/escape"), offset: 0, len: MAX_REQUEST_BYTES + 1 },

@@ -352,11 +352,8 @@ mod tests {
         .unwrap();
         assert_eq!(events.len(), 5);
         assert_eq!(events[0].time_ns, 500_000_000);
-        assert_eq!(events[1].kind, EventKind::Write { path: b"/data/t.db".to_vec().into(), offset: 4096, len: 512 });
-        assert_eq!(
-            events[2].kind,
-            EventKind::Rename { from: b"/data/a b".to_vec().into(), to: b"/data/c".to_vec().into() }
-        );
+        assert_eq!(events[1].kind, EventKind::Write { path: b"/data/t.db"[..].into(), offset: 4096, len: 512 });
+        assert_eq!(events[2].kind, EventKind::Rename { from: b"/data/a b"[..].into(), to: b"/data/c"[..].into() });
         assert_eq!(events[3].kind, EventKind::Input { input: InputKind::Tap, duration_ns: 80_000_000 });
         assert_eq!(events[4].kind, EventKind::Screen { on: false });
     }

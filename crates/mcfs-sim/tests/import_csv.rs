@@ -37,13 +37,13 @@ fn block_trace_rows_become_reads_and_writes() {
     assert_eq!(events.len(), 4, "a create, then the rows but the discard");
     let create = events.remove(0);
     assert_eq!((create.time_ns, &*create.app), (10_500_000, "com.twitter.android"));
-    assert_eq!(create.kind, EventKind::Create { path: b"/blockdev".to_vec().into() });
+    assert_eq!(create.kind, EventKind::Create { path: b"/blockdev"[..].into() });
     assert_eq!(events[0].time_ns, 10_500_000);
     assert_eq!((&*events[0].app, events[0].pid), ("com.twitter.android", 4711));
-    assert_eq!(events[0].kind, EventKind::Write { path: b"/blockdev".to_vec().into(), offset: 2048 * 512, len: 4096 });
-    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev".to_vec().into(), offset: 2056 * 512, len: 8192 });
+    assert_eq!(events[0].kind, EventKind::Write { path: b"/blockdev"[..].into(), offset: 2048 * 512, len: 4096 });
+    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev"[..].into(), offset: 2056 * 512, len: 8192 });
     assert_eq!(events[2].app, "com.android.browser".into());
-    assert_eq!(events[2].kind, EventKind::Read { path: b"/blockdev".to_vec().into(), offset: 0, len: 512 });
+    assert_eq!(events[2].kind, EventKind::Read { path: b"/blockdev"[..].into(), offset: 0, len: 512 });
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn path_column_and_units_apply() {
     let events = import("3,a,R,7,2,/data/x y.db\n", options).unwrap();
     assert_eq!(events[1].time_ns, 3_000);
     assert_eq!(events[1].pid, 0);
-    assert_eq!(events[1].kind, EventKind::Read { path: b"/data/x y.db".to_vec().into(), offset: 7, len: 1024 });
+    assert_eq!(events[1].kind, EventKind::Read { path: b"/data/x y.db"[..].into(), offset: 7, len: 1024 });
 }
 
 #[test]
@@ -122,7 +122,7 @@ fn a_comm_tid_process_column_gives_app_and_pid() {
         who,
         [("com.whatsapp", 4711), ("com.whatsapp", 4711), ("com.android.chrome", 902), ("com.whatsapp", 4712)]
     );
-    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev".to_vec().into(), offset: 2048 * 512, len: 4096 });
+    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev"[..].into(), offset: 2048 * 512, len: 4096 });
     let err = import("chrome,W,0,8,1\n", phone_options()).unwrap_err();
     assert_eq!(err.position, Position::Line(1));
     assert!(err.to_string().contains("not COMM-TID"), "{err}");
@@ -153,8 +153,8 @@ fn a_file_per_app_makes_per_app_results_independent_of_row_order() {
     assert_eq!(
         paths,
         [
-            EventKind::Create { path: b"/blockdev/com.whatsapp".to_vec().into() },
-            EventKind::Create { path: b"/blockdev/com.android.chrome".to_vec().into() }
+            EventKind::Create { path: b"/blockdev/com.whatsapp"[..].into() },
+            EventKind::Create { path: b"/blockdev/com.android.chrome"[..].into() }
         ]
     );
 }

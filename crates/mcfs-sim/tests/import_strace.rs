@@ -114,7 +114,7 @@ fn positions_appends_relative_paths_and_clock_formats() {
             EventKind::Open { path: p("/home/u/d") },
             EventKind::Read { path: p("/home/u/d"), offset: 8192, len: 4096 },
             EventKind::Rmdir { path: p("/home/u/old dir") },
-            EventKind::Mkdir { path: "/home/u/sub/newé".as_bytes().to_vec().into() },
+            EventKind::Mkdir { path: "/home/u/sub/newé".as_bytes().into() },
             EventKind::Truncate { path: p("/home/u/d"), size: 4096 },
         ]
     );

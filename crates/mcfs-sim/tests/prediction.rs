@@ -20,13 +20,13 @@ fn tap(ms: u64) -> TraceEvent {
 }
 
 fn write(ms: u64, offset: u64) -> TraceEvent {
-    event(ms, "com.app", EventKind::Write { path: b"/data/app/db".to_vec().into(), offset, len: 4096 })
+    event(ms, "com.app", EventKind::Write { path: b"/data/app/db"[..].into(), offset, len: 4096 })
 }
 
 /// Runs of quick taps and long pauses, with an app writing after some of them; returns the trace and
 /// the tap times relative to its first event, in ms.
 fn user_trace() -> (Vec<TraceEvent>, Vec<u64>) {
-    let mut trace = vec![event(0, "com.app", EventKind::Create { path: b"/data/app/db".to_vec().into() })];
+    let mut trace = vec![event(0, "com.app", EventKind::Create { path: b"/data/app/db"[..].into() })];
     let mut taps = Vec::new();
     let mut at = 1_000;
     for run in 0..8u64 {
@@ -70,7 +70,7 @@ fn a_replay_scores_the_three_predictors_on_its_inputs_deterministically() {
 
 #[test]
 fn a_trace_without_inputs_scores_nothing() {
-    let m = replay(&[event(0, "com.app", EventKind::Create { path: b"/x".to_vec().into() })], Config::default());
+    let m = replay(&[event(0, "com.app", EventKind::Create { path: b"/x"[..].into() })], Config::default());
     assert!(m.prediction.values().all(|s| s.operations == 0 && s.predictions == 0), "{:?}", m.prediction);
 }
 
@@ -78,7 +78,7 @@ fn a_trace_without_inputs_scores_nothing() {
 fn checkpoint_intervals_leave_out_the_final_checkpoint_of_shutdown() {
     // Writes every 2 s for 30 s under a 10 s bound: commits about every 10 to 12 s. Then one write at
     // 95 s, committed only by shutdown at 96 s: an interval of about 55 s that must not count.
-    let mut trace = vec![event(0, "com.app", EventKind::Create { path: b"/data/app/db".to_vec().into() })];
+    let mut trace = vec![event(0, "com.app", EventKind::Create { path: b"/data/app/db"[..].into() })];
     trace.extend((0..16).map(|i| write(i * 2_000, i % 3 * 4096)));
     trace.push(write(95_000, 0));
     trace.push(tap(96_000));

@@ -85,7 +85,7 @@ fn a_gzipped_phone_trace_on_stdin_imports_and_replays_whole() {
     assert_eq!(events[5].time_ns, 161_000_000_000, "two days became 60 s after the event at 101 s");
     assert_eq!(
         events[5].kind,
-        EventKind::Write { path: b"/blockdev/com.whatsapp".to_vec().into(), offset: 2056 * 512, len: 4096 }
+        EventKind::Write { path: b"/blockdev/com.whatsapp"[..].into(), offset: 2056 * 512, len: 4096 }
     );
 
     let out = mcfs(&["sim", "--trace", s(&output), "--json"]);
@@ -160,7 +160,7 @@ fn an_strace_log_on_stdin_resolves_relative_paths_and_counts_what_it_left_out() 
     let text = stdout(&out);
     assert!(text.contains("imported 1 events from stdin into"), "{text}");
     assert!(text.contains("skipped 1 call(s): symbolic link"), "{text}");
-    assert_eq!(read_trace(&output)[0].kind, EventKind::Mkdir { path: b"/home/u/d".to_vec().into() });
+    assert_eq!(read_trace(&output)[0].kind, EventKind::Mkdir { path: b"/home/u/d"[..].into() });
 }
 
 /// SQLite's WAL appends frames of 24 + 4096 bytes after a 32-byte header, so nearly every offset is a

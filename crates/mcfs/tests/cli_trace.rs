@@ -42,7 +42,7 @@ fn imports_an_strace_log_in_both_forms() {
     let events = read_trace(&text);
     assert_eq!(events, read_trace(&binary));
     assert!(events.iter().all(|e| e.app == "sqlite3".into()), "the app is the execve'd program");
-    assert!(events.iter().any(|e| e.kind == EventKind::Create { path: b"/tmp/x.db".to_vec().into() }), "{events:#?}");
+    assert!(events.iter().any(|e| e.kind == EventKind::Create { path: b"/tmp/x.db"[..].into() }), "{events:#?}");
     let synced = |e: &TraceEvent| matches!(&e.kind, EventKind::Fdatasync { path } if path.starts_with(b"/tmp/x.db"));
     assert!(events.iter().any(synced), "sqlite3 syncs its journal and database: {events:#?}");
     assert!(events.iter().any(|e| matches!(&e.kind, EventKind::Write { path, .. } if &path[..] == b"/tmp/x.db")));
@@ -88,14 +88,10 @@ fn imports_a_csv_block_trace_with_units() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("imported 3 events"));
     let events = read_trace(&output);
     assert_eq!(events.len(), 3);
-    assert_eq!(
-        events[0].kind,
-        EventKind::Create { path: b"/blockdev".to_vec().into() },
-        "the device file is made first"
-    );
+    assert_eq!(events[0].kind, EventKind::Create { path: b"/blockdev"[..].into() }, "the device file is made first");
     assert_eq!((events[1].time_ns, &*events[1].app), (12_500_000, "com.a"));
-    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev".to_vec().into(), offset: 4096, len: 4096 });
-    assert_eq!(events[2].kind, EventKind::Read { path: b"/blockdev".to_vec().into(), offset: 8192, len: 512 });
+    assert_eq!(events[1].kind, EventKind::Write { path: b"/blockdev"[..].into(), offset: 4096, len: 4096 });
+    assert_eq!(events[2].kind, EventKind::Read { path: b"/blockdev"[..].into(), offset: 8192, len: 512 });
 }
 
 #[test]

@@ -196,7 +196,7 @@ impl CsvOptions {
             delimiter: b',',
             has_header: false,
             skip_other_ops: false,
-            default_path: b"/blockdev".to_vec().into(),
+            default_path: b"/blockdev"[..].into(),
             file_per_app: false,
             process_format: ProcessFormat::CommTid,
         }

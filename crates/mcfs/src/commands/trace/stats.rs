@@ -146,9 +146,9 @@ mod tests {
     fn counts_kinds_apps_bytes_and_disorder() {
         let mut s = TraceStats::default();
         let events = [
-            event(5_000_000, "a", EventKind::Write { path: b"/x".to_vec().into(), offset: 0, len: 100 }),
-            event(3_000_000, "a", EventKind::Fsync { path: b"/x".to_vec().into() }),
-            event(9_000_000, "b", EventKind::Read { path: b"/y".to_vec().into(), offset: 0, len: 7 }),
+            event(5_000_000, "a", EventKind::Write { path: b"/x"[..].into(), offset: 0, len: 100 }),
+            event(3_000_000, "a", EventKind::Fsync { path: b"/x"[..].into() }),
+            event(9_000_000, "b", EventKind::Read { path: b"/y"[..].into(), offset: 0, len: 7 }),
         ];
         let mut previous = None;
         for e in &events {
