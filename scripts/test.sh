@@ -4,7 +4,8 @@
 # (including the end-to-end tests that mount mcfs, kill it and recover) in the
 # `checked` profile (release optimisation with debug assertions and overflow
 # checks on), the Ray runner of sweeps on a local two-node cluster
-# (scripts/test-sweep-ray.sh, a venv with Ray), clippy with warnings as errors,
+# (scripts/test-sweep-ray.sh, a venv with Ray), the unit tests of the
+# experiments' own analysis scripts, clippy with warnings as errors,
 # the formatting check, the pjdfstest POSIX suite against ext4
 # (scripts/pjdfstest.sh), the aarch64 cross build with the engine's unit
 # tests under qemu (scripts/cross-test.sh), then the profile-guided build
@@ -51,6 +52,7 @@ stage setup scripts/setup.sh --pjdfstest
 if [ ${#failed[@]} -eq 0 ]; then
     stage "cargo test" checked_tests
     stage "sweep ray" scripts/test-sweep-ray.sh "${CARGO_TARGET_DIR:-$repo/target}/checked/mcfs"
+    stage "scripts" python3 -m unittest discover -s experiments/dataless -p 'test_*.py'
     stage clippy cargo clippy --workspace --all-targets --release -- -D warnings
     stage fmt cargo fmt --all -- --check
     stage pjdfstest scripts/pjdfstest.sh
