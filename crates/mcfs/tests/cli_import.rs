@@ -1,5 +1,5 @@
 //! A researcher's path through the CLI with real-shaped inputs: a gzipped per-process block trace piped on
-//! stdin, imported with a COMM-TID process column, a file per app and a cap on idle gaps, then replayed
+//! stdin, imported with a COMM-TID process column (one row without its TID), a file per app and a cap on idle gaps, then replayed
 //! with nothing skipped; unit mistakes warned about; a replay that skips most of its trace fails.
 
 use mcfs_sim::EventKind;
@@ -44,6 +44,7 @@ com.whatsapp-4711,sda,W,2048,8,100.000000001
 com.android.chrome-902,sda,W,4096,16,100.5
 com.whatsapp-4712,sda,R,2048,8,101
 com.whatsapp-4711,sda,W,2056,8,172900
+AsyncTask,sda,W,8192,8,172900.5
 ";
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -74,8 +75,9 @@ fn a_gzipped_phone_trace_on_stdin_imports_and_replays_whole() {
     let out = mcfs_with_stdin(&args, &gzip(PHONE_CSV.as_bytes()));
     assert_ok(&out);
     let text = stdout(&out);
-    assert!(text.contains("imported 6 events from stdin (gzip)"), "{text}");
-    assert!(text.contains("created 2 file(s)"), "{text}");
+    assert!(text.contains("imported 8 events from stdin (gzip)"), "{text}");
+    assert!(text.contains("created 3 file(s)"), "{text}");
+    assert!(text.contains("1 row(s) had a process without -TID"), "{text}");
     assert!(text.contains("shortened 1 gap(s) longer than 60.000000000 s"), "{text}");
     assert!(stderr(&out).is_empty(), "no warnings: {}", stderr(&out));
 
@@ -94,6 +96,7 @@ fn a_gzipped_phone_trace_on_stdin_imports_and_replays_whole() {
     assert_eq!(metrics["events_skipped"], 0, "{metrics}");
     assert_eq!(metrics["apps"]["com.whatsapp"]["bytes_written"], 8192);
     assert_eq!(metrics["apps"]["com.android.chrome"]["bytes_written"], 8192);
+    assert_eq!(metrics["apps"]["AsyncTask"]["bytes_written"], 4096, "a thread printed without its TID");
 }
 
 #[test]

@@ -129,6 +129,12 @@ pub fn run(args: &ImportArgs) -> Result<(), String> {
             if report.times_truncated > 0 {
                 notes.push(format!("{} time(s) finer than a nanosecond were truncated", report.times_truncated));
             }
+            if report.processes_without_tid > 0 {
+                notes.push(format!(
+                    "{} row(s) had a process without -TID: the whole field is their app, their pid 0",
+                    report.processes_without_tid
+                ));
+            }
             (count, gaps, notes)
         }
     };
