@@ -8,7 +8,7 @@
 //! freed or copied away from while shared adds one, the release of the last
 //! holder of such a copy removes it.
 
-use super::tier::{Durability, NewPage, Page, PageBuf, PageVersion, Slot, Tier, TierId};
+use super::tier::{known_len, Durability, NewPage, Page, PageBuf, PageVersion, Slot, Tier, TierId};
 use crate::backend::KnownContent;
 use crate::types::PAGE_SIZE;
 use std::ops::Range;
@@ -71,10 +71,10 @@ impl Tier for Dram {
 
     fn store(&mut self, page: NewPage, offset: u64) -> Slot {
         let data = match page {
-            NewPage::Owned(bytes) if self.known.is_some_and(|k| (k.matches)(offset, &bytes[..])) => {
-                Page::known(PAGE_SIZE as usize)
-            }
-            NewPage::Owned(bytes) => Page::Bytes(bytes),
+            NewPage::Owned(bytes) => match known_len(self.known, offset, &bytes) {
+                Some(len) => Page::known(len),
+                None => Page::Bytes(bytes),
+            },
             NewPage::Copy(bytes) => Page::of(bytes, offset, self.known),
             NewPage::Zeros => Page::zeros(self.known),
         };
@@ -220,16 +220,29 @@ mod tests {
         assert_eq!(marked.read(Slot(0), PAGE_SIZE), &expected, "other bytes: the page has its bytes now");
     }
 
+    /// A page read from the store is kept without its bytes when it is the
+    /// content up to some point and zeros after it: a whole page of it, a
+    /// hole (all zeros: the reads of a block trace's unwritten sectors held
+    /// 256 MiB of them), the end of a file. Anything else keeps its bytes.
     #[test]
-    fn a_whole_page_of_known_content_read_from_the_store_keeps_no_bytes() {
+    fn a_page_read_from_the_store_keeps_no_bytes_when_it_is_known_content_then_zeros() {
         let mut dram = Dram::new(0, 1 << 20, Some(RAMP));
-        let mut bytes = [0; PAGE_SIZE as usize];
-        (RAMP.fill)(3 * PAGE_SIZE, &mut bytes);
-        let slot = dram.store(NewPage::Owned(Arc::new(bytes)), 3 * PAGE_SIZE);
-        assert_eq!(dram.freeze(slot).content(), VersionContent::Known(4096));
-        assert_eq!(dram.read(slot, 3 * PAGE_SIZE), &bytes);
-        let zeros = dram.store(NewPage::Owned(Arc::new([0; PAGE_SIZE as usize])), 0);
-        let kept = dram.freeze(zeros);
-        assert_eq!(kept.content(), VersionContent::Bytes(&[0; PAGE_SIZE as usize]), "not the content: kept as bytes");
+        let at = 3 * PAGE_SIZE;
+        let mut whole = [0; PAGE_SIZE as usize];
+        (RAMP.fill)(at, &mut whole);
+        let mut end_of_file = [0; PAGE_SIZE as usize];
+        end_of_file[..100].copy_from_slice(&whole[..100]);
+        let mut other = end_of_file;
+        other[4000] = 1;
+        for (what, bytes, kept) in [
+            ("a whole page of the content", whole, VersionContent::Known(4096)),
+            ("a hole", [0; PAGE_SIZE as usize], VersionContent::Known(0)),
+            ("the end of a file", end_of_file, VersionContent::Known(100)),
+            ("a byte that is not the content", other, VersionContent::Bytes(&other)),
+        ] {
+            let slot = dram.store(NewPage::Owned(Arc::new(bytes)), at);
+            assert_eq!(dram.freeze(slot).content(), kept, "{what}");
+            assert_eq!(dram.read(slot, at), &bytes, "{what} reads back as it was");
+        }
     }
 }
