@@ -10,10 +10,13 @@
 # Phone block traces are per-process CSVs recorded with eBPF on a phone (process as COMM-TID, device, rw
 # flag, sector, size in 512-byte sectors, timestamp since boot; gzip or zstd allowed) that you downloaded:
 # pass each with --csv, or a directory of *.csv, *.csv.gz, *.csv.zst with --csv-dir. Nothing is fetched.
+# The public traces of github.com/acsl-technion/MobileBlockIOTraces (Pixel 6a) are in this layout: put
+# their *_precond.csv.gz and *_exec.csv.gz in a directory and pass it with --csv-dir.
 # Their layout: --columns SPEC (default process=1,op=3,offset=4,size=5,time=6), --time-unit U (default
-# ns), --header (a title row), --op-read R,RS / --op-write W,WS (defaults R / W), --max-gap SECONDS
-# (default 60: the hours between a phone's recordings since boot would dominate every time-weighted
-# figure). Without CSVs the phone group is left out and the summary says so.
+# s), --header (a title row; without it, a title row is skipped as an unknown op), --op-read R,RS /
+# --op-write W,WS (defaults R / W), --max-gap SECONDS (default 60: the hours between a phone's
+# recordings since boot would dominate every time-weighted figure). Without CSVs the phone group is left
+# out and the summary says so.
 #
 # Other options: --device PROFILE (default emmc; see docs/DEVICE_MODEL.md), --results DIR (default
 # experiments/realtrace/results), --live DIR (recordings of a live mount; default the MobiFS study's
@@ -29,7 +32,7 @@ seconds=300
 device=emmc
 csvs=()
 columns=process=1,op=3,offset=4,size=5,time=6
-time_unit=ns
+time_unit=s
 max_gap=60
 csv_opts=()
 while [ $# -gt 0 ]; do
@@ -50,7 +53,7 @@ while [ $# -gt 0 ]; do
         --device) device=${2:?--device needs a profile}; shift ;;
         --results) results=$(realpath -m "${2:?--results needs a directory}"); shift ;;
         --live) live=$(realpath -m "${2:?--live needs a directory}"); shift ;;
-        -h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
     shift

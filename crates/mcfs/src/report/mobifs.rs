@@ -101,7 +101,8 @@ pub fn build(groups: &[Group], plot_link: &str) -> Result<Section, String> {
     md.push_str(&format!(
         "Configs: `{EXT4}` = `transaction_policy = \"ext4-like\"` (commit every 5 s, fsync synchronous); \
          `{TPL}` = `tpl` with `idle_predictor = \"none\"` (checkpoints as soon as a VCT closes); \
-         `{FULL}` = `tpl` with `idle_predictor = \"state-machine\"` (the full system). \
+         `{FULL}` = `tpl` with `idle_predictor = \"state-machine\"` (the full system); each applies a \
+         checkpoint in place as soon as it commits (`apply_backlog_bytes = 0`). \
          Simulated device: {}. \"Logical\" bytes are the data checkpoints applied in place (flushed bytes \
          minus journal bytes). Means over traces are arithmetic unless marked geometric.\n\n",
         profiles(groups)
