@@ -150,8 +150,9 @@ pub(super) fn known_len(known: Option<KnownContent>, offset: u64, bytes: &PageBu
     if (known.matches)(offset, bytes) {
         return Some(PAGE_SIZE as usize);
     }
+    // A page with no zero tail was just compared whole.
     let end = end_of_non_zero(bytes);
-    (known.matches)(offset, &bytes[..end]).then_some(end)
+    (end < bytes.len() && (known.matches)(offset, &bytes[..end])).then_some(end)
 }
 
 /// Where the zeros that end `bytes` begin. Looks at 64 bytes at a time,

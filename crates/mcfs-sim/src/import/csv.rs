@@ -218,7 +218,7 @@ pub struct CsvReport {
 }
 
 /// What reading one row noticed, for the report.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct RowNotes {
     time_truncated: bool,
     no_tid: bool,
